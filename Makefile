@@ -1,0 +1,59 @@
+# Kishpa backend. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+PROTO_SRC := $(shell find protos -name '*.proto' 2>/dev/null)
+
+.DEFAULT_GOAL := help
+.PHONY: help install proto run test lint format bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	$(MAKE) --no-print-directory proto
+	@# Install again so the editable install also maps the freshly generated `kishpa` package.
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+install: $(VENV)/.installed ## Create .venv with every dependency and generate the protobuf code
+
+kishpa/.generated: $(PROTO_SRC)
+	rm -rf kishpa
+	@if [ -n "$(PROTO_SRC)" ]; then \
+	  $(PY) -m grpc_tools.protoc -I protos --python_out=. --grpc_python_out=. \
+	    --mypy_out=. --mypy_grpc_out=. $(PROTO_SRC) && \
+	  find kishpa -type d -exec touch {}/__init__.py \; ; \
+	else mkdir -p kishpa && touch kishpa/__init__.py; fi
+	touch $@
+
+proto: kishpa/.generated ## Generate Python code and typed stubs from protos/ into kishpa/
+
+run: install ## Start the whole stack on this machine (Ctrl-C stops it)
+	$(BIN)/kishpa run
+
+test: install lint ## Lint, type-check and run every test against real Redis/PostgreSQL/Celery/gRPC
+	@set +e; $(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5) - treating as an error, not a pass"; fi; \
+	exit $$rc
+
+lint: install ## ruff, ruff format --check, mypy --strict, buf lint
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	if [ -f protos/buf.yaml ]; then cd protos && ../$(BIN)/buf lint; fi
+
+format: install ## Apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: install ## Run every benchmark and print the figures (see docs/BENCHMARKS.md)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean: ## Remove the virtualenv and generated code
+	rm -rf $(VENV) kishpa .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,66 @@
+"""The rule set: every ruling of RULES.md that a table could set differently, in one value.
+
+Defaults are the rulings of RULES.md. A table carries its ``RuleSet``; code never scatters
+an ``if`` for a ruling anywhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    # Seats (section 4).
+    min_seats: int = 2
+    max_seats: int = 4
+    default_seats: int = 4
+    hand_size: int = 14
+    """Tiles dealt to every player; the starter gets one more."""
+
+    # Groups and winning (section 3).
+    min_group_size: int = 3
+    max_run_length: int = 13
+    min_long_run: int = 4
+    """A winning hand needs at least one run of this length or more."""
+    allow_run_12_13_1: bool = False
+    """Classic Okey's 12-13-1 run (never 13-1-2). Off by default."""
+    starter_may_win_at_once: bool = True
+
+    # The kishpa (sections 2, 6, 7).
+    max_kishpa_replacements: int = 1
+    reveal_window_seconds: int = 15
+    turn_seconds: int = 30
+    timeouts_before_autoplay: int = 3
+
+    # Bowl (section 9).
+    bowl_contribution: int = 1
+    bowl_contribution_kishpa_one: int = 2
+    bowl_streak_to_win: int = 2
+
+    # Bonuses (section 6).
+    doll_bonus: int = 1
+    joker_bonus: int = 1
+    one_bonus: int = 1
+    one_bonus_kishpa_one: int = 2
+    kishpa_bonus: int = 1
+
+    # Win payout (section 8): base + per joker in hand + kishpa + joker discarded last.
+    win_base: int = 2
+    win_per_joker: int = 1
+    win_kishpa: int = 1
+    win_joker_discard: int = 2
+
+    # Wallet (section 5).
+    starting_tokens: int = 2000
+    load_tokens: int = 50
+    ils_per_token: int = 2
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.min_seats <= self.default_seats <= self.max_seats <= 4:
+            raise ValueError("seats must satisfy 2 <= min <= default <= max <= 4")
+        if self.max_kishpa_replacements not in (0, 1):
+            raise ValueError("the kishpa is replaced at most once per round")
+
+
+DEFAULT_RULES = RuleSet()
