@@ -26,7 +26,7 @@ install: $(VENV)/.installed ## Create .venv with every dependency and generate t
 kishpa/.generated: $(PROTO_SRC)
 	rm -rf kishpa
 	@if [ -n "$(PROTO_SRC)" ]; then \
-	  $(PY) -m grpc_tools.protoc -I protos --python_out=. --grpc_python_out=. \
+	  PATH="$(abspath $(BIN)):$$PATH" $(PY) -m grpc_tools.protoc -I protos --python_out=. --grpc_python_out=. \
 	    --mypy_out=. --mypy_grpc_out=. $(PROTO_SRC) && \
 	  find kishpa -type d -exec touch {}/__init__.py \; ; \
 	else mkdir -p kishpa && touch kishpa/__init__.py; fi
