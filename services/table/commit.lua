@@ -1,0 +1,77 @@
+--[[
+commit.lua: commit one table transition atomically, only if the table's version is unchanged.
+
+The rules are NOT here: Python computed the next state and its events; this script only
+checks the version, writes, appends and remembers, all or nothing.
+
+KEYS[1]  state hash     fields: version (int), state (JSON), deadline (ms or absent)
+KEYS[2]  events stream  the table's Redis Stream
+KEYS[3]  requests hash  "<player>:<request_id>" -> first answer
+KEYS[4]  outbox hash    "<round>:<phase>" -> JSON phase record for settlement
+
+ARGV[1]  expected version ("0": the table must not exist yet)
+ARGV[2]  new state JSON
+ARGV[3]  request field ("" when the call carries no request id)
+ARGV[4]  answer to remember under the request field
+ARGV[5]  deadline in ms ("" when the table waits for nobody)
+ARGV[6]  expiry in seconds for a finished table ("0": keep)
+ARGV[7]  number of events E
+ARGV[8]  number of outbox records P
+then E events, each as: n, key1, value1, ..., keyn, valuen
+then P outbox records, each as: field, JSON
+
+Returns
+  {1, new_version, event_id_1, ..., event_id_E}  committed
+  {0, current_version}                           version conflict: reload and retry
+  {2, answer}                                    the request was already answered: nothing changed
+]]
+
+if ARGV[3] ~= '' then
+  local answer = redis.call('HGET', KEYS[3], ARGV[3])
+  if answer then
+    return {2, answer}
+  end
+end
+
+local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if current ~= tonumber(ARGV[1]) then
+  return {0, current}
+end
+
+local version = current + 1
+redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[2])
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'deadline', ARGV[5])
+else
+  redis.call('HDEL', KEYS[1], 'deadline')
+end
+
+local result = {1, version}
+local i = 9
+for _ = 1, tonumber(ARGV[7]) do
+  local n = tonumber(ARGV[i])
+  local entry = {}
+  for j = 1, 2 * n do
+    entry[j] = ARGV[i + j]
+  end
+  result[#result + 1] = redis.call('XADD', KEYS[2], '*', unpack(entry))
+  i = i + 1 + 2 * n
+end
+
+for _ = 1, tonumber(ARGV[8]) do
+  redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+end
+
+local ttl = tonumber(ARGV[6])
+if ttl > 0 then
+  redis.call('EXPIRE', KEYS[1], ttl)
+  redis.call('EXPIRE', KEYS[2], ttl)
+  redis.call('EXPIRE', KEYS[3], ttl)
+end
+
+return result

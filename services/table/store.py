@@ -1,0 +1,269 @@
+"""The Redis table store: load a table's state and version, commit a transition atomically.
+
+An action reads the state and its version, the game engine (pure Python) computes the next
+state and its events, and ``commit.lua`` writes them only if the version is unchanged:
+state, stream events, the request id's answer and the settlement outbox records, all or
+nothing. A version conflict reloads and recomputes, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from redis.asyncio import Redis
+
+from services.table import keys
+from services.table.events import StoredEvent, TableEvent, decode, flatten
+
+COMMIT_MAX_ATTEMPTS = 16
+"""Conflicting commits on one table retried this many times before giving up (busy)."""
+
+FINISHED_TABLE_TTL_S = 24 * 3600
+"""A closed table's state, events and request answers are kept this long, then expire."""
+
+
+class TableBusyError(Exception):
+    """Too many concurrent writers on one table: the caller may try again later."""
+
+    reason = "TABLE_BUSY"
+
+
+class TableExistsError(Exception):
+    """A table with this id already exists."""
+
+    reason = "TABLE_EXISTS"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A table's state as loaded, with the version a commit must still find."""
+
+    table_id: str
+    version: int
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRecord:
+    """An outbox record: what settlement needs for one phase of one round."""
+
+    round_no: int
+    phase: str
+    value: Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class Transition:
+    """What a pure computation decided: the next state and what to publish with it."""
+
+    state: dict[str, Any]
+    events: list[TableEvent] = field(default_factory=list)
+    phases: list[PhaseRecord] = field(default_factory=list)
+    answer: str = ""
+    deadline_ms: int | None = None
+    finished: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """The result of a commit (or of a replayed request id)."""
+
+    version: int
+    event_ids: tuple[str, ...]
+    answer: str
+    replayed: bool
+    transition: Transition | None
+
+
+def _load_script(name: str) -> str:
+    return resources.files("services.table").joinpath(name).read_text()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def request_field(player_id: str, request_id: str) -> str:
+    """Request ids are scoped per player so nobody can read another player's answers."""
+    return f"{player_id}:{request_id}" if request_id else ""
+
+
+class TableStore:
+    """Reads and atomically writes tables in Redis (redis-py asyncio, EVALSHA scripts)."""
+
+    def __init__(self, redis: Redis, *, finished_ttl_s: int = FINISHED_TABLE_TTL_S) -> None:
+        self.redis = redis
+        self.finished_ttl_s = finished_ttl_s
+        self._commit = redis.register_script(_load_script("commit.lua"))
+        self._claim = redis.register_script(_load_script("claim.lua"))
+
+    async def load(self, table_id: str) -> Snapshot | None:
+        """The table's state and version, or None when there is no such table."""
+        fields: Any = await self.redis.hmget(keys.state(table_id), ["version", "state"])
+        version, raw = fields
+        if version is None or raw is None:
+            return None
+        return Snapshot(table_id, int(version), json.loads(raw))
+
+    async def answer(self, table_id: str, field_name: str) -> str | None:
+        """The remembered answer of a request, if it was already answered."""
+        if not field_name:
+            return None
+        raw = await self.redis.hget(keys.requests(table_id), field_name)
+        return None if raw is None else _text(raw)
+
+    async def commit(
+        self,
+        table_id: str,
+        expected_version: int,
+        transition: Transition,
+        *,
+        request: str = "",
+    ) -> Committed | None:
+        """Commit a transition if the version is unchanged; None on a version conflict."""
+        args: list[str | int] = [
+            expected_version,
+            json.dumps(transition.state, separators=(",", ":")),
+            request,
+            transition.answer,
+            "" if transition.deadline_ms is None else transition.deadline_ms,
+            self.finished_ttl_s if transition.finished else 0,
+            len(transition.events),
+            len(transition.phases),
+        ]
+        for event in transition.events:
+            args += flatten(event)
+        for phase in transition.phases:
+            args += [
+                keys.phase_field(phase.round_no, phase.phase),
+                json.dumps(phase.value, separators=(",", ":")),
+            ]
+        result = await self._commit(
+            keys=[
+                keys.state(table_id),
+                keys.events(table_id),
+                keys.requests(table_id),
+                keys.outbox(table_id),
+            ],
+            args=args,
+        )
+        code = int(result[0])
+        if code == 0:
+            return None
+        if code == 2:
+            return Committed(expected_version, (), _text(result[1]), True, None)
+        # The deadline index is global (not in the table's hash slot); it is rebuildable.
+        await self.set_deadline(table_id, transition.deadline_ms)
+        return Committed(
+            int(result[1]),
+            tuple(_text(i) for i in result[2:]),
+            transition.answer,
+            False,
+            transition,
+        )
+
+    async def transact(
+        self,
+        table_id: str,
+        compute: Callable[[Snapshot], Transition | Awaitable[Transition]],
+        *,
+        request: str = "",
+        create: bool = False,
+    ) -> Committed:
+        """Load, compute and commit, reloading on a version conflict.
+
+        ``compute`` raises to refuse (nothing is written). With ``create`` the table must
+        not exist yet and ``compute`` receives an empty snapshot of version 0.
+        """
+        for _ in range(COMMIT_MAX_ATTEMPTS):
+            if request:
+                replay = await self.answer(table_id, request)
+                if replay is not None:
+                    return Committed(0, (), replay, True, None)
+            snapshot = await self.load(table_id)
+            if create:
+                if snapshot is not None:
+                    raise TableExistsError(f"table {table_id} already exists")
+                snapshot = Snapshot(table_id, 0, {})
+            elif snapshot is None:
+                raise LookupError(table_id)
+            outcome = compute(snapshot)
+            transition = outcome if isinstance(outcome, Transition) else await outcome
+            committed = await self.commit(table_id, snapshot.version, transition, request=request)
+            if committed is not None:
+                return committed
+        raise TableBusyError(f"table {table_id} is busy; try again")
+
+    async def read_events(
+        self, table_id: str, after_id: str, *, block_ms: int | None = None, count: int = 200
+    ) -> list[StoredEvent]:
+        """Events after ``after_id`` ("0-0" for all), waiting up to ``block_ms`` for new ones."""
+        reply: Any = await self.redis.xread(
+            {keys.events(table_id): after_id or "0-0"}, count=count, block=block_ms
+        )
+        out: list[StoredEvent] = []
+        for _stream, entries in reply or []:
+            for entry_id, fields in entries:
+                out.append(StoredEvent(_text(entry_id), decode(fields)))
+        return out
+
+    async def last_event_id(self, table_id: str) -> str:
+        """Id of the table's latest event ("0-0" when none)."""
+        entries: Any = await self.redis.xrevrange(keys.events(table_id), count=1)
+        return _text(entries[0][0]) if entries else "0-0"
+
+    async def balances(self, table_id: str) -> dict[str, int]:
+        """Players' wallet balances as the latest settlement left them."""
+        raw = await self.redis.hgetall(keys.balances(table_id))
+        return {_text(k): int(v) for k, v in raw.items()}
+
+    async def set_deadline(self, table_id: str, deadline_ms: int | None) -> None:
+        """Index the table's next deadline (or drop it when it waits for nobody)."""
+        if deadline_ms is None:
+            await self.redis.zrem(keys.deadlines(), table_id)
+        else:
+            await self.redis.zadd(keys.deadlines(), {table_id: deadline_ms})
+
+    async def claim_due(self, now_ms: int, *, lease_ms: int, limit: int = 50) -> list[str]:
+        """Claim up to ``limit`` tables whose deadline has passed (see claim.lua)."""
+        claimed: Sequence[bytes | str] = await self._claim(
+            keys=[keys.deadlines()], args=[now_ms, lease_ms, limit]
+        )
+        return [_text(t) for t in claimed]
+
+    async def deadline_of(self, table_id: str) -> int | None:
+        """The deadline written with the table's state (the source of truth for the index)."""
+        raw = await self.redis.hget(keys.state(table_id), "deadline")
+        return None if raw is None else int(raw)
+
+    async def rebuild_deadline_index(self) -> int:
+        """Re-index every table's deadline from the state hashes (SCAN, never KEYS)."""
+        restored = 0
+        pattern = f"{keys.PREFIX}:table:*:state"
+        async for key in self.redis.scan_iter(match=pattern, count=500):
+            name = _text(key)
+            table_id = name[name.index("{") + 1 : name.rindex("}")]
+            deadline = await self.deadline_of(table_id)
+            if deadline is not None:
+                await self.redis.zadd(keys.deadlines(), {table_id: deadline}, nx=True)
+                restored += 1
+        return restored
+
+    async def memory_usage(self, table_id: str) -> int:
+        """Bytes Redis uses for the table's own keys (MEMORY USAGE)."""
+        total = 0
+        for key in (
+            keys.state(table_id),
+            keys.events(table_id),
+            keys.requests(table_id),
+            keys.outbox(table_id),
+            keys.settled(table_id),
+            keys.balances(table_id),
+        ):
+            used = await self.redis.memory_usage(key)
+            total += int(used or 0)
+        return total

@@ -1,0 +1,163 @@
+"""The Redis table store against the machine's real Redis: versioned commits, replays,
+events, outbox records, expiry and the deadline index."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from redis.asyncio import Redis
+
+from services.table import keys
+from services.table.events import TableEvent
+from services.table.store import (
+    PhaseRecord,
+    Snapshot,
+    TableExistsError,
+    TableStore,
+    Transition,
+    request_field,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def table_id(redis: Redis) -> AsyncIterator[str]:
+    tid = f"t-store-{uuid.uuid4().hex}"
+    yield tid
+    await redis.delete(
+        keys.state(tid),
+        keys.events(tid),
+        keys.requests(tid),
+        keys.outbox(tid),
+        keys.balances(tid),
+    )
+    await redis.zrem(keys.deadlines(), tid)
+
+
+def _increment(snapshot: Snapshot) -> Transition:
+    count = int(snapshot.state.get("count", 0)) + 1
+    return Transition(
+        state={"count": count},
+        events=[TableEvent("counted", 0, -1, {"count": count})],
+        answer=json.dumps({"count": count}),
+    )
+
+
+async def test_create_then_commit_bumps_version_and_appends_events(
+    redis: Redis, table_id: str
+) -> None:
+    store = TableStore(redis)
+    first = await store.transact(table_id, _increment, create=True)
+    assert first.version == 1
+    assert not first.replayed
+    with pytest.raises(TableExistsError):
+        await store.transact(table_id, _increment, create=True)
+    second = await store.transact(table_id, _increment)
+    assert second.version == 2
+    snap = await store.load(table_id)
+    assert snap is not None
+    assert snap.version == 2
+    assert snap.state == {"count": 2}
+    events = await store.read_events(table_id, "0-0")
+    assert [e.event.data["count"] for e in events] == [1, 2]
+    assert [e.id for e in events] == [*first.event_ids, *second.event_ids]
+    assert await store.read_events(table_id, events[0].id) == events[1:]
+
+
+async def test_stale_version_is_refused_and_nothing_changes(redis: Redis, table_id: str) -> None:
+    store = TableStore(redis)
+    await store.transact(table_id, _increment, create=True)
+    stale = await store.commit(table_id, 0, Transition(state={"count": 99}))
+    assert stale is None
+    snap = await store.load(table_id)
+    assert snap is not None
+    assert snap.state == {"count": 1}
+    assert snap.version == 1
+    assert len(await store.read_events(table_id, "0-0")) == 1
+
+
+async def test_replayed_request_returns_first_answer_and_changes_nothing(
+    redis: Redis, table_id: str
+) -> None:
+    store = TableStore(redis)
+    await store.transact(table_id, _increment, create=True)
+    req = request_field("p1", "r-1")
+    first = await store.transact(table_id, _increment, request=req)
+    again = await store.transact(table_id, _increment, request=req)
+    assert again.replayed
+    assert again.answer == first.answer == json.dumps({"count": 2})
+    other_player = await store.transact(table_id, _increment, request=request_field("p2", "r-1"))
+    assert not other_player.replayed
+    snap = await store.load(table_id)
+    assert snap is not None
+    assert snap.state == {"count": 3}
+
+
+async def test_concurrent_writers_never_lose_an_update(redis: Redis, table_id: str) -> None:
+    store = TableStore(redis)
+    await store.transact(table_id, _increment, create=True)
+
+    async def slow_increment(snapshot: Snapshot) -> Transition:
+        await asyncio.sleep(0)  # let the other writers interleave between load and commit
+        return _increment(snapshot)
+
+    await asyncio.gather(*(store.transact(table_id, slow_increment) for _ in range(10)))
+    snap = await store.load(table_id)
+    assert snap is not None
+    assert snap.state == {"count": 11}
+    assert snap.version == 11
+    counts = [e.event.data["count"] for e in await store.read_events(table_id, "0-0")]
+    assert counts == list(range(1, 12))
+
+
+async def test_outbox_private_fields_deadline_and_expiry(redis: Redis, table_id: str) -> None:
+    store = TableStore(redis, finished_ttl_s=120)
+    await store.transact(table_id, _increment, create=True)
+    event = TableEvent("drew", 1, 2, {"source": "pile"}, 2, {"tile": 7})
+    record = {"table_id": table_id, "round": 1, "phase": "start"}
+    done = await store.transact(
+        table_id,
+        lambda s: Transition(
+            state={"count": 0},
+            events=[event],
+            phases=[PhaseRecord(1, "start", record)],
+            deadline_ms=12345,
+        ),
+    )
+    stored = (await store.read_events(table_id, "0-0"))[-1]
+    assert stored.id == done.event_ids[0]
+    assert stored.event == event
+    assert stored.event.visible_to(2) == {"tile": 7}
+    assert stored.event.visible_to(1) is None
+    raw = await redis.hget(keys.outbox(table_id), keys.phase_field(1, "start"))  # type: ignore[misc]
+    assert json.loads(raw) == record
+    assert await store.deadline_of(table_id) == 12345
+    assert await redis.zscore(keys.deadlines(), table_id) == 12345
+    assert await redis.ttl(keys.state(table_id)) == -1
+
+    await store.transact(table_id, lambda s: Transition(state={"count": 0}, finished=True))
+    assert await store.deadline_of(table_id) is None
+    assert await redis.zscore(keys.deadlines(), table_id) is None
+    assert 0 < await redis.ttl(keys.state(table_id)) <= 120
+    assert 0 < await redis.ttl(keys.events(table_id)) <= 120
+
+
+async def test_claim_due_moves_deadline_by_a_lease(redis: Redis, table_id: str) -> None:
+    store = TableStore(redis)
+    await store.set_deadline(table_id, 1_000)
+    claimed = await store.claim_due(5_000, lease_ms=2_000, limit=10_000)
+    assert table_id in claimed
+    assert await redis.zscore(keys.deadlines(), table_id) == 7_000
+    assert table_id not in await store.claim_due(6_000, lease_ms=2_000, limit=10_000)
