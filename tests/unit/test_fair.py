@@ -133,5 +133,5 @@ def test_streams_with_different_tags_are_independent_and_randbelow_is_in_range()
     values = [stream.randbelow(7) for _ in range(700)]
     assert set(values) == set(range(7))
     assert stream.randbelow(1) == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="n >= 1"):
         stream.randbelow(0)
