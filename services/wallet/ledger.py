@@ -1,0 +1,340 @@
+"""The ledger store: applies batches atomically and idempotently on PostgreSQL or SQLite.
+
+Each batch is one transaction. The touched accounts other than the bank are locked in sorted
+order (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises
+writers), so concurrent batches on overlapping accounts neither lose updates nor deadlock.
+The bank takes only relative updates, always last, so it never joins a lock cycle. The
+idempotency key is unique: a concurrent twin either finds the first result after waiting for
+the locks or fails its insert and reads it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, bindparam, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from services.wallet import schema
+from services.wallet.accounts import (
+    BANK,
+    LOAD_TOKENS,
+    STARTING_TOKENS,
+    AccountKind,
+    Reason,
+    account_kind,
+    check_name,
+    parse_reason,
+    player_account,
+)
+from services.wallet.batch import Posting, body_hash, plan_batch, touched_accounts, validate_batch
+from services.wallet.database import is_sqlite
+from services.wallet.errors import AccountNotFound, IdempotencyKeyReused, InvalidRequest
+
+# Keys the wallet uses for its own batches; clients may not use this namespace.
+INTERNAL_KEY_PREFIX = "wallet:"
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """The outcome of a batch: the same value on the first call and on every replay."""
+
+    batch_id: int
+    applied: tuple[Posting, ...]
+    balances: dict[str, int]
+    replayed: bool = False
+
+    def to_json(self) -> str:
+        """What the batches table stores (the id lives in its own column)."""
+        return json.dumps(
+            {"applied": [p.to_json() for p in self.applied], "balances": self.balances},
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, batch_id: int, text: str, *, replayed: bool) -> BatchResult:
+        """The result stored by ``to_json``."""
+        data = json.loads(text)
+        applied = tuple(Posting.from_json(p) for p in data["applied"])
+        return cls(batch_id, applied, dict(data["balances"]), replayed)
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """A recorded posting."""
+
+    transfer_id: int
+    batch_id: int
+    seq: int
+    posting: Posting
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransferFilter:
+    """Filters of ``Ledger.list_transfers``; empty fields do not filter."""
+
+    account: str = ""
+    table_id: str = ""
+    round: int = 0
+    reason: str = ""
+
+
+class Ledger:
+    """Double-entry ledger of tokens over a SQLAlchemy engine. Methods block: call them off
+    the event loop."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sqlite = is_sqlite(engine)
+
+    # --- mutations -------------------------------------------------------------------
+
+    def apply_batch(self, key: str, postings: Sequence[Posting]) -> BatchResult:
+        """Apply ``postings`` atomically under idempotency key ``key`` (client keys)."""
+        if key.startswith(INTERNAL_KEY_PREFIX):
+            raise InvalidRequest(f"request_id may not start with {INTERNAL_KEY_PREFIX!r}")
+        return self._apply(key, postings)
+
+    def open_wallet(self, player_id: str) -> tuple[int, bool]:
+        """Open a player's wallet, granting the starting tokens once.
+
+        Returns (balance now, True if this call granted the starting tokens)."""
+        account = player_account(player_id)
+        self._ensure_accounts([account])
+        grant = Posting(BANK, account, STARTING_TOKENS, Reason.OPENING_GRANT.value)
+        result = self._apply(f"{INTERNAL_KEY_PREFIX}open:{player_id}", [grant])
+        if not result.replayed:
+            return result.balances[account], True
+        return self.balance(account), False
+
+    def load_tokens(self, player_id: str, request_id: str) -> BatchResult:
+        """Load 50 tokens from the bank into an opened wallet; idempotent per request id."""
+        account = player_account(player_id)
+        if not request_id or len(request_id) > 100 or not request_id.isprintable():
+            raise InvalidRequest("request_id (1 to 100 printable characters) is required")
+        load = Posting(BANK, account, LOAD_TOKENS, Reason.PLAYER_LOAD.value)
+        return self._apply(f"{INTERNAL_KEY_PREFIX}load:{player_id}:{request_id}", [load])
+
+    # --- reads -----------------------------------------------------------------------
+
+    def balance(self, account: str) -> int:
+        """The balance of ``account``; an unopened player is NotFound, an unused bowl is 0."""
+        kind = account_kind(account)
+        with self._read() as conn:
+            value = conn.execute(
+                select(schema.accounts.c.balance).where(schema.accounts.c.id == account)
+            ).scalar_one_or_none()
+        if value is None:
+            if kind is AccountKind.PLAYER:
+                raise AccountNotFound(f"no wallet {account!r}: open it first")
+            return 0
+        return int(value)
+
+    def list_transfers(
+        self, filters: TransferFilter, page_size: int = 0, page_token: str = ""
+    ) -> tuple[list[Transfer], str]:
+        """Postings matching ``filters``, newest first, and the next page's token."""
+        p = schema.postings.c
+        size = page_size or DEFAULT_PAGE_SIZE
+        if not 0 < size <= MAX_PAGE_SIZE:
+            raise InvalidRequest(f"page_size must be 1..{MAX_PAGE_SIZE}")
+        query = select(schema.postings).order_by(p.id.desc()).limit(size + 1)
+        if filters.account:
+            account_kind(filters.account)
+            query = query.where(
+                or_(p.from_account == filters.account, p.to_account == filters.account)
+            )
+        if filters.table_id:
+            check_name(filters.table_id, "table id")
+            query = query.where(p.table_id == filters.table_id)
+        if filters.round:
+            query = query.where(p.round == filters.round)
+        if filters.reason:
+            query = query.where(p.reason == parse_reason(filters.reason).value)
+        if page_token:
+            query = query.where(p.id < _decode_token(page_token))
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        transfers = [_transfer(row._mapping) for row in rows[:size]]
+        more = len(rows) > size
+        return transfers, _encode_token(transfers[-1].transfer_id) if more else ""
+
+    # --- internals -------------------------------------------------------------------
+
+    def _read(self) -> Any:
+        conn = self.engine.connect()
+        if self._sqlite:
+            conn = conn.execution_options(sqlite_begin="DEFERRED")
+        return conn
+
+    def _apply(self, key: str, postings: Sequence[Posting]) -> BatchResult:
+        validate_batch(key, postings)
+        digest = body_hash(postings)
+        with self._read() as conn:
+            first = self._find(conn, key, digest)
+        if first is not None:
+            return first
+        accounts = touched_accounts(postings)
+        self._ensure_accounts(a for a in accounts if account_kind(a) is not AccountKind.PLAYER)
+        try:
+            with self.engine.begin() as conn:
+                return self._apply_locked(conn, key, digest, postings, accounts)
+        except IntegrityError:
+            # A concurrent batch with the same key committed first; answer as a replay.
+            with self._read() as conn:
+                first = self._find(conn, key, digest)
+            if first is None:
+                raise
+            return first
+
+    def _apply_locked(
+        self,
+        conn: Connection,
+        key: str,
+        digest: str,
+        postings: Sequence[Posting],
+        accounts: list[str],
+    ) -> BatchResult:
+        a = schema.accounts.c
+        own = [x for x in accounts if x != BANK]
+        query = select(a.id, a.balance).where(a.id.in_(own)).order_by(a.id)
+        if not self._sqlite:
+            query = query.with_for_update()
+        balances = {row.id: int(row.balance) for row in conn.execute(query)}
+        missing = [x for x in own if x not in balances]
+        if missing:
+            raise AccountNotFound(f"no such account: {', '.join(missing)} (open the wallet first)")
+        first = self._find(conn, key, digest)
+        if first is not None:
+            return first
+        bank_now = conn.execute(select(a.balance).where(a.id == BANK)).scalar_one()
+        plan = plan_batch(postings, {**balances, BANK: int(bank_now)})
+        now = _now_ms()
+        deltas = plan.deltas()
+        bank_delta = deltas.pop(BANK, 0)
+        result_balances = {x: plan.balances[x] for x in own}
+        if bank_delta or BANK in accounts:
+            # Relative update, taken last: the bank is never locked before other accounts.
+            bank_after = conn.execute(
+                update(schema.accounts)
+                .where(a.id == BANK)
+                .values(balance=a.balance + bank_delta)
+                .returning(a.balance)
+            ).scalar_one()
+            result_balances[BANK] = int(bank_after)
+        result = BatchResult(0, plan.applied, dict(sorted(result_balances.items())))
+        batch_id = conn.execute(
+            insert(schema.batches)
+            .values(idempotency_key=key, body_hash=digest, result=result.to_json(), created_ms=now)
+            .returning(schema.batches.c.id)
+        ).scalar_one()
+        changed = [{"account": x, "delta": d} for x, d in sorted(deltas.items()) if d]
+        if changed:
+            conn.execute(
+                update(schema.accounts)
+                .where(a.id == bindparam("account"))
+                .values(balance=a.balance + bindparam("delta")),
+                changed,
+            )
+        conn.execute(
+            insert(schema.postings),
+            [
+                {
+                    "batch_id": batch_id,
+                    "seq": seq,
+                    "from_account": p.from_account,
+                    "to_account": p.to_account,
+                    "amount": p.amount,
+                    "reason": p.reason,
+                    "table_id": p.table_id or None,
+                    "round": p.round or None,
+                    "phase": p.phase or None,
+                    "created_ms": now,
+                }
+                for seq, p in enumerate(plan.applied)
+            ],
+        )
+        return BatchResult(int(batch_id), result.applied, result.balances)
+
+    def _find(self, conn: Connection, key: str, digest: str) -> BatchResult | None:
+        b = schema.batches.c
+        row = conn.execute(
+            select(b.id, b.body_hash, b.result).where(b.idempotency_key == key)
+        ).one_or_none()
+        if row is None:
+            return None
+        if row.body_hash != digest:
+            raise IdempotencyKeyReused(f"request_id {key!r} was already used for a different batch")
+        return BatchResult.from_json(int(row.id), row.result, replayed=True)
+
+    def _ensure_accounts(self, accounts: Iterable[str]) -> None:
+        """Create missing accounts with a zero balance, in their own short transaction."""
+        wanted = sorted(set(accounts))
+        if not wanted:
+            return
+        a = schema.accounts.c
+        with self._read() as conn:
+            found = set(conn.execute(select(a.id).where(a.id.in_(wanted))).scalars())
+        missing = [x for x in wanted if x not in found]
+        if not missing:
+            return
+        now = _now_ms()
+        with self.engine.begin() as conn:
+            for account in missing:
+                stmt = _insert_ignore(self._sqlite).values(
+                    id=account, kind=account_kind(account).value, balance=0, created_ms=now
+                )
+                conn.execute(stmt)
+
+
+def _insert_ignore(sqlite: bool) -> Any:
+    if sqlite:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(schema.accounts).on_conflict_do_nothing()
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    return pg_insert(schema.accounts).on_conflict_do_nothing()
+
+
+def _transfer(row: Any) -> Transfer:
+    posting = Posting(
+        row["from_account"],
+        row["to_account"],
+        int(row["amount"]),
+        row["reason"],
+        row["table_id"] or "",
+        int(row["round"] or 0),
+        row["phase"] or "",
+    )
+    return Transfer(
+        int(row["id"]), int(row["batch_id"]), int(row["seq"]), posting, int(row["created_ms"])
+    )
+
+
+def _encode_token(last_id: int) -> str:
+    return base64.urlsafe_b64encode(f"t1:{last_id}".encode()).decode()
+
+
+def _decode_token(token: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(token.encode()).decode()
+        version, _, number = text.partition(":")
+        if version != "t1":
+            raise ValueError(version)
+        return int(number)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidRequest("malformed page_token", "INVALID_PAGE_TOKEN") from None

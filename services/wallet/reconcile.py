@@ -1,0 +1,160 @@
+"""Reconciliation: proves the ledger is consistent, for operators (``kishpa wallet reconcile``)
+and for the workers' sweeper.
+
+Checks, on one consistent snapshot: all balances sum to zero; every balance equals the sum
+of its postings; every batch's recorded postings are exactly the ones its result lists
+(so every batch moved as much out as in, and none is half-applied); no player, bowl or pot
+is negative.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+
+from services.wallet import schema
+from services.wallet.database import create_wallet_engine, is_sqlite
+
+MAX_LISTED = 100  # a broken ledger lists the first discrepancies, not millions of lines
+
+
+@dataclass(frozen=True, slots=True)
+class Discrepancy:
+    """One thing that is wrong."""
+
+    check: str
+    subject: str
+    detail: str
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    """The outcome of a reconciliation."""
+
+    accounts: int = 0
+    batches: int = 0
+    postings: int = 0
+    total_balance: int = 0
+    bank_balance: int = 0
+    discrepancies: list[Discrepancy] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no check found anything."""
+        return not self.discrepancies
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+    def add(self, check: str, subject: str, detail: str) -> None:
+        """Record a discrepancy (keeps the first MAX_LISTED per check)."""
+        if sum(1 for d in self.discrepancies if d.check == check) < MAX_LISTED:
+            self.discrepancies.append(Discrepancy(check, subject, detail))
+
+
+def reconcile(engine: Engine) -> ReconcileReport:
+    """Run every check against the ledger behind ``engine``."""
+    report = ReconcileReport()
+    a, b, p = schema.accounts.c, schema.batches.c, schema.postings.c
+    conn = engine.connect()
+    if is_sqlite(engine):
+        conn = conn.execution_options(sqlite_begin="DEFERRED")
+    else:
+        conn = conn.execution_options(isolation_level="REPEATABLE READ")
+    with conn, conn.begin():
+        balances = {
+            row.id: (row.kind, int(row.balance))
+            for row in conn.execute(select(a.id, a.kind, a.balance))
+        }
+        report.accounts = len(balances)
+        report.total_balance = sum(v for _, v in balances.values())
+        report.bank_balance = balances.get("bank", ("bank", 0))[1]
+        if report.total_balance != 0:
+            report.add("sum_zero", "all accounts", f"balances sum to {report.total_balance}, not 0")
+        for account, (kind, value) in sorted(balances.items()):
+            if kind != "bank" and value < 0:
+                report.add("not_negative", account, f"{kind} balance is {value}")
+
+        received = dict(
+            conn.execute(select(p.to_account, func.sum(p.amount)).group_by(p.to_account))
+            .tuples()
+            .all()
+        )
+        paid = dict(
+            conn.execute(select(p.from_account, func.sum(p.amount)).group_by(p.from_account))
+            .tuples()
+            .all()
+        )
+        for account in sorted(set(received) | set(paid) | set(balances)):
+            expected = int(received.get(account) or 0) - int(paid.get(account) or 0)
+            if account not in balances:
+                report.add(
+                    "postings_match", account, "postings name an account that does not exist"
+                )
+            elif balances[account][1] != expected:
+                report.add(
+                    "postings_match",
+                    account,
+                    f"balance {balances[account][1]} but its postings sum to {expected}",
+                )
+
+        rows_by_batch: dict[int, list[tuple[str, str, int, str]]] = {}
+        query = select(
+            p.batch_id, p.from_account, p.to_account, p.amount, p.reason, p.seq
+        ).order_by(p.batch_id, p.seq)
+        for row in conn.execute(query):
+            report.postings += 1
+            if row.amount <= 0 or row.from_account == row.to_account:
+                report.add(
+                    "batch_balanced", f"batch {row.batch_id}", f"posting {row.seq} is malformed"
+                )
+            rows_by_batch.setdefault(int(row.batch_id), []).append(
+                (row.from_account, row.to_account, int(row.amount), row.reason)
+            )
+        for batch in conn.execute(select(b.id, b.idempotency_key, b.result).order_by(b.id)):
+            report.batches += 1
+            listed = [
+                (x["from_account"], x["to_account"], int(x["amount"]), x["reason"])
+                for x in json.loads(batch.result)["applied"]
+            ]
+            recorded = rows_by_batch.pop(int(batch.id), [])
+            if recorded != listed:
+                report.add(
+                    "batch_balanced",
+                    f"batch {batch.id} ({batch.idempotency_key})",
+                    f"{len(recorded)} postings recorded, {len(listed)} in its result",
+                )
+        for batch_id in sorted(rows_by_batch):
+            report.add(
+                "batch_balanced", f"batch {batch_id}", "postings of a batch that does not exist"
+            )
+    return report
+
+
+def reconcile_url(url: str) -> ReconcileReport:
+    """Reconcile the ledger at a database URL (what jobs and the sweeper call)."""
+    engine = create_wallet_engine(url, pool_size=1)
+    try:
+        return reconcile(engine)
+    finally:
+        engine.dispose()
+
+
+def format_report(report: ReconcileReport) -> str:
+    """A readable report for people."""
+    lines = [
+        f"accounts {report.accounts}, batches {report.batches}, postings {report.postings}",
+        f"sum of all balances {report.total_balance} (bank {report.bank_balance})",
+    ]
+    if report.ok:
+        lines.append("OK: the ledger reconciles")
+    else:
+        lines.append(f"FAILED: {len(report.discrepancies)} discrepancies")
+        lines.extend(f"  [{d.check}] {d.subject}: {d.detail}" for d in report.discrepancies)
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""The ledger's tables (SQLAlchemy Core). Migrations in ``migrations/`` create them."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
+_Id = BigInteger().with_variant(Integer(), "sqlite")
+
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("id", String(120), primary_key=True),
+    Column("kind", String(8), nullable=False),
+    Column("balance", BigInteger, nullable=False, server_default="0"),
+    Column("created_ms", BigInteger, nullable=False),
+    # The last line of defence for RULES.md section 5: only the bank may go negative.
+    CheckConstraint("kind = 'bank' OR balance >= 0", name="ck_accounts_not_negative"),
+    CheckConstraint("kind IN ('player', 'bowl', 'pot', 'bank')", name="ck_accounts_kind"),
+)
+
+batches = Table(
+    "batches",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("idempotency_key", String(200), nullable=False, unique=True),
+    Column("body_hash", String(64), nullable=False),
+    # JSON of the first result (applied postings, balances after), returned on replays.
+    Column("result", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+)
+
+postings = Table(
+    "postings",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("batch_id", _Id, ForeignKey("batches.id"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("from_account", String(120), ForeignKey("accounts.id"), nullable=False),
+    Column("to_account", String(120), ForeignKey("accounts.id"), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("reason", String(32), nullable=False),
+    Column("table_id", String(100), nullable=True),
+    Column("round", Integer, nullable=True),
+    Column("phase", String(16), nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+    CheckConstraint("amount > 0", name="ck_postings_amount_positive"),
+    CheckConstraint("from_account <> to_account", name="ck_postings_distinct_accounts"),
+)
+
+Index("ix_postings_batch", postings.c.batch_id, postings.c.seq, unique=True)
+Index("ix_postings_from", postings.c.from_account, postings.c.id)
+Index("ix_postings_to", postings.c.to_account, postings.c.id)
+Index("ix_postings_table_round", postings.c.table_id, postings.c.round)
