@@ -7,6 +7,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -141,7 +142,7 @@ async def test_outbox_private_fields_deadline_and_expiry(redis: Redis, table_id:
     assert stored.event == event
     assert stored.event.visible_to(2) == {"tile": 7}
     assert stored.event.visible_to(1) is None
-    raw = await redis.hget(keys.outbox(table_id), keys.phase_field(1, "start"))  # type: ignore[misc]
+    raw: Any = await redis.hget(keys.outbox(table_id), keys.phase_field(1, "start"))
     assert json.loads(raw) == record
     assert await store.deadline_of(table_id) == 12345
     assert await redis.zscore(keys.deadlines(), table_id) == 12345

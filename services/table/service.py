@@ -1,0 +1,508 @@
+"""The table service's use cases: validate, authorize, ask the game engine, commit atomically.
+
+Game-agnostic: everything game-specific is behind :class:`services.table.engine.GameEngine`.
+Every mutation goes through :meth:`TableStore.transact` (load, compute, versioned commit,
+retry on conflict), so bad input never changes state and two concurrent actions never both
+apply against the same version. Settlement tasks are enqueued only after the commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from services.table import keys
+from services.table.engine import (
+    SEAT_LIMITS,
+    Action,
+    BadRequestError,
+    GameEngine,
+    GameView,
+    Hint,
+    NotAllowedError,
+    Step,
+    Table,
+    TableError,
+    TableSettings,
+)
+from services.table.events import NO_SEAT, StoredEvent, TableEvent
+from services.table.store import (
+    Committed,
+    PhaseRecord,
+    Snapshot,
+    TableStore,
+    Transition,
+    request_field,
+)
+
+log = structlog.get_logger("kishpa.table")
+
+Enqueue = Callable[[str, int, str], None]
+"""Hands a settled phase to the workers: (table_id, round_no, phase)."""
+
+SEED_BYTES = 80
+MAX_CLIENT_SEED = 256
+MAX_REQUEST_ID = 128
+
+
+class TableNotFoundError(TableError):
+    """No such table (or it expired after closing)."""
+
+    code = "NOT_FOUND"
+
+
+class NotDueError(Exception):
+    """The claimed deadline has moved: nothing to do."""
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds (deadlines are shared between replicas, so not monotonic)."""
+    return time.time_ns() // 1_000_000
+
+
+def new_server_seed() -> bytes:
+    """A fresh round seed from the OS random source (the service edge; engines get it handed)."""
+    return os.urandom(SEED_BYTES)
+
+
+@dataclass(frozen=True, slots=True)
+class TableView:
+    """One viewer's whole view of a table."""
+
+    table: Table
+    my_seat: int | None
+    my_tiles: Sequence[int]
+    game: GameView | None
+    balances: Mapping[str, int]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ActResult:
+    """The answer to a mutation: private result facts, plus the caller's view after it."""
+
+    view: TableView
+    result: Mapping[str, Any] = field(default_factory=dict)
+    event_id: str = ""
+    replayed: bool = False
+
+
+def _check_request_id(request_id: str) -> None:
+    if len(request_id) > MAX_REQUEST_ID:
+        raise BadRequestError(
+            f"request_id is longer than {MAX_REQUEST_ID} characters", "BAD_REQUEST_ID"
+        )
+
+
+def _check_client_seed(seed: str) -> None:
+    if len(seed) > MAX_CLIENT_SEED:
+        raise BadRequestError(
+            f"client_seed is longer than {MAX_CLIENT_SEED} characters", "BAD_CLIENT_SEED"
+        )
+
+
+class Tables:
+    """The table use cases over one store and the registered game engines."""
+
+    def __init__(
+        self,
+        store: TableStore,
+        engines: Mapping[str, GameEngine],
+        *,
+        enqueue: Enqueue | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.store = store
+        self.engines = dict(engines)
+        self.enqueue = enqueue
+        self.clock = clock
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    def _engine(self, name: str) -> GameEngine:
+        engine = self.engines.get(name)
+        if engine is None:
+            raise BadRequestError(f"unknown game {name!r}", "UNKNOWN_GAME")
+        return engine
+
+    async def _load(self, table_id: str) -> tuple[Table, int]:
+        snapshot = await self.store.load(table_id)
+        if snapshot is None:
+            raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND")
+        return Table.from_dict(snapshot.state), snapshot.version
+
+    def _transition(self, table: Table, step: Step | None, answer: Mapping[str, Any]) -> Transition:
+        """The stored form of a table after a step (events, outbox records, deadline)."""
+        now = self.clock()
+        events: list[TableEvent] = []
+        phases: list[PhaseRecord] = []
+        if step is not None:
+            table.game = step.game
+            table.deadline = step.deadline
+            events = step.events
+            for phase in step.phases:
+                value = {
+                    "table_id": table.table_id,
+                    "game": table.game_name,
+                    "round": phase.round_no,
+                    "phase": phase.phase,
+                    "record": phase.record,
+                    "created_ms": now,
+                }
+                phases.append(PhaseRecord(phase.round_no, phase.phase, value))
+            if step.closed:
+                table.status = "closed"
+                table.deadline = None
+                if not any(e.type == "table_closed" for e in events):
+                    events = [*events, TableEvent("table_closed", 0, NO_SEAT, {})]
+        return Transition(
+            state=table.to_dict(),
+            events=events,
+            phases=phases,
+            answer=json.dumps(answer, separators=(",", ":")),
+            deadline_ms=None if table.deadline is None else table.deadline.at_ms,
+            finished=table.status == "closed",
+        )
+
+    async def _mutate(
+        self,
+        player_id: str,
+        table_id: str,
+        request_id: str,
+        compute: Callable[[Table], tuple[Step | None, dict[str, Any]]],
+    ) -> ActResult:
+        """Run one versioned mutation and answer with the caller's view after it."""
+        _check_request_id(request_id)
+
+        def build(snapshot: Snapshot) -> Transition:
+            table = Table.from_dict(snapshot.state)
+            step, result = compute(table)
+            return self._transition(table, step, {"result": result})
+
+        try:
+            committed = await self.store.transact(
+                table_id, build, request=request_field(player_id, request_id)
+            )
+        except LookupError:
+            raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND") from None
+        await self._after_commit(table_id, committed)
+        return await self._answer(player_id, table_id, committed)
+
+    async def _after_commit(self, table_id: str, committed: Committed) -> None:
+        """Hand every phase the commit reached to settlement (the outbox already holds it)."""
+        if committed.transition is None or self.enqueue is None:
+            return
+        for phase in committed.transition.phases:
+            try:
+                await asyncio.to_thread(self.enqueue, table_id, phase.round_no, phase.phase)
+            except Exception:  # the sweeper re-enqueues from the outbox
+                log.exception(
+                    "settlement_enqueue_failed",
+                    table_id=table_id,
+                    round=phase.round_no,
+                    phase=phase.phase,
+                )
+
+    async def _answer(self, player_id: str, table_id: str, committed: Committed) -> ActResult:
+        answer = json.loads(committed.answer) if committed.answer else {}
+        view = await self.view(player_id, table_id)
+        event_id = committed.event_ids[-1] if committed.event_ids else ""
+        return ActResult(view, answer.get("result", {}), event_id, committed.replayed)
+
+    def _seat(self, table: Table, player_id: str) -> int:
+        seat = table.seat_of(player_id)
+        if seat is None:
+            raise NotAllowedError("you do not sit at this table", "NOT_SEATED")
+        return seat
+
+    def _playing(self, table: Table) -> None:
+        if table.status != "playing":
+            raise TableError(f"the table is {table.status}, not playing", "NOT_PLAYING")
+
+    def _player_acted(self, table: Table, seat: int) -> None:
+        """A player who acts takes his seat back from auto-play."""
+        table.timeouts.pop(str(seat), None)
+        if seat in table.autoplay:
+            table.autoplay.remove(seat)
+
+    # ---- use cases -------------------------------------------------------------------
+
+    async def create(
+        self,
+        player_id: str,
+        settings: TableSettings,
+        *,
+        game: str = "kishpa",
+        client_seed: str = "",
+        request_id: str = "",
+        table_id: str | None = None,
+    ) -> ActResult:
+        """Open a table with the creator in seat 0."""
+        _check_request_id(request_id)
+        _check_client_seed(client_seed)
+        engine = self._engine(game)
+        low, high = SEAT_LIMITS
+        if not low <= settings.seats <= high:
+            raise BadRequestError(f"seats must be {low}-{high}", "BAD_SEATS")
+        if not 1 <= settings.turn_seconds <= 600:
+            raise BadRequestError("turn_seconds must be 1-600", "BAD_TURN_SECONDS")
+        if not 1 <= settings.reveal_window_seconds <= 600:
+            raise BadRequestError("reveal_window_seconds must be 1-600", "BAD_WINDOW_SECONDS")
+        if not 0 <= settings.next_round_pause_ms <= 60_000:
+            raise BadRequestError("next_round_pause_ms must be 0-60000", "BAD_PAUSE")
+        if settings.stake < 1:
+            raise BadRequestError("stake must be at least 1", "BAD_STAKE")
+        engine.check_settings(settings)
+        table_id = table_id or secrets.token_urlsafe(9)
+        # A replayed CreateTable must find the table it created: remember per player.
+        if request_id:
+            remembered = await self.store.redis.get(keys.create_request(player_id, request_id))
+            if remembered is not None:
+                tid = remembered.decode() if isinstance(remembered, bytes) else str(remembered)
+                return ActResult(await self.view(player_id, tid), {"table_id": tid}, "", True)
+
+        def build(snapshot: Snapshot) -> Transition:
+            table = Table(
+                table_id=table_id,
+                game_name=game,
+                creator=player_id,
+                settings=settings,
+                created_ms=self.clock(),
+                players=[player_id],
+                client_seeds={player_id: client_seed} if client_seed else {},
+            )
+            step = Step(
+                game={},
+                events=[
+                    TableEvent(
+                        "table_created",
+                        0,
+                        0,
+                        {"creator": player_id, "game": game, **settings.to_dict()},
+                    ),
+                    TableEvent("player_joined", 0, 0, {"player_id": player_id}),
+                ],
+            )
+            return self._transition(table, step, {"result": {"table_id": table_id}})
+
+        committed = await self.store.transact(table_id, build, create=True)
+        if request_id:
+            await self.store.redis.set(
+                keys.create_request(player_id, request_id), table_id, ex=self.store.finished_ttl_s
+            )
+        return await self._answer(player_id, table_id, committed)
+
+    async def join(
+        self, player_id: str, table_id: str, *, client_seed: str = "", request_id: str = ""
+    ) -> ActResult:
+        """Take the next free seat at a table that has not started."""
+        _check_client_seed(client_seed)
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            if table.seat_of(player_id) is not None:
+                raise TableError("you already sit at this table", "ALREADY_SEATED")
+            if table.status != "waiting":
+                raise TableError("the game has already started", "GAME_STARTED")
+            if len(table.players) >= table.settings.seats:
+                raise TableError("the table is full", "TABLE_FULL")
+            table.players.append(player_id)
+            if client_seed:
+                table.client_seeds[player_id] = client_seed
+            seat = len(table.players) - 1
+            event = TableEvent("player_joined", 0, seat, {"player_id": player_id})
+            return Step(game=table.game, events=[event]), {"seat": seat}
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def leave(self, player_id: str, table_id: str, *, request_id: str = "") -> ActResult:
+        """Leave a waiting table; during a game the seat goes on auto-play instead."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            seat = self._seat(table, player_id)
+            if table.status == "closed":
+                raise TableError("the table is closed", "TABLE_CLOSED")
+            if table.status == "waiting":
+                if player_id == table.creator:
+                    raise TableError("the creator cannot leave before the game", "CREATOR")
+                table.players.pop(seat)
+                table.client_seeds.pop(player_id, None)
+                event = TableEvent("player_left", 0, seat, {"player_id": player_id})
+                return Step(game=table.game, events=[event], deadline=table.deadline), {}
+            if seat not in table.autoplay:
+                table.autoplay.append(seat)
+            engine = self._engine(table.game_name)
+            round_no = engine.view(table, None).round_no
+            event = TableEvent("autoplay_on", round_no, seat, {"player_id": player_id})
+            return Step(game=table.game, events=[event], deadline=table.deadline), {}
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def start(self, player_id: str, table_id: str, *, request_id: str = "") -> ActResult:
+        """The creator starts the first round."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            if player_id != table.creator:
+                raise NotAllowedError("only the table's creator may start it", "NOT_CREATOR")
+            if table.status != "waiting":
+                raise TableError(f"the table is {table.status}", "GAME_STARTED")
+            if len(table.players) < SEAT_LIMITS[0]:
+                raise TableError("at least two players must sit", "NOT_ENOUGH_PLAYERS")
+            table.status = "playing"
+            step = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
+            return step, {}
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def act(
+        self, player_id: str, table_id: str, action: Action, *, request_id: str = ""
+    ) -> ActResult:
+        """A seated player's move in the game (draw, discard, win, reveal, decline ...)."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            seat = self._seat(table, player_id)
+            self._playing(table)
+            step = self._engine(table.game_name).act(table, seat, action, self.clock())
+            self._player_acted(table, seat)
+            return step, step.result
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def press_last_round(
+        self, player_id: str, table_id: str, *, request_id: str = ""
+    ) -> ActResult:
+        """The creator makes the next round to start the final one."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            if player_id != table.creator:
+                raise NotAllowedError(
+                    "only the table's creator may press last round", "NOT_CREATOR"
+                )
+            self._playing(table)
+            return self._engine(table.game_name).press_last_round(table, self.clock()), {}
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def set_rack_order(
+        self, player_id: str, table_id: str, tile_ids: Sequence[int], *, request_id: str = ""
+    ) -> ActResult:
+        """Keep the player's own order of his tiles, so a reconnecting client shows it again."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            seat = self._seat(table, player_id)
+            self._playing(table)
+            hand = self._engine(table.game_name).hand(table, seat)
+            if len(set(tile_ids)) != len(tile_ids) or sorted(tile_ids) != sorted(hand):
+                raise BadRequestError(
+                    "the rack order must list each of your tiles exactly once", "BAD_RACK_ORDER"
+                )
+            table.rack_orders[player_id] = list(tile_ids)
+            return Step(game=table.game, deadline=table.deadline), {}
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def view(self, player_id: str, table_id: str) -> TableView:
+        """The caller's view: his own tiles in his rack order, and public facts."""
+        snapshot = await self.store.load(table_id)
+        if snapshot is None:
+            raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND")
+        table = Table.from_dict(snapshot.state)
+        seat = table.seat_of(player_id)
+        game = self._engine(table.game_name).view(table, seat) if table.game else None
+        tiles: list[int] = []
+        if game is not None and seat is not None:
+            hand = list(game.my_tiles)
+            rack = [t for t in table.rack_orders.get(player_id, []) if t in set(hand)]
+            tiles = rack + [t for t in hand if t not in set(rack)]
+        balances = await self.store.balances(table_id)
+        return TableView(table, seat, tiles, game, balances, snapshot.version)
+
+    async def hint(self, player_id: str, table_id: str) -> Hint:
+        """A suggested move for the caller (the solver's best arrangement)."""
+        table, _ = await self._load(table_id)
+        seat = self._seat(table, player_id)
+        self._playing(table)
+        return self._engine(table.game_name).hint(table, seat)
+
+    def face(self, game: str, tile_id: int) -> str:
+        """The text of a tile of a game."""
+        return self._engine(game).face(tile_id)
+
+    async def watch(
+        self, player_id: str, table_id: str, after_id: str = "", *, block_ms: int = 5000
+    ) -> AsyncIterator[tuple[StoredEvent, Mapping[str, Any] | None]]:
+        """Every event after ``after_id`` then live ones: public data plus own private facts.
+
+        The viewer's seat is looked up once: the events that reveal facts to a seat are
+        those of the seat a player holds, and a player never changes seat at a table.
+        """
+        table, _ = await self._load(table_id)
+        seat = table.seat_of(player_id)
+        cursor = after_id or "0-0"
+        while True:
+            batch = await self.store.read_events(table_id, cursor, block_ms=block_ms)
+            for stored in batch:
+                cursor = stored.id
+                joined = stored.event.type == "player_joined"
+                if joined and stored.event.data.get("player_id") == player_id:
+                    seat = stored.event.seat  # a watcher who sits down later
+                yield stored, stored.event.visible_to(seat)
+                if stored.event.type == "table_closed":
+                    return
+
+    async def handle_deadline(self, table_id: str) -> bool:
+        """Apply a passed deadline through the versioned commit; False when nothing was due."""
+
+        def build(snapshot: Snapshot) -> Transition:
+            table = Table.from_dict(snapshot.state)
+            now = self.clock()
+            if table.status != "playing" or table.deadline is None or table.deadline.at_ms > now:
+                raise NotDueError
+            engine = self._engine(table.game_name)
+            step = engine.on_deadline(table, new_server_seed(), now)
+            if step.timed_out_seat is not None:
+                key = str(step.timed_out_seat)
+                table.timeouts[key] = table.timeouts.get(key, 0) + 1
+                limit = getattr(engine, "timeouts_before_autoplay", 3)
+                if table.timeouts[key] >= limit and step.timed_out_seat not in table.autoplay:
+                    table.autoplay.append(step.timed_out_seat)
+                    round_no = engine.view(table, None).round_no
+                    step.events.append(
+                        TableEvent(
+                            "autoplay_on",
+                            round_no,
+                            step.timed_out_seat,
+                            {"player_id": table.players[step.timed_out_seat]},
+                        )
+                    )
+            return self._transition(table, step, {})
+
+        try:
+            committed = await self.store.transact(table_id, build)
+        except NotDueError:
+            # Restore the index from the state (the claim moved it by a lease).
+            await self.store.set_deadline(table_id, await self.store.deadline_of(table_id))
+            return False
+        except LookupError:
+            await self.store.set_deadline(table_id, None)
+            return False
+        await self._after_commit(table_id, committed)
+        return True
+
+
+__all__ = [
+    "NO_SEAT",
+    "ActResult",
+    "TableNotFoundError",
+    "TableView",
+    "Tables",
+    "new_server_seed",
+    "now_ms",
+]
