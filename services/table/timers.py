@@ -1,0 +1,57 @@
+"""Deadline enforcement: every table-service replica runs this loop; whichever is alive acts.
+
+Due tables are claimed from the global deadline index with a lease (claim.lua), then the
+timeout is applied through the same versioned commit as a player's action, so two replicas
+can never both apply it. A replica that dies after claiming leaves the lease to run out and
+another replica claims the table again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import structlog
+
+from services.table.service import Tables
+
+log = structlog.get_logger("kishpa.table.timers")
+
+POLL_SECONDS = 0.1
+LEASE_MS = 2000
+CLAIM_BATCH = 50
+REINDEX_SECONDS = 60.0
+"""How often the deadline index is rebuilt from the tables (it is only an index)."""
+
+
+async def run_timers(
+    tables: Tables,
+    stop: asyncio.Event,
+    *,
+    poll_seconds: float = POLL_SECONDS,
+    lease_ms: int = LEASE_MS,
+    reindex_seconds: float = REINDEX_SECONDS,
+) -> None:
+    """Apply passed deadlines until ``stop`` is set."""
+    loop = asyncio.get_running_loop()
+    next_reindex = loop.time()
+    while not stop.is_set():
+        try:
+            if loop.time() >= next_reindex:
+                await tables.store.rebuild_deadline_index()
+                next_reindex = loop.time() + reindex_seconds
+            claimed = await tables.store.claim_due(
+                tables.clock(), lease_ms=lease_ms, limit=CLAIM_BATCH
+            )
+            for table_id in claimed:
+                try:
+                    await tables.handle_deadline(table_id)
+                except Exception:
+                    # One broken table must not stop the timers of every other table.
+                    log.exception("deadline_failed", table_id=table_id)
+            if len(claimed) == CLAIM_BATCH:
+                continue  # more may be due right now
+        except Exception:
+            log.exception("timer_loop_error")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), poll_seconds)
