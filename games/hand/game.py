@@ -1,0 +1,197 @@
+"""A game of Hand across deals: seats, the starter's rotation, totals, the pot.
+
+A game is ``rules.deals_per_game`` deals (7 by default). Every player buys the stake into
+the pot when the game starts; when the last deal is recorded the pot is paid out by the
+totals (see ``pot``). The state is stored by the table service as :meth:`GameState.to_dict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from games.hand.deal import new_deal
+from games.hand.deal_state import DealState, Phase
+from games.hand.errors import HandMoveError, Reason
+from games.hand.events import Event
+from games.hand.ledger import Posting, buy_in_postings, payout_postings
+from games.hand.pot import split_pot
+from games.hand.ruleset import DEFAULT_RULES, RuleSet
+
+
+@dataclass(frozen=True, slots=True)
+class DealResult:
+    """What a finished deal adds to the game."""
+
+    deal_no: int
+    starter: int
+    winner: int | None
+    hand_win: bool
+    scores: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "deal_no": self.deal_no,
+            "starter": self.starter,
+            "winner": self.winner,
+            "hand": self.hand_win,
+            "scores": list(self.scores),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DealResult:
+        winner = data["winner"]
+        return cls(
+            deal_no=int(data["deal_no"]),
+            starter=int(data["starter"]),
+            winner=None if winner is None else int(winner),
+            hand_win=bool(data["hand"]),
+            scores=tuple(int(s) for s in data["scores"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GameState:
+    """The table across deals."""
+
+    players: tuple[str, ...]
+    stake: int
+    rules: RuleSet = DEFAULT_RULES
+    first_starter: int = 0
+    results: tuple[DealResult, ...] = field(default=())
+
+    @property
+    def seats(self) -> int:
+        return len(self.players)
+
+    @property
+    def pot(self) -> int:
+        return self.stake * self.seats
+
+    @property
+    def deals_played(self) -> int:
+        return len(self.results)
+
+    @property
+    def finished(self) -> bool:
+        return self.deals_played >= self.rules.deals_per_game
+
+    @property
+    def totals(self) -> list[int]:
+        """Each seat's points summed over the deals played."""
+        return [sum(r.scores[s] for r in self.results) for s in range(self.seats)]
+
+    @property
+    def next_starter(self) -> int:
+        """The starter of the next deal: one seat clockwise each deal."""
+        return (self.first_starter + self.deals_played) % self.seats
+
+    def leaders(self) -> list[int]:
+        """The seats with the highest total (more than one on a tie)."""
+        totals = self.totals
+        best = max(totals)
+        return [s for s, t in enumerate(totals) if t == best]
+
+    def payouts(self) -> list[int]:
+        """Tokens each seat would receive if the game ended now."""
+        return split_pot(self.totals, self.pot, self.rules)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "players": list(self.players),
+            "stake": self.stake,
+            "rules": self.rules.to_dict(),
+            "first_starter": self.first_starter,
+            "results": [r.to_dict() for r in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GameState:
+        try:
+            return start_game(
+                [str(p) for p in data["players"]],
+                int(data["stake"]),
+                RuleSet.from_dict(dict(data["rules"])),
+                first_starter=int(data["first_starter"]),
+                results=[DealResult.from_dict(r) for r in data["results"]],
+            )[0]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HandMoveError(f"malformed game state: {exc}", Reason.INVALID_STATE) from exc
+
+
+def start_game(
+    players: Sequence[str],
+    stake: int,
+    rules: RuleSet = DEFAULT_RULES,
+    *,
+    first_starter: int = 0,
+    results: Sequence[DealResult] = (),
+) -> tuple[GameState, list[Posting]]:
+    """A new game and its buy-in postings (every player pays the stake into the pot)."""
+    if not rules.min_seats <= len(players) <= rules.max_seats:
+        raise HandMoveError(
+            f"Hand is played by {rules.min_seats}-{rules.max_seats} players", Reason.UNKNOWN_SEAT
+        )
+    if not 0 <= first_starter < len(players):
+        raise HandMoveError(f"no seat {first_starter} to start", Reason.UNKNOWN_SEAT)
+    postings = buy_in_postings(players, stake)
+    if len(results) > rules.deals_per_game or any(len(r.scores) != len(players) for r in results):
+        raise ValueError("deal results do not fit this game")
+    game = GameState(tuple(players), stake, rules, first_starter, tuple(results))
+    return game, postings
+
+
+def start_deal(
+    game: GameState, server_seed: bytes, client_seeds: Sequence[str | None] = ()
+) -> tuple[DealState, list[Event]]:
+    """Deal the game's next deal from a fresh server seed (and the players' client seeds)."""
+    if game.finished:
+        raise HandMoveError("the game is over", Reason.GAME_OVER)
+    return new_deal(
+        server_seed,
+        client_seeds,
+        game.seats,
+        game.next_starter,
+        game.rules,
+        deal_no=game.deals_played,
+    )
+
+
+def record_deal(game: GameState, deal: DealState) -> tuple[GameState, list[Event]]:
+    """Add a finished deal's scores; after the last deal the game is over.
+
+    The events say the deal's scores and the totals; the last one also the pot's payout.
+    """
+    if game.finished:
+        raise HandMoveError("the game is over", Reason.GAME_OVER)
+    if deal.phase is not Phase.ENDED or deal.scores is None:
+        raise HandMoveError("the deal is still being played", Reason.INVALID_STATE)
+    if deal.deal_no != game.deals_played or deal.seats != game.seats:
+        raise HandMoveError(
+            f"deal {deal.deal_no} is not this game's next deal ({game.deals_played})",
+            Reason.INVALID_STATE,
+        )
+    result = DealResult(deal.deal_no, deal.starter, deal.winner, deal.hand_win, tuple(deal.scores))
+    new = replace(game, results=(*game.results, result))
+    events = [Event("deal_scored", data={**result.to_dict(), "totals": new.totals})]
+    if new.finished:
+        events.append(
+            Event(
+                "game_ended",
+                data={
+                    "totals": new.totals,
+                    "winners": new.leaders(),
+                    "pot": new.pot,
+                    "payouts": new.payouts(),
+                },
+            )
+        )
+    return new, events
+
+
+def game_payout_postings(game: GameState) -> list[Posting]:
+    """The pot's payout by the final totals (only once every deal is played)."""
+    if not game.finished:
+        raise HandMoveError("the game is still being played", Reason.INVALID_STATE)
+    return payout_postings(game.players, game.totals, game.pot, game.rules)
