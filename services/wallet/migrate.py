@@ -30,3 +30,24 @@ def upgrade(url: str, revision: str = "head") -> None:
 def downgrade(url: str, revision: str) -> None:
     """Take the database at ``url`` down to ``revision``."""
     command.downgrade(alembic_config(url), revision)
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database at ``url`` is at (None if never migrated)."""
+    from alembic.runtime.migration import MigrationContext
+
+    from services.wallet.database import create_wallet_engine
+
+    engine = create_wallet_engine(url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def head_revision() -> str | None:
+    """The newest revision shipped with this code."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()

@@ -1,0 +1,101 @@
+"""``kishpa wallet``: operator tools on the wallet database (``DATABASE_URL``).
+
+``reconcile`` proves the ledger is consistent (exit 1 on any discrepancy, ``--json`` for
+jobs); ``balance`` and ``history`` read accounts and postings directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``wallet`` command group to the ``kishpa`` parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "wallet", help="reconcile the wallet ledger, read balances and history"
+    )
+    parser.add_argument("--database-url", help="override DATABASE_URL")
+    commands = parser.add_subparsers(dest="wallet_command", required=True, metavar="COMMAND")
+
+    rec = commands.add_parser("reconcile", help="check the ledger; exit 1 on any discrepancy")
+    rec.add_argument("--json", action="store_true", help="print the report as JSON")
+    rec.set_defaults(handler=_reconcile)
+
+    bal = commands.add_parser("balance", help="print the balances of accounts")
+    bal.add_argument("accounts", nargs="+", help="account ids: player:<id>, bowl:<table>, bank")
+    bal.set_defaults(handler=_balance)
+
+    his = commands.add_parser("history", help="print postings, newest first")
+    his.add_argument("--account", default="")
+    his.add_argument("--table", default="")
+    his.add_argument("--round", type=int, default=0)
+    his.add_argument("--reason", default="")
+    his.add_argument("--limit", type=int, default=50)
+    his.set_defaults(handler=_history)
+
+
+def _url(args: argparse.Namespace) -> str:
+    from services.common.settings import Settings
+
+    url: str = args.database_url or Settings(service="wallet-cli").database_url
+    return url
+
+
+def _reconcile(args: argparse.Namespace) -> int:
+    from services.wallet.reconcile import format_report, reconcile_url
+
+    report = reconcile_url(_url(args))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(format_report(report))
+    return 0 if report.ok else 1
+
+
+def _balance(args: argparse.Namespace) -> int:
+    from services.wallet.accounts import ils
+    from services.wallet.database import create_wallet_engine
+    from services.wallet.errors import WalletError
+    from services.wallet.ledger import Ledger
+
+    engine = create_wallet_engine(_url(args), pool_size=1)
+    try:
+        ledger = Ledger(engine)
+        for account in args.accounts:
+            try:
+                tokens = ledger.balance(account)
+            except WalletError as exc:
+                print(f"{account}: {exc}", file=sys.stderr)
+                return 1
+            print(f"{account}\t{tokens} tokens\t{ils(tokens)} ILS")
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    from services.wallet.database import create_wallet_engine
+    from services.wallet.errors import WalletError
+    from services.wallet.ledger import Ledger, TransferFilter
+
+    engine = create_wallet_engine(_url(args), pool_size=1)
+    try:
+        filters = TransferFilter(args.account, args.table, args.round, args.reason)
+        try:
+            transfers, _ = Ledger(engine).list_transfers(filters, page_size=args.limit)
+        except WalletError as exc:
+            print(f"kishpa wallet history: {exc}", file=sys.stderr)
+            return 2
+        for t in transfers:
+            p = t.posting
+            where = f" table={p.table_id} round={p.round} {p.phase}".rstrip() if p.table_id else ""
+            print(
+                f"#{t.transfer_id} batch={t.batch_id}.{t.seq} {p.from_account} -> "
+                f"{p.to_account} {p.amount} {p.reason}{where}"
+            )
+    finally:
+        engine.dispose()
+    return 0

@@ -1,0 +1,184 @@
+"""The gRPC face of the wallet: converts proto <-> domain, authorises, and runs the ledger
+off the event loop. It holds no ledger logic."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import grpc
+
+from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.auth import Player, Service, current_caller, current_player, require_service
+from services.common.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
+from services.wallet.accounts import ils, player_account
+from services.wallet.batch import Posting
+from services.wallet.errors import WalletError
+from services.wallet.ledger import BatchResult, Ledger, Transfer, TransferFilter
+
+T = TypeVar("T")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+@contextlib.contextmanager
+def _as_service_errors() -> Iterator[None]:
+    """Wallet errors carry their gRPC code by name; hand them to the common error mapping."""
+    try:
+        yield
+    except WalletError as exc:
+        raise ServiceError(grpc.StatusCode[exc.code], exc.reason, str(exc)) from exc
+
+
+def _caller() -> Player | Service:
+    caller = current_caller()
+    if caller is None:
+        raise Unauthenticated(
+            "TOKEN_MISSING", "this call needs a player token or a service credential"
+        )
+    return caller
+
+
+def _own_account(player: Player) -> str:
+    with _as_service_errors():
+        return player_account(player.player_id)
+
+
+def _balance(account: str, tokens: int) -> wallet_pb2.Balance:
+    return wallet_pb2.Balance(account=account, tokens=tokens, ils=ils(tokens))
+
+
+def _posting_pb(p: Posting) -> wallet_pb2.Posting:
+    return wallet_pb2.Posting(
+        from_account=p.from_account,
+        to_account=p.to_account,
+        amount=p.amount,
+        reason=p.reason,
+        table_id=p.table_id,
+        round=p.round,
+        phase=p.phase,
+    )
+
+
+def _posting(pb: wallet_pb2.Posting) -> Posting:
+    return Posting(
+        pb.from_account, pb.to_account, pb.amount, pb.reason, pb.table_id, pb.round, pb.phase
+    )
+
+
+def _balances_pb(balances: Mapping[str, int]) -> list[wallet_pb2.Balance]:
+    return [_balance(a, v) for a, v in sorted(balances.items())]
+
+
+def _transfer_pb(t: Transfer) -> wallet_pb2.Transfer:
+    return wallet_pb2.Transfer(
+        transfer_id=t.transfer_id,
+        batch_id=t.batch_id,
+        seq=t.seq,
+        posting=_posting_pb(t.posting),
+        created_ms=t.created_ms,
+    )
+
+
+class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
+    """kishpa.wallet.v1.WalletService over a :class:`Ledger`."""
+
+    def __init__(self, ledger: Ledger, executor: ThreadPoolExecutor) -> None:
+        self._ledger = ledger
+        self._executor = executor
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        # The ledger blocks on the database; keep the event loop free for other calls.
+        loop = asyncio.get_running_loop()
+        with _as_service_errors():
+            return await loop.run_in_executor(self._executor, fn, *args)
+
+    async def OpenWallet(
+        self, request: wallet_pb2.OpenWalletRequest, context: Context
+    ) -> wallet_pb2.OpenWalletResponse:
+        """Open a wallet (the caller's own, or any player's for a service)."""
+        caller = _caller()
+        player_id = request.player_id
+        if isinstance(caller, Player):
+            if player_id and player_id != caller.player_id:
+                raise PermissionDenied("NOT_YOUR_WALLET", "a player may open only his own wallet")
+            player_id = caller.player_id
+        elif not player_id:
+            raise InvalidArgument("MISSING_PLAYER_ID", "a service must name the player_id")
+        with _as_service_errors():
+            account = player_account(player_id)
+        tokens, created = await self._run(self._ledger.open_wallet, player_id)
+        return wallet_pb2.OpenWalletResponse(balance=_balance(account, tokens), created=created)
+
+    async def GetBalance(
+        self, request: wallet_pb2.GetBalanceRequest, context: Context
+    ) -> wallet_pb2.GetBalanceResponse:
+        """Read one account: a player his own wallet only; a service any account."""
+        caller = _caller()
+        account = request.account
+        if isinstance(caller, Player):
+            own = _own_account(caller)
+            if account and account != own:
+                raise PermissionDenied("NOT_YOUR_WALLET", "a player may read only his own wallet")
+            account = own
+        elif not account:
+            raise InvalidArgument("MISSING_ACCOUNT", "a service must name the account")
+        tokens = await self._run(self._ledger.balance, account)
+        return wallet_pb2.GetBalanceResponse(balance=_balance(account, tokens))
+
+    async def LoadTokens(
+        self, request: wallet_pb2.LoadTokensRequest, context: Context
+    ) -> wallet_pb2.LoadTokensResponse:
+        """Load 50 tokens into the calling player's wallet (idempotent per request_id)."""
+        player = current_player()
+        result: BatchResult = await self._run(
+            self._ledger.load_tokens, player.player_id, request.request_id
+        )
+        account = _own_account(player)
+        loaded = sum(p.amount for p in result.applied if p.to_account == account)
+        return wallet_pb2.LoadTokensResponse(
+            balance=_balance(account, result.balances[account]),
+            loaded=loaded,
+            batch_id=result.batch_id,
+        )
+
+    async def ListTransfers(
+        self, request: wallet_pb2.ListTransfersRequest, context: Context
+    ) -> wallet_pb2.ListTransfersResponse:
+        """History, newest first: a player sees his own postings; a service any."""
+        caller = _caller()
+        account = request.account
+        if isinstance(caller, Player):
+            own = _own_account(caller)
+            if account and account != own:
+                raise PermissionDenied("NOT_YOUR_WALLET", "a player may list only his own wallet")
+            account = own
+        if request.page_size < 0:
+            raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
+        filters = TransferFilter(account, request.table_id, request.round, request.reason)
+        if request.round < 0:
+            raise InvalidArgument("INVALID_ROUND", "round must not be negative")
+        transfers, token = await self._run(
+            self._ledger.list_transfers, filters, request.page_size, request.page_token
+        )
+        return wallet_pb2.ListTransfersResponse(
+            transfers=[_transfer_pb(t) for t in transfers], next_page_token=token
+        )
+
+    async def ApplyBatch(
+        self, request: wallet_pb2.ApplyBatchRequest, context: Context
+    ) -> wallet_pb2.ApplyBatchResponse:
+        """Apply an atomic, idempotent batch (service credential only)."""
+        require_service()
+        postings = [_posting(p) for p in request.postings]
+        result: BatchResult = await self._run(
+            self._ledger.apply_batch, request.request_id, postings
+        )
+        return wallet_pb2.ApplyBatchResponse(
+            batch_id=result.batch_id,
+            applied=[_posting_pb(p) for p in result.applied],
+            balances=_balances_pb(result.balances),
+            replayed=result.replayed,
+        )
