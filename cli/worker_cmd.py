@@ -1,0 +1,161 @@
+"""``kishpa worker`` (the settlement worker and its operator tools) and ``kishpa beat``.
+
+- ``kishpa worker``: a Celery worker running settlement and sweeper tasks in threads of one
+  process, serving Prometheus metrics on KISHPA_METRICS_PORT;
+- ``kishpa worker deadletters [--json]``: the phases settlement refused, newest first;
+- ``kishpa worker release TABLE ROUND PHASE``: take a phase off the dead-letter list (after
+  fixing its cause) so the sweeper settles it again;
+- ``kishpa worker sweep``: one sweep of the outboxes now, printing what was enqueued;
+- ``kishpa beat``: Celery beat, scheduling the sweeper and the wallet reconciliation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from services.common.settings import SettingsError, load_settings
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``worker`` and ``beat`` commands."""
+    worker = subparsers.add_parser(
+        "worker",
+        help="run a settlement worker, or inspect its dead letters",
+        description="Run a Celery settlement worker (default), or an operator sub-command.",
+    )
+    worker.add_argument(
+        "--concurrency", type=int, default=8, help="tasks run at once (threads; default 8)"
+    )
+    worker.add_argument("--queue", default=None, help="queue to consume (KISHPA_WORKER_QUEUE)")
+    worker.add_argument("--name", default=None, help="worker node name (default: host and pid)")
+    worker.add_argument(
+        "--beat", action="store_true", help="also run the beat scheduler inside this worker"
+    )
+    worker.set_defaults(handler=run_worker)
+    actions = worker.add_subparsers(dest="action", metavar="ACTION")
+
+    letters = actions.add_parser("deadletters", help="list the phases settlement refused")
+    letters.add_argument("--json", action="store_true", help="one JSON object per line")
+    letters.add_argument("--limit", type=int, default=100, help="how many (newest first)")
+    letters.set_defaults(handler=list_dead_letters)
+
+    release = actions.add_parser("release", help="take a phase off the dead-letter list")
+    release.add_argument("table_id")
+    release.add_argument("round_no", type=int)
+    release.add_argument("phase")
+    release.set_defaults(handler=release_dead_letter)
+
+    sweep = actions.add_parser("sweep", help="enqueue every phase left unsettled, now")
+    sweep.set_defaults(handler=sweep_now)
+
+    beat = subparsers.add_parser("beat", help="run Celery beat (sweeper and reconciliation)")
+    beat.set_defaults(handler=run_beat)
+
+
+def _check_settings(service: str) -> bool:
+    try:
+        settings = load_settings(service)
+    except SettingsError as exc:
+        print(f"kishpa {service}: {exc}", file=sys.stderr)
+        return False
+    from services.common.logging import configure_logging
+
+    configure_logging(settings.log_format, settings.log_level, service=service)
+    return True
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """Start a Celery worker on the settlement queue (blocks until it is stopped)."""
+    if not _check_settings("worker"):
+        return 2
+    from workers import metrics
+    from workers.celery_app import app
+    from workers.config import worker_config
+
+    config = worker_config()
+    metrics.serve_metrics(config.settings.metrics_port)
+    name = args.name or f"kishpa-{os.getpid()}"
+    argv = [
+        "worker",
+        "--pool=threads",
+        f"--concurrency={args.concurrency}",
+        f"--queues={args.queue or config.queue}",
+        f"--hostname={name}@%h",
+        "--without-gossip",
+        "--without-mingle",
+        f"--loglevel={config.settings.log_level}",
+    ]
+    if args.beat:
+        argv += ["--beat", "--scheduler=celery.beat:Scheduler"]
+    app.worker_main(argv=argv)
+    return 0
+
+
+def run_beat(args: argparse.Namespace) -> int:
+    """Start Celery beat with the sweeper and reconciliation schedule (in-memory schedule)."""
+    if not _check_settings("beat"):
+        return 2
+    from workers.celery_app import app
+    from workers.config import worker_config
+
+    app.start(
+        argv=[
+            "beat",
+            "--scheduler=celery.beat:Scheduler",
+            f"--loglevel={worker_config().settings.log_level}",
+        ]
+    )
+    return 0
+
+
+def list_dead_letters(args: argparse.Namespace) -> int:
+    """Print the dead-letter list, newest first."""
+    from workers.deadletter import list_dead_letters as read_letters
+    from workers.settlement import redis_client
+
+    letters = read_letters(redis_client(), limit=args.limit)
+    for letter in letters:
+        if args.json:
+            print(letter.to_json())
+        else:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(letter.time_ms / 1000))
+            print(f"{when}Z  {letter.table_id}  round {letter.round_no} {letter.phase}")
+            print(f"    {letter.reason}")
+    if not letters and not args.json:
+        print("no dead letters")
+    return 0
+
+
+def release_dead_letter(args: argparse.Namespace) -> int:
+    """Take one phase off the dead-letter list."""
+    from workers.deadletter import release_dead_letter as release
+    from workers.outbox import PhaseRef
+    from workers.settlement import redis_client
+
+    ref = PhaseRef(args.table_id, args.round_no, args.phase)
+    if not release(redis_client(), ref):
+        print(f"{args.table_id} round {args.round_no} {args.phase} is not a dead letter")
+        return 1
+    print(f"released {args.table_id} round {args.round_no} {args.phase}: the sweeper will retry")
+    return 0
+
+
+def sweep_now(args: argparse.Namespace) -> int:
+    """Run one sweep in this process and print what it enqueued."""
+    from workers.config import worker_config
+    from workers.settlement import redis_client
+    from workers.sweeper import sweep
+
+    refs = sweep(
+        redis_client(),
+        deadline_s=worker_config().settle_deadline_s,
+        now_ms=time.time_ns() // 1_000_000,
+    )
+    for ref in refs:
+        print(json.dumps({"table_id": ref.table_id, "round": ref.round_no, "phase": ref.phase}))
+    return 0

@@ -1,0 +1,148 @@
+"""The Celery application of the Kishpa workers and the one decorator every task uses.
+
+Delivery is at least once: a task is acknowledged only after it ran (late acks), a task whose
+worker died is given back to the broker, and each worker holds one message at a time. The
+wallet's idempotency keys turn that into exactly once in effect.
+
+The broker is Redis (``KISHPA_BROKER_URL``, defaulting to ``REDIS_URL``); an ``amqp://`` URL
+makes RabbitMQ the broker instead. Results, which nobody waits on, go to Redis.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import grpc
+import redis.exceptions
+from celery import Celery
+
+from workers.config import WorkerConfig, worker_config
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+TRANSIENT_GRPC_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+    }
+)
+
+# Backoff between retries: 1, 2, 4, ... seconds, jittered, capped; after MAX_RETRIES the task
+# gives up and the sweeper enqueues the phase again later.
+RETRY_BACKOFF_MAX_S = 30
+MAX_RETRIES = 10
+
+
+class TransientError(Exception):
+    """A failure that is expected to go away (a server restarting, a dropped connection)."""
+
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    TransientError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether retrying later may succeed where this attempt failed."""
+    if isinstance(exc, grpc.RpcError) and isinstance(exc, grpc.Call):
+        return exc.code() in TRANSIENT_GRPC_CODES
+    return isinstance(exc, TRANSIENT_ERRORS)
+
+
+def celery_settings(config: WorkerConfig) -> dict[str, Any]:
+    """Celery's configuration for ``config`` (also used by tests to check what is set)."""
+    settings: dict[str, Any] = {
+        "broker_url": config.broker_url,
+        "result_backend": config.redis_url,
+        "result_expires": 3600,
+        "task_default_queue": config.queue,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_track_started": False,
+        "broker_connection_retry_on_startup": True,
+        "worker_hijack_root_logger": False,
+        "timezone": "UTC",
+        "enable_utc": True,
+    }
+    schedule: dict[str, Any] = {
+        "sweep-outboxes": {
+            "task": "kishpa.sweep_outboxes",
+            "schedule": config.sweep_interval_s,
+            "options": {"expires": config.sweep_interval_s},
+        },
+    }
+    if config.reconcile_interval_s > 0:
+        schedule["reconcile-wallet"] = {
+            "task": "kishpa.reconcile_wallet",
+            "schedule": config.reconcile_interval_s,
+            "options": {"expires": config.reconcile_interval_s},
+        }
+    settings["beat_schedule"] = schedule
+    if config.broker_url.startswith(("redis://", "rediss://", "unix://")):
+        # An unacked message comes back after this long if its worker vanished (kill -9).
+        settings["broker_transport_options"] = {
+            "visibility_timeout": config.visibility_timeout_s,
+        }
+    return settings
+
+
+def create_app(config: WorkerConfig) -> Celery:
+    """A configured Celery application; ``app`` below is the process's one instance."""
+    application = Celery("kishpa", set_as_current=False)
+    application.conf.update(celery_settings(config))
+    return application
+
+
+app = create_app(worker_config())
+
+
+def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
+    """Register ``fn`` as the task ``name`` with the project's delivery and retry policy.
+
+    Tasks take keyword arguments only (ids, never objects). A transient failure (gRPC
+    UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED; Redis connection errors) is
+    retried with exponential backoff and jitter; anything else fails the task at once.
+    """
+
+    def decorate(fn: Callable[P, R]) -> Any:
+        @functools.wraps(fn)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            if args:
+                raise TypeError(f"task {name} takes keyword arguments only")
+            try:
+                return fn(*args, **kwargs)
+            except grpc.RpcError as exc:
+                if is_transient(exc):
+                    raise TransientError(f"{name}: {exc}") from exc
+                raise
+
+        policy: dict[str, Any] = {
+            "name": name,
+            "acks_late": True,
+            "reject_on_worker_lost": True,
+            "autoretry_for": TRANSIENT_ERRORS,
+            "retry_backoff": True,
+            "retry_backoff_max": RETRY_BACKOFF_MAX_S,
+            "retry_jitter": True,
+            "max_retries": MAX_RETRIES,
+            "typing": True,
+        }
+        policy.update(options)
+        return app.task(**policy)(run)
+
+    return decorate
+
+
+# Task modules register themselves on import; the worker imports them through this list.
+app.conf.imports = ("workers.settlement", "workers.sweeper")

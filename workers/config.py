@@ -1,0 +1,75 @@
+"""What the workers need to know about their surroundings, read once from the environment.
+
+The variables shared with the services (REDIS_URL, KISHPA_BROKER_URL, DATABASE_URL,
+KISHPA_WALLET_ADDR, KISHPA_SERVICE_SECRET, KISHPA_METRICS_PORT) come from
+``services.common.settings``; the knobs only the workers have are read here:
+
+- ``KISHPA_WORKER_QUEUE`` (``kishpa``): the queue settlement tasks travel on;
+- ``KISHPA_VISIBILITY_TIMEOUT`` (``300``): seconds before Redis redelivers an unacked task;
+- ``KISHPA_SETTLE_DEADLINE`` (``30``): seconds a phase may stay unsettled before the sweeper
+  enqueues it again;
+- ``KISHPA_SWEEP_INTERVAL`` (``5``): seconds between two sweeps of the outboxes;
+- ``KISHPA_RECONCILE_INTERVAL`` (``60``): seconds between two wallet reconciliations (0: off).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+
+from services.common.settings import Settings
+
+DEFAULT_QUEUE = "kishpa"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    """Everything a worker, the beat scheduler or an enqueueing service reads from the env."""
+
+    settings: Settings
+    queue: str = DEFAULT_QUEUE
+    visibility_timeout_s: int = 300
+    settle_deadline_s: float = 30.0
+    sweep_interval_s: float = 5.0
+    reconcile_interval_s: float = 60.0
+
+    @property
+    def redis_url(self) -> str:
+        return self.settings.redis_url
+
+    @property
+    def broker_url(self) -> str:
+        return self.settings.broker_url
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from exc
+
+
+def config_from_settings(settings: Settings) -> WorkerConfig:
+    """The workers' configuration: ``settings`` plus the worker-only variables above."""
+    return WorkerConfig(
+        settings=settings,
+        queue=os.environ.get("KISHPA_WORKER_QUEUE") or DEFAULT_QUEUE,
+        visibility_timeout_s=int(_float("KISHPA_VISIBILITY_TIMEOUT", 300)),
+        settle_deadline_s=_float("KISHPA_SETTLE_DEADLINE", 30.0),
+        sweep_interval_s=_float("KISHPA_SWEEP_INTERVAL", 5.0),
+        reconcile_interval_s=_float("KISHPA_RECONCILE_INTERVAL", 60.0),
+    )
+
+
+@cache
+def worker_config() -> WorkerConfig:
+    """The process's configuration, read on first use.
+
+    Secrets are not checked here (an enqueueing service or an operator listing dead letters
+    needs none); ``kishpa worker`` checks them with ``load_settings`` before it starts.
+    """
+    return config_from_settings(Settings(service="worker"))

@@ -1,0 +1,94 @@
+"""The dead-letter list: phases that settlement refused for good, kept for operators.
+
+``kishpa:deadletter`` is a Redis list of JSON entries ``{"table_id", "round", "phase",
+"reason", "time_ms"}`` (newest first); ``kishpa:deadletter:phases`` is a hash naming every
+dead-lettered phase once, so a phase delivered again is not listed twice and the sweeper
+leaves it alone. An operator who fixed the cause releases the phase with
+``kishpa worker release <table_id> <round> <phase>`` and the sweeper settles it again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from workers.outbox import PhaseRef
+
+DEADLETTER_LIST = "kishpa:deadletter"
+DEADLETTER_INDEX = "kishpa:deadletter:phases"
+
+# HSETNX then LPUSH in one step: a phase is listed once however often it is delivered.
+_PUSH_ONCE = """
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 1 then
+  redis.call('LPUSH', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """One refused phase and why."""
+
+    table_id: str
+    round_no: int
+    phase: str
+    reason: str
+    time_ms: int
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "table_id": self.table_id,
+                "round": self.round_no,
+                "phase": self.phase,
+                "reason": self.reason,
+                "time_ms": self.time_ms,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> DeadLetter:
+        obj: dict[str, Any] = json.loads(raw)
+        return cls(obj["table_id"], obj["round"], obj["phase"], obj["reason"], obj["time_ms"])
+
+
+def index_field(ref: PhaseRef) -> str:
+    """The phase's name in the dead-letter index."""
+    return f"{ref.table_id}|{ref.round_no}:{ref.phase}"
+
+
+def push_dead_letter(client: redis.Redis, ref: PhaseRef, *, reason: str, time_ms: int) -> bool:
+    """List ``ref`` as refused; False when it was listed already."""
+    letter = DeadLetter(ref.table_id, ref.round_no, ref.phase, reason, time_ms)
+    pushed = client.eval(
+        _PUSH_ONCE, 2, DEADLETTER_LIST, DEADLETTER_INDEX, index_field(ref), letter.to_json()
+    )
+    return int(pushed) == 1
+
+
+def is_dead_lettered(client: redis.Redis, ref: PhaseRef) -> bool:
+    """Whether ``ref`` is in the dead-letter list (and so not to be swept again)."""
+    return bool(client.hexists(DEADLETTER_INDEX, index_field(ref)))
+
+
+def list_dead_letters(client: redis.Redis, *, limit: int = 100) -> list[DeadLetter]:
+    """The newest ``limit`` dead letters, newest first."""
+    return [DeadLetter.from_json(raw) for raw in client.lrange(DEADLETTER_LIST, 0, limit - 1)]
+
+
+def release_dead_letter(client: redis.Redis, ref: PhaseRef) -> bool:
+    """Take ``ref`` off the dead-letter list so it is settled again; False if not listed."""
+    raw = client.hget(DEADLETTER_INDEX, index_field(ref))
+    if raw is None:
+        return False
+    pipe = client.pipeline(transaction=True)
+    pipe.lrem(DEADLETTER_LIST, 0, raw.decode() if isinstance(raw, bytes) else raw)
+    pipe.hdel(DEADLETTER_INDEX, index_field(ref))
+    pipe.execute()
+    return True

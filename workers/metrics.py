@@ -1,0 +1,44 @@
+"""Prometheus metrics of settlement, served by each worker process on KISHPA_METRICS_PORT.
+
+The worker runs its tasks in threads of one process (``kishpa worker`` uses Celery's
+thread pool), so one registry sees every task and one HTTP endpoint serves it.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+SETTLEMENTS = Counter(
+    "kishpa_settlements_total",
+    "Settlement attempts by outcome: settled, already_settled, dead_letter, retry, failed.",
+    ["phase", "outcome"],
+)
+SETTLEMENT_LATENCY = Histogram(
+    "kishpa_settlement_latency_seconds",
+    "From the phase record's creation (round start or end) to the settled event.",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+)
+DEAD_LETTERS = Counter(
+    "kishpa_settlement_dead_letters_total",
+    "Phases put in the dead-letter list, by reason code.",
+    ["reason"],
+)
+SWEPT = Counter(
+    "kishpa_sweeper_reenqueued_total",
+    "Phases the sweeper found unsettled past the deadline and enqueued again.",
+)
+RECONCILIATION_DISCREPANCIES = Gauge(
+    "kishpa_wallet_reconciliation_discrepancies",
+    "Discrepancies found by the latest wallet reconciliation (0 when the ledger is sound).",
+)
+RECONCILIATION_RUNS = Counter(
+    "kishpa_wallet_reconciliations_total",
+    "Wallet reconciliations by result: clean, discrepancies, error.",
+    ["result"],
+)
+
+
+def serve_metrics(port: int) -> None:
+    """Serve ``/metrics`` on ``port`` in a background thread (0: do not serve)."""
+    if port:
+        start_http_server(port)

@@ -1,0 +1,187 @@
+"""The workers' side of the settlement outbox in Redis (the contract in docs/workers.md).
+
+The table service writes one phase record per round phase into the table's outbox hash; the
+workers read it, and once the wallet applied its postings they mark it settled, update the
+table's balances and publish a ``settled`` event in one script (``settle.lua``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from services.table import events, keys
+
+SETTLE_SCRIPT = (Path(__file__).with_name("settle.lua")).read_text(encoding="utf-8")
+
+# Order of the phases inside one round, per game's vocabulary.
+PHASE_RANK = {"start": 0, "buy_in": 0, "end": 1, "payout": 1}
+ROUND_ORDER_STRIDE = 16
+
+
+class BadPhaseRecord(ValueError):
+    """A phase record that cannot be read: settling it again will not help."""
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRecord:
+    """One outbox entry: what settlement of one round phase needs."""
+
+    table_id: str
+    game: str
+    round_no: int
+    phase: str
+    record: dict[str, Any]
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRef:
+    """The ids naming one round phase of one table (what a settlement task is given)."""
+
+    table_id: str
+    round_no: int
+    phase: str
+
+
+def phase_order(round_no: int, phase: str) -> int:
+    """A number growing with the phases of a table, so newer balances win."""
+    return round_no * ROUND_ORDER_STRIDE + PHASE_RANK.get(phase, 0)
+
+
+def parse_phase_record(raw: bytes | str) -> PhaseRecord:
+    """Decode an outbox value, refusing anything that does not follow the contract."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadPhaseRecord(f"phase record is not JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise BadPhaseRecord("phase record is not a JSON object")
+    try:
+        table_id, game, round_no = obj["table_id"], obj["game"], obj["round"]
+        phase, record, created_ms = obj["phase"], obj["record"], obj["created_ms"]
+    except KeyError as exc:
+        raise BadPhaseRecord(f"phase record lacks {exc.args[0]!r}") from exc
+    if not (isinstance(table_id, str) and isinstance(game, str) and isinstance(phase, str)):
+        raise BadPhaseRecord("table_id, game and phase must be strings")
+    if not (isinstance(round_no, int) and isinstance(created_ms, int)):
+        raise BadPhaseRecord("round and created_ms must be integers")
+    if not isinstance(record, dict):
+        raise BadPhaseRecord("record must be a JSON object")
+    return PhaseRecord(table_id, game, round_no, phase, record, created_ms)
+
+
+def read_phase(client: redis.Redis, ref: PhaseRef) -> PhaseRecord | None:
+    """The outbox record of ``ref``, or None when there is none."""
+    raw = client.hget(keys.outbox(ref.table_id), keys.phase_field(ref.round_no, ref.phase))
+    if raw is None:
+        return None
+    record = parse_phase_record(raw)
+    if (record.table_id, record.round_no, record.phase) != (
+        ref.table_id,
+        ref.round_no,
+        ref.phase,
+    ):
+        raise BadPhaseRecord("phase record names another table, round or phase than its field")
+    return record
+
+
+def read_settlement(client: redis.Redis, ref: PhaseRef) -> dict[str, Any] | None:
+    """The settlement written for ``ref`` (batch id, balances, time), or None."""
+    raw = client.hget(keys.settled(ref.table_id), keys.phase_field(ref.round_no, ref.phase))
+    if raw is None:
+        return None
+    result: dict[str, Any] = json.loads(raw)
+    return result
+
+
+def mark_settled(
+    client: redis.Redis,
+    ref: PhaseRef,
+    *,
+    batch_id: str,
+    balances: Mapping[str, int],
+    settled_ms: int,
+) -> bool:
+    """Record the settlement, update the table's balances and publish ``settled``, atomically.
+
+    Returns False when the phase was settled before (then nothing is written again).
+    """
+    settlement = json.dumps(
+        {"batch_id": batch_id, "balances": dict(balances), "settled_ms": settled_ms},
+        sort_keys=True,
+    )
+    event = events.flatten(
+        events.TableEvent(
+            type="settled",
+            round=ref.round_no,
+            data={
+                "phase": ref.phase,
+                "batch_id": batch_id,
+                "balances": dict(balances),
+                "settled_ms": settled_ms,
+            },
+        )
+    )
+    pairs: list[str] = []
+    for player, balance in sorted(balances.items()):
+        pairs += [player, str(balance)]
+    script = client.register_script(SETTLE_SCRIPT)
+    done, _event_id = script(
+        keys=[keys.settled(ref.table_id), keys.balances(ref.table_id), keys.events(ref.table_id)],
+        args=[
+            keys.phase_field(ref.round_no, ref.phase),
+            settlement,
+            phase_order(ref.round_no, ref.phase),
+            *event,
+            *pairs,
+        ],
+    )
+    return int(done) == 1
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def table_id_of_outbox(key: bytes | str) -> str:
+    """The table id inside an outbox key ``kishpa:table:{<id>}:outbox``."""
+    text = _text(key)
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError(f"not a table key: {text!r}")
+    return text[start + 1 : end]
+
+
+def unsettled_phases(
+    client: redis.Redis, *, created_before_ms: int, scan_count: int = 500
+) -> Iterator[PhaseRef]:
+    """Every outbox phase created before ``created_before_ms`` that has no settlement yet.
+
+    Walks the outboxes with SCAN (never KEYS), one table at a time.
+    """
+    for key in client.scan_iter(match=keys.outbox_pattern(), count=scan_count, _type="HASH"):
+        table_id = table_id_of_outbox(key)
+        entries = client.hgetall(key)
+        if not entries:
+            continue
+        settled = {_text(f) for f in client.hkeys(keys.settled(table_id))}
+        for field, raw in entries.items():
+            name = _text(field)
+            if name in settled:
+                continue
+            try:
+                record = parse_phase_record(raw)
+            except BadPhaseRecord:
+                # Still worth a task: it will put the record in the dead-letter list.
+                round_text, _, phase = name.partition(":")
+                if round_text.isdigit() and phase:
+                    yield PhaseRef(table_id, int(round_text), phase)
+                continue
+            if record.created_ms < created_before_ms:
+                yield PhaseRef(table_id, record.round_no, record.phase)

@@ -1,0 +1,43 @@
+--[[ settle.lua: mark one round phase settled and tell the table, atomically.
+
+KEYS[1]  settled hash   kishpa:table:{<id>}:settled   field "<round>:<phase>" -> settlement JSON
+KEYS[2]  balances hash  kishpa:table:{<id>}:balances  player id -> balance after settlement
+KEYS[3]  events stream  kishpa:table:{<id>}:events    the table's event stream
+(all three share the table's hash tag, so one cluster slot holds them)
+
+ARGV[1]  phase field "<round>:<phase>"
+ARGV[2]  settlement JSON {"batch_id", "balances", "settled_ms"}
+ARGV[3]  order of the phase at the table (round * 16 + rank of the phase), an integer
+ARGV[4]  number n of fields of the `settled` event (services/table/events.py format)
+then     n pairs field, value of the event
+then     player id, balance, player id, balance, ...
+
+Returns  {1, event id} when this call settled the phase,
+         {0, ""}       when it was settled already (nothing is written or published again).
+
+Balances are written only when no later phase of the table has been settled yet, so a late
+retry of an old phase never overwrites newer balances.
+]]
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  return {0, ''}
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+
+local n = tonumber(ARGV[4])
+local entry = {}
+for j = 1, 2 * n do
+  entry[j] = ARGV[4 + j]
+end
+local first_balance = 5 + 2 * n
+
+local order = tonumber(ARGV[3])
+local latest = tonumber(redis.call('HGET', KEYS[1], '_balances_order') or '-1')
+if order >= latest and #ARGV >= first_balance then
+  redis.call('HSET', KEYS[1], '_balances_order', ARGV[3])
+  for i = first_balance, #ARGV, 2 do
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  end
+end
+
+local id = redis.call('XADD', KEYS[3], '*', unpack(entry))
+return {1, id}

@@ -1,0 +1,120 @@
+"""The workers' gRPC client of the wallet: open wallets, apply a settlement batch, read balances.
+
+Blocking calls on one channel per process (Celery tasks are synchronous; a channel is
+thread-safe and reconnects by itself). Every call carries a service credential signed with
+``KISHPA_SERVICE_SECRET`` and a deadline, so a stuck wallet surfaces as DEADLINE_EXCEEDED,
+which the task decorator retries.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import grpc
+
+from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.settings import Settings
+
+CALL_TIMEOUT_S = 10.0
+SERVICE_NAME = "worker"
+# Players whose wallets this process has opened; remembered so settling a round costs one
+# OpenWallet per player per process, not per phase. Bounded: forgetting only costs a call.
+_OPENED_LIMIT = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class WalletPosting:
+    """A posting between wallet accounts (``player:<id>``, ``bowl:<table>``, ``bank``)."""
+
+    from_account: str
+    to_account: str
+    amount: int
+    reason: str
+    table_id: str = ""
+    round_no: int = 0
+    phase: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """What the wallet answered to a batch: its id, balances after it, and whether replayed."""
+
+    batch_id: str
+    balances: Mapping[str, int]
+    replayed: bool
+
+
+class WalletClient:
+    """A blocking wallet client with the worker's service credential."""
+
+    def __init__(self, address: str, credentials: ServiceCredentials) -> None:
+        self._channel = grpc.insecure_channel(address)
+        self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
+        self._credentials = credentials
+        self._opened: set[str] = set()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WalletClient:
+        """A client of the wallet at ``KISHPA_WALLET_ADDR`` with a credential for ``worker``."""
+        authority = TokenAuthority.from_settings(settings)
+        return cls(settings.wallet_addr, ServiceCredentials(authority, SERVICE_NAME))
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def open_wallets(self, player_ids: Sequence[str]) -> None:
+        """Open each player's wallet (idempotent: the starting grant is given only once)."""
+        for player_id in player_ids:
+            with self._lock:
+                if player_id in self._opened:
+                    continue
+            self._stub.OpenWallet(
+                wallet_pb2.OpenWalletRequest(player_id=player_id),
+                metadata=self._credentials.metadata(),
+                timeout=CALL_TIMEOUT_S,
+            )
+            with self._lock:
+                if len(self._opened) >= _OPENED_LIMIT:
+                    self._opened.clear()
+                self._opened.add(player_id)
+
+    def apply_batch(self, request_id: str, postings: Sequence[WalletPosting]) -> BatchResult:
+        """Apply ``postings`` as one atomic batch under the idempotency key ``request_id``."""
+        response = self._stub.ApplyBatch(
+            wallet_pb2.ApplyBatchRequest(
+                request_id=request_id,
+                postings=[
+                    wallet_pb2.Posting(
+                        from_account=p.from_account,
+                        to_account=p.to_account,
+                        amount=p.amount,
+                        reason=p.reason,
+                        table_id=p.table_id,
+                        round=p.round_no,
+                        phase=p.phase,
+                    )
+                    for p in postings
+                ],
+            ),
+            metadata=self._credentials.metadata(),
+            timeout=CALL_TIMEOUT_S,
+        )
+        return BatchResult(
+            batch_id=str(response.batch_id),
+            balances={b.account: b.tokens for b in response.balances},
+            replayed=response.replayed,
+        )
+
+    def balance(self, account: str) -> int:
+        """The balance of one account, in tokens."""
+        response = self._stub.GetBalance(
+            wallet_pb2.GetBalanceRequest(account=account),
+            metadata=self._credentials.metadata(),
+            timeout=CALL_TIMEOUT_S,
+        )
+        return int(response.balance.tokens)
