@@ -68,7 +68,7 @@ def position_chi_square_z(shuffle: Callable[[FairStream], list[int]]) -> float:
     expected = DECKS / N
     chi2 = sum((c - expected) ** 2 / expected for row in counts for c in row)
     k = (N - 1) ** 2
-    return ((chi2 / k) ** (1 / 3) - (1 - 2 / (9 * k))) / math.sqrt(2 / (9 * k))
+    return float(((chi2 / k) ** (1 / 3) - (1 - 2 / (9 * k))) / math.sqrt(2 / (9 * k)))
 
 
 def test_fair_shuffle_places_every_tile_uniformly() -> None:
