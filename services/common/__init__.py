@@ -1,0 +1,1 @@
+"""What every Kishpa gRPC service shares: settings, auth, error mapping, server bootstrap, logs."""

@@ -1,0 +1,385 @@
+"""Player tokens, service credentials and the gRPC interceptor that checks them.
+
+Tokens are HS256 JWTs. A *player token* (signed with ``KISHPA_TOKEN_SECRET``) names the
+player: ``sub`` is the player id, ``name`` the display name, ``typ`` is ``"player"``. A
+*service credential* (signed with ``KISHPA_SERVICE_SECRET``, a different key, so a leaked
+player key cannot mint one) has ``sub = "service:<name>"``, ``typ`` and ``role`` ``"service"``.
+Both carry ``iss = "kishpa"``, ``iat`` and ``exp``.
+
+Servicers never read the player from a request body: the interceptor verifies the
+``authorization: Bearer <jwt>`` metadata and stores the caller for the duration of the call;
+servicers ask :func:`current_player` or :func:`require_service`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Final
+
+import grpc
+import jwt
+
+from services.common.errors import PermissionDenied, Unauthenticated, abort_with
+from services.common.handlers import wrap_handler
+from services.common.settings import Settings
+
+ISSUER: Final = "kishpa"
+ALGORITHM: Final = "HS256"
+PLAYER_TYP: Final = "player"
+SERVICE_TYP: Final = "service"
+SERVICE_SUBJECT_PREFIX: Final = "service:"
+AUTHORIZATION_KEY: Final = "authorization"
+BEARER_PREFIX: Final = "Bearer "
+# Tolerated clock difference between the machines that mint and check tokens.
+LEEWAY_SECONDS: Final = 5
+MAX_NAME_LENGTH: Final = 64
+
+DEFAULT_PUBLIC_METHODS: Final[frozenset[str]] = frozenset(
+    {
+        "/grpc.health.v1.Health/Check",
+        "/grpc.health.v1.Health/Watch",
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        "/kishpa.auth.v1.AuthService/Login",
+    }
+)
+"""Methods callable without a token: health probes, reflection, and logging in."""
+
+
+@dataclass(frozen=True, slots=True)
+class Player:
+    """A caller identified by a player token."""
+
+    player_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """A caller identified by a service credential (``name`` is e.g. ``worker``)."""
+
+    name: str
+
+
+Caller = Player | Service
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    """A freshly signed token and when it expires (Unix seconds)."""
+
+    token: str
+    expires_at: int
+
+
+class TokenAuthority:
+    """Signs and verifies player tokens and service credentials with the configured keys."""
+
+    def __init__(
+        self,
+        token_secret: str | None,
+        service_secret: str | None = None,
+        *,
+        token_ttl_seconds: int = 3600,
+        service_token_ttl_seconds: int = 300,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._token_secret = token_secret
+        self._service_secret = service_secret
+        self.token_ttl_seconds = token_ttl_seconds
+        self.service_token_ttl_seconds = service_token_ttl_seconds
+        self._clock = clock
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TokenAuthority:
+        """The authority for this process; keys it has no use for may be absent."""
+        return cls(
+            settings.token_secret.get_secret_value() if settings.token_secret else None,
+            settings.service_secret.get_secret_value() if settings.service_secret else None,
+            token_ttl_seconds=settings.token_ttl_seconds,
+            service_token_ttl_seconds=settings.service_token_ttl_seconds,
+        )
+
+    # -- player tokens -------------------------------------------------------------------
+
+    def issue_player_token(self, player_id: str, name: str) -> IssuedToken:
+        """Sign a player token for ``player_id`` with display ``name``."""
+        if not player_id:
+            raise ValueError("player id must not be empty")
+        return self._sign(
+            {"sub": player_id, "name": name[:MAX_NAME_LENGTH], "typ": PLAYER_TYP},
+            self._key(self._token_secret, "player tokens"),
+            self.token_ttl_seconds,
+        )
+
+    def verify_player_token(self, token: str) -> Player:
+        """The player a valid token names; raises :class:`Unauthenticated` otherwise."""
+        claims = self._decode(token, self._key(self._token_secret, "player tokens"), PLAYER_TYP)
+        return Player(player_id=str(claims["sub"]), name=str(claims.get("name", "")))
+
+    def refresh_player_token(self, token: str) -> IssuedToken:
+        """A new token for the player a still-valid token names (an expired one is refused)."""
+        player = self.verify_player_token(token)
+        return self.issue_player_token(player.player_id, player.name)
+
+    # -- service credentials -------------------------------------------------------------
+
+    def issue_service_token(self, service_name: str) -> IssuedToken:
+        """Sign a short-lived service credential for the process ``service_name``."""
+        if not service_name:
+            raise ValueError("service name must not be empty")
+        return self._sign(
+            {
+                "sub": SERVICE_SUBJECT_PREFIX + service_name,
+                "typ": SERVICE_TYP,
+                "role": SERVICE_TYP,
+            },
+            self._key(self._service_secret, "service credentials"),
+            self.service_token_ttl_seconds,
+        )
+
+    def verify_service_token(self, token: str) -> Service:
+        """The service a valid credential names; raises :class:`Unauthenticated` otherwise."""
+        claims = self._decode(
+            token, self._key(self._service_secret, "service credentials"), SERVICE_TYP
+        )
+        subject = str(claims["sub"])
+        if not subject.startswith(SERVICE_SUBJECT_PREFIX) or claims.get("role") != SERVICE_TYP:
+            raise Unauthenticated("TOKEN_INVALID", "the service credential is malformed")
+        return Service(name=subject.removeprefix(SERVICE_SUBJECT_PREFIX))
+
+    def verify(self, token: str) -> Caller:
+        """Verify a token of either kind, choosing the key by its (then verified) ``typ``."""
+        try:
+            unverified = jwt.decode(token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT") from None
+        # The claim only selects the key; the chosen key then verifies signature and typ.
+        if unverified.get("typ") == SERVICE_TYP and self._service_secret:
+            return self.verify_service_token(token)
+        return self.verify_player_token(token)
+
+    # -- internals -----------------------------------------------------------------------
+
+    @staticmethod
+    def _key(secret: str | None, what: str) -> str:
+        if not secret:
+            raise Unauthenticated("AUTH_NOT_CONFIGURED", f"this service does not accept {what}")
+        return secret
+
+    def _sign(self, claims: dict[str, Any], key: str, ttl_seconds: int) -> IssuedToken:
+        now = int(self._clock())
+        expires_at = now + ttl_seconds
+        payload = {**claims, "iss": ISSUER, "iat": now, "exp": expires_at}
+        return IssuedToken(jwt.encode(payload, key, algorithm=ALGORITHM), expires_at)
+
+    def _decode(self, token: str, key: str, typ: str) -> dict[str, Any]:
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=[ALGORITHM],
+                issuer=ISSUER,
+                # Times are checked below against the injectable clock.
+                options={
+                    "require": ["exp", "iat", "iss", "sub"],
+                    "verify_exp": False,
+                    "verify_iat": False,
+                },
+            )
+        except jwt.InvalidSignatureError:
+            raise Unauthenticated("TOKEN_INVALID", "the token's signature is invalid") from None
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated("TOKEN_INVALID", f"the token is invalid: {exc}") from None
+        if claims.get("typ") != typ:
+            raise Unauthenticated("TOKEN_INVALID", f"a {typ} token is required here")
+        try:
+            expires_at, issued_at = int(claims["exp"]), int(claims["iat"])
+        except (TypeError, ValueError):
+            raise Unauthenticated("TOKEN_INVALID", "the token's times are malformed") from None
+        now = self._clock()
+        if now - LEEWAY_SECONDS >= expires_at:
+            raise Unauthenticated("TOKEN_EXPIRED", "the token has expired: log in again")
+        if now + LEEWAY_SECONDS < issued_at:
+            raise Unauthenticated("TOKEN_INVALID", "the token was issued in the future")
+        return claims
+
+
+# -- the caller of the current RPC ---------------------------------------------------------
+
+_caller: ContextVar[Caller | None] = ContextVar("kishpa_caller", default=None)
+
+
+def current_caller() -> Caller | None:
+    """Who is calling the current RPC (``None`` on a public method without a token)."""
+    return _caller.get()
+
+
+def current_player() -> Player:
+    """The player calling the current RPC; a service or anonymous caller is refused."""
+    caller = _caller.get()
+    if caller is None:
+        raise Unauthenticated("TOKEN_MISSING", "this call needs a player token")
+    if not isinstance(caller, Player):
+        raise PermissionDenied("PLAYER_REQUIRED", "this call must be made by a player")
+    return caller
+
+
+def require_service(*allowed: str) -> Service:
+    """The service calling the current RPC; players (and services not in ``allowed``) refused."""
+    caller = _caller.get()
+    if caller is None:
+        raise Unauthenticated("TOKEN_MISSING", "this call needs a service credential")
+    if not isinstance(caller, Service):
+        raise PermissionDenied("SERVICE_REQUIRED", "only an internal service may call this")
+    if allowed and caller.name not in allowed:
+        raise PermissionDenied("SERVICE_NOT_ALLOWED", f"service {caller.name} may not call this")
+    return caller
+
+
+@contextlib.contextmanager
+def acting_as(caller: Caller | None) -> Iterator[Caller | None]:
+    """Run a block as ``caller`` (for code that calls servicer logic outside an RPC)."""
+    reset = _caller.set(caller)
+    try:
+        yield caller
+    finally:
+        _caller.reset(reset)
+
+
+def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
+    """The token in an ``authorization: Bearer <jwt>`` entry, or ``None`` if there is none."""
+    for key, value in metadata or ():
+        if key.lower() == AUTHORIZATION_KEY:
+            text = value.decode() if isinstance(value, bytes) else value
+            if not text.startswith(BEARER_PREFIX):
+                raise Unauthenticated(
+                    "TOKEN_INVALID", "the authorization metadata must be 'Bearer <token>'"
+                )
+            return text[len(BEARER_PREFIX) :].strip()
+    return None
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Verifies the bearer token of every call except ``public_methods``; sets the caller."""
+
+    def __init__(
+        self,
+        authority: TokenAuthority,
+        public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
+    ) -> None:
+        self._authority = authority
+        self._public = frozenset(public_methods)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None or method in self._public:
+            return handler
+        metadata = handler_call_details.invocation_metadata
+        authority = self._authority
+
+        @contextlib.asynccontextmanager
+        async def authenticated(
+            _: str, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[None]:
+            try:
+                token = bearer_token(metadata)
+                if token is None:
+                    raise Unauthenticated(
+                        "TOKEN_MISSING", "missing 'authorization: Bearer <token>' metadata"
+                    )
+                caller = authority.verify(token)
+            except Unauthenticated as exc:
+                await abort_with(context, exc)
+                raise  # abort_with always raises; this tells the type checker so
+            reset = _caller.set(caller)
+            try:
+                yield
+            finally:
+                _caller.reset(reset)
+
+        return wrap_handler(handler, method, authenticated)
+
+
+# -- client side --------------------------------------------------------------------------
+
+
+def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    """Call metadata carrying ``token``: ``stub.Method(req, metadata=bearer_metadata(t))``."""
+    return ((AUTHORIZATION_KEY, BEARER_PREFIX + token),)
+
+
+class ServiceCredentials:
+    """A service credential for outgoing calls, re-minted shortly before it expires."""
+
+    def __init__(self, authority: TokenAuthority, service_name: str) -> None:
+        self._authority = authority
+        self._service_name = service_name
+        self._issued: IssuedToken | None = None
+
+    def token(self) -> str:
+        """A valid credential (cached until a fifth of its lifetime remains)."""
+        now = time.time()
+        margin = self._authority.service_token_ttl_seconds / 5
+        if self._issued is None or self._issued.expires_at - margin <= now:
+            self._issued = self._authority.issue_service_token(self._service_name)
+        return self._issued.token
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """Call metadata carrying a valid credential."""
+        return bearer_metadata(self.token())
+
+
+TokenSource = Callable[[], str]
+
+
+def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
+    metadata = grpc.aio.Metadata(
+        *[(k, v) for k, v in (details.metadata or ()) if k != AUTHORIZATION_KEY]
+    )
+    metadata.add(AUTHORIZATION_KEY, BEARER_PREFIX + token)
+    return grpc.aio.ClientCallDetails(
+        details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
+    )
+
+
+class BearerUnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    """Client interceptor adding ``authorization: Bearer`` from ``token_source`` to each call."""
+
+    def __init__(self, token_source: TokenSource) -> None:
+        self._token_source = token_source
+
+    async def intercept_unary_unary(
+        self, continuation: Any, client_call_details: grpc.aio.ClientCallDetails, request: Any
+    ) -> Any:
+        return await continuation(_with_token(client_call_details, self._token_source()), request)
+
+
+class BearerUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
+    """Client interceptor adding ``authorization: Bearer`` to server-streaming calls."""
+
+    def __init__(self, token_source: TokenSource) -> None:
+        self._token_source = token_source
+
+    async def intercept_unary_stream(
+        self, continuation: Any, client_call_details: grpc.aio.ClientCallDetails, request: Any
+    ) -> Any:
+        return await continuation(_with_token(client_call_details, self._token_source()), request)
+
+
+def bearer_interceptors(
+    token_source: TokenSource,
+) -> list[grpc.aio.ClientInterceptor]:
+    """Interceptors for ``grpc.aio.insecure_channel(addr, interceptors=...)``."""
+    return [BearerUnaryUnary(token_source), BearerUnaryStream(token_source)]

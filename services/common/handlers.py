@@ -1,0 +1,89 @@
+"""Wrap a gRPC method handler's behaviour in an async context manager, for any RPC kind.
+
+Server interceptors (auth, error mapping, metrics) all need "run this around the call",
+including around the whole life of a streaming response; this does it once for the four
+kinds of handler, keeping serializers and the streaming style (async generator or
+``context.write``) of the original.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import grpc
+
+Around = Callable[[str, "grpc.aio.ServicerContext[Any, Any]"], AbstractAsyncContextManager[None]]
+"""``around(method, context)``: entered before the behaviour runs, exited after it ends."""
+
+
+def _unary_response(behaviour: Callable[..., Any], method: str, around: Around) -> Any:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        async with around(method, context):
+            result = behaviour(request, context)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+
+    return wrapped
+
+
+def _stream_response(behaviour: Callable[..., Any], method: str, around: Around) -> Any:
+    if inspect.isasyncgenfunction(behaviour):
+
+        async def wrapped_gen(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            async with around(method, context):
+                async for item in behaviour(request, context):
+                    yield item
+
+        return wrapped_gen
+
+    # A behaviour that writes with ``context.write`` must stay a coroutine: grpc refuses
+    # writes from a handler that is an async generator.
+    async def wrapped_coro(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        async with around(method, context):
+            result = behaviour(request, context)
+            if inspect.isawaitable(result):
+                result = await result
+            elif hasattr(result, "__aiter__"):
+                async for item in result:
+                    await context.write(item)
+                result = None
+            return result
+
+    return wrapped_coro
+
+
+def wrap_handler(
+    handler: grpc.RpcMethodHandler[Any, Any], method: str, around: Around
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """A handler like ``handler`` whose behaviour runs inside ``around(method, context)``."""
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            _unary_response(handler.unary_unary, method, around),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            _stream_response(handler.unary_stream, method, around),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(
+            _unary_response(handler.stream_unary, method, around),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.stream_stream is not None:
+        return grpc.stream_stream_rpc_method_handler(
+            _stream_response(handler.stream_stream, method, around),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    return handler

@@ -1,0 +1,175 @@
+"""Bootstrap of every gRPC service: interceptors, health, reflection, metrics, shutdown.
+
+``create_server`` builds a ready-to-start server (tests start it in-process on port 0);
+``serve``/``run`` are what a service's ``main()`` calls in production: logs, the Prometheus
+``/metrics`` endpoint, SIGTERM/SIGINT handling (health turns NOT_SERVING first so load
+balancers stop routing, then in-flight calls get ``shutdown_grace_seconds`` to finish).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+
+from services.common.auth import DEFAULT_PUBLIC_METHODS, AuthInterceptor, TokenAuthority
+from services.common.errors import ErrorInterceptor
+from services.common.logging import configure_logging, get_logger
+from services.common.metrics import GrpcMetrics, MetricsInterceptor
+from services.common.settings import Settings
+
+_log = get_logger(__name__)
+
+OVERALL_HEALTH = ""
+"""The health-check name of the whole server (what a bare gRPC probe asks about)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceRegistration:
+    """One servicer to host: its full name (``kishpa.table.v1.TableService``) and adder."""
+
+    name: str
+    servicer: Any
+    add_to_server: Callable[[Any, grpc.aio.Server], None]
+
+
+class KishpaServer:
+    """A created (not yet started) gRPC server with its health servicer and bound port."""
+
+    def __init__(
+        self,
+        server: grpc.aio.Server,
+        health: health_aio.HealthServicer,
+        port: int,
+        names: Sequence[str],
+    ) -> None:
+        self.server = server
+        self.health = health
+        self.port = port
+        self.service_names = tuple(names)
+
+    async def start(self) -> None:
+        """Start serving and report SERVING for every hosted service and the server."""
+        await self.server.start()
+        for name in (OVERALL_HEALTH, *self.service_names):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    async def stop(self, grace: float | None) -> None:
+        """Report NOT_SERVING, then stop, letting in-flight calls run for ``grace`` seconds."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+    async def wait_for_termination(self) -> None:
+        """Block until the server has stopped."""
+        await self.server.wait_for_termination()
+
+
+def create_server(
+    services: Sequence[ServiceRegistration],
+    settings: Settings,
+    *,
+    public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
+    address: str | None = None,
+    authority: TokenAuthority | None = None,
+    metrics: GrpcMetrics | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+) -> KishpaServer:
+    """Build a server hosting ``services`` plus health and reflection, bound to ``address``.
+
+    ``address`` defaults to the settings' ``host:port``; pass ``"127.0.0.1:0"`` to get a free
+    port (read it from ``.port``). Every call except ``public_methods`` needs a token;
+    exceptions from servicers are mapped by :mod:`services.common.errors`.
+    """
+    server = grpc.aio.server(
+        interceptors=[
+            # Outermost first: metrics see the final code, auth runs before any servicer code.
+            MetricsInterceptor(metrics),
+            AuthInterceptor(authority or TokenAuthority.from_settings(settings), public_methods),
+            ErrorInterceptor(),
+        ],
+        options=list(options),
+    )
+    for service in services:
+        service.add_to_server(service.servicer, server)
+    health = health_aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    names = [s.name for s in services]
+    reflection.enable_server_reflection(
+        [
+            *names,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ],
+        server,
+    )
+    bind = address if address is not None else settings.grpc_address
+    port = server.add_insecure_port(bind)
+    if port == 0:
+        raise RuntimeError(f"could not bind the gRPC server to {bind}")
+    return KishpaServer(server, health, port, names)
+
+
+ServiceFactory = Callable[[], Awaitable[Sequence[ServiceRegistration]]]
+Cleanup = Callable[[], Awaitable[None]]
+
+
+async def serve(
+    settings: Settings,
+    services: Sequence[ServiceRegistration] | ServiceFactory,
+    *,
+    public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
+    cleanup: Cleanup | None = None,
+    stop_event: asyncio.Event | None = None,
+) -> int:
+    """Run a service until SIGTERM/SIGINT (or ``stop_event``); returns the exit code.
+
+    ``services`` may be an async factory, called inside the event loop, for servicers that
+    need connections opened there; ``cleanup`` runs after the server has stopped.
+    """
+    configure_logging(settings.log_format, settings.log_level, service=settings.service)
+    metrics_server, metrics_thread = start_http_server(settings.metrics_port)
+    stop = stop_event or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        registrations = services if isinstance(services, Sequence) else await services()
+        server = create_server(registrations, settings, public_methods=public_methods)
+        await server.start()
+        _log.info(
+            "server.started",
+            grpc_port=server.port,
+            metrics_port=settings.metrics_port,
+            services=list(server.service_names),
+        )
+        await stop.wait()
+        _log.info("server.stopping", grace_seconds=settings.shutdown_grace_seconds)
+        await server.stop(settings.shutdown_grace_seconds)
+        if cleanup is not None:
+            await cleanup()
+        _log.info("server.stopped")
+        return 0
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        metrics_server.shutdown()
+        metrics_thread.join(timeout=5)
+
+
+def run(
+    settings: Settings,
+    services: Sequence[ServiceRegistration] | ServiceFactory,
+    *,
+    public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
+    cleanup: Cleanup | None = None,
+) -> int:
+    """Blocking entry point for a service's ``main()``: ``return run(settings, factory)``."""
+    return asyncio.run(serve(settings, services, public_methods=public_methods, cleanup=cleanup))

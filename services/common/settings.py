@@ -1,0 +1,157 @@
+"""Configuration of every process, read from environment variables (see docs/DEVELOPING.md).
+
+One ``Settings`` type for every service; :func:`load_settings` picks the per-service default
+ports and fails fast, naming the variable, when a secret the service needs is missing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LogFormat = Literal["console", "json"]
+
+DEFAULT_GRPC_PORTS: Mapping[str, int] = {"wallet": 50051, "table": 50052, "matchmaking": 50053}
+DEFAULT_METRICS_PORTS: Mapping[str, int] = {
+    "wallet": 9151,
+    "table": 9152,
+    "matchmaking": 9153,
+    "worker": 9154,
+}
+
+TOKEN_SECRET_ENV = "KISHPA_TOKEN_SECRET"  # noqa: S105 - the variable's name, not a secret
+SERVICE_SECRET_ENV = "KISHPA_SERVICE_SECRET"  # noqa: S105 - the variable's name
+
+# Which secrets each process cannot start without (docs/DEVELOPING.md, "used by").
+REQUIRED_SECRETS: Mapping[str, tuple[str, ...]] = {
+    "wallet": (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV),
+    "table": (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV),
+    "matchmaking": (TOKEN_SECRET_ENV,),
+    "worker": (SERVICE_SECRET_ENV,),
+    "beat": (SERVICE_SECRET_ENV,),
+}
+
+# HS256 keys shorter than the hash output weaken the signature (RFC 7518 section 3.2).
+MIN_SECRET_LENGTH = 32
+
+
+class SettingsError(RuntimeError):
+    """The environment does not configure the process correctly; the message says how to fix it."""
+
+
+def _default_log_format() -> LogFormat:
+    return "console" if sys.stderr.isatty() else "json"
+
+
+def _default_grpc_port(data: dict[str, Any]) -> int:
+    return DEFAULT_GRPC_PORTS.get(str(data.get("service", "")), 0)
+
+
+def _default_metrics_port(data: dict[str, Any]) -> int:
+    return DEFAULT_METRICS_PORTS.get(str(data.get("service", "")), 0)
+
+
+def _default_broker_url(data: dict[str, Any]) -> str:
+    return str(data["redis_url"])
+
+
+class Settings(BaseSettings):
+    """Every setting of every process; the environment variable is in each field's alias."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="KISHPA_",
+        extra="ignore",
+        frozen=True,
+        populate_by_name=True,
+    )
+
+    # Declared first: the port defaults below are computed from it.
+    service: str = Field(default="kishpa", description="Name of this process (wallet, table...)")
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", validation_alias="REDIS_URL")
+    database_url: str = Field(
+        default="sqlite:///var/kishpa-wallet.sqlite3", validation_alias="DATABASE_URL"
+    )
+    broker_url: str = Field(
+        default_factory=_default_broker_url, validation_alias="KISHPA_BROKER_URL"
+    )
+    token_secret: SecretStr | None = Field(default=None, validation_alias=TOKEN_SECRET_ENV)
+    service_secret: SecretStr | None = Field(default=None, validation_alias=SERVICE_SECRET_ENV)
+    grpc_host: str = Field(default="[::]", validation_alias="KISHPA_GRPC_HOST")
+    grpc_port: int = Field(
+        default_factory=_default_grpc_port, ge=0, le=65535, validation_alias="KISHPA_GRPC_PORT"
+    )
+    metrics_port: int = Field(
+        default_factory=_default_metrics_port,
+        ge=0,
+        le=65535,
+        validation_alias="KISHPA_METRICS_PORT",
+    )
+    wallet_addr: str = Field(default="127.0.0.1:50051", validation_alias="KISHPA_WALLET_ADDR")
+    table_addr: str = Field(default="127.0.0.1:50052", validation_alias="KISHPA_TABLE_ADDR")
+    matchmaking_addr: str = Field(
+        default="127.0.0.1:50053", validation_alias="KISHPA_MATCHMAKING_ADDR"
+    )
+    log_format: LogFormat = Field(
+        default_factory=_default_log_format, validation_alias="KISHPA_LOG_FORMAT"
+    )
+    log_level: str = Field(default="INFO", validation_alias="KISHPA_LOG_LEVEL")
+    token_ttl_seconds: int = Field(default=3600, gt=0, validation_alias="KISHPA_TOKEN_TTL_SECONDS")
+    service_token_ttl_seconds: int = Field(
+        default=300, gt=0, validation_alias="KISHPA_SERVICE_TOKEN_TTL_SECONDS"
+    )
+    shutdown_grace_seconds: float = Field(
+        default=10.0, ge=0, validation_alias="KISHPA_SHUTDOWN_GRACE_SECONDS"
+    )
+
+    @property
+    def grpc_address(self) -> str:
+        """Where the gRPC server listens (``host:port``)."""
+        return f"{self.grpc_host}:{self.grpc_port}"
+
+    def require_token_secret(self) -> str:
+        """The player-token key; raises :class:`SettingsError` if it is not configured."""
+        return _reveal(self.token_secret, TOKEN_SECRET_ENV)
+
+    def require_service_secret(self) -> str:
+        """The service-credential key; raises :class:`SettingsError` if it is not configured."""
+        return _reveal(self.service_secret, SERVICE_SECRET_ENV)
+
+
+def _reveal(secret: SecretStr | None, env: str) -> str:
+    if secret is None or not secret.get_secret_value():
+        raise SettingsError(
+            f"{env} is not set: export a random secret of at least {MIN_SECRET_LENGTH} "
+            f"characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)"
+        )
+    value = secret.get_secret_value()
+    if len(value) < MIN_SECRET_LENGTH:
+        raise SettingsError(f"{env} is too short: use at least {MIN_SECRET_LENGTH} characters")
+    return value
+
+
+def load_settings(service: str, **overrides: Any) -> Settings:
+    """Read the environment for ``service`` and check that its required secrets are present.
+
+    ``overrides`` (field names, e.g. ``grpc_port=0``) win over the environment; tests use them.
+    Raises :class:`SettingsError` with a message naming the offending variable.
+    """
+    try:
+        settings = Settings(service=service, **overrides)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+            for err in exc.errors()
+            # A default computed from a field that failed is noise next to that field's error.
+            if err["type"] != "default_factory_not_called"
+        )
+        raise SettingsError(f"invalid configuration for {service}: {problems}") from None
+    for env in REQUIRED_SECRETS.get(service, ()):
+        if env == TOKEN_SECRET_ENV:
+            settings.require_token_secret()
+        else:
+            settings.require_service_secret()
+    return settings

@@ -1,0 +1,200 @@
+"""Player tokens and service credentials: issue, verify, refresh, and every way to be refused."""
+
+from __future__ import annotations
+
+import jwt
+import pytest
+
+from services.common.auth import (
+    ISSUER,
+    Player,
+    Service,
+    ServiceCredentials,
+    TokenAuthority,
+    acting_as,
+    bearer_metadata,
+    bearer_token,
+    current_caller,
+    current_player,
+    require_service,
+)
+from services.common.errors import PermissionDenied, Unauthenticated
+
+pytestmark = pytest.mark.unit
+
+TOKEN_KEY = "t" * 40
+SERVICE_KEY = "v" * 40
+
+
+class Clock:
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def authority(clock: Clock | None = None) -> TokenAuthority:
+    return TokenAuthority(
+        TOKEN_KEY,
+        SERVICE_KEY,
+        token_ttl_seconds=600,
+        service_token_ttl_seconds=60,
+        clock=clock or Clock(),
+    )
+
+
+def test_player_token_round_trip_and_claims() -> None:
+    clock = Clock()
+    issued = authority(clock).issue_player_token("p-42", "Dana")
+    assert issued.expires_at == int(clock.now) + 600
+    claims = jwt.decode(issued.token, options={"verify_signature": False})
+    assert claims == {
+        "sub": "p-42",
+        "name": "Dana",
+        "typ": "player",
+        "iss": ISSUER,
+        "iat": int(clock.now),
+        "exp": issued.expires_at,
+    }
+    assert jwt.get_unverified_header(issued.token)["alg"] == "HS256"
+    assert authority(clock).verify_player_token(issued.token) == Player("p-42", "Dana")
+    assert authority(clock).verify(issued.token) == Player("p-42", "Dana")
+
+
+def test_expired_token_refused_with_reason() -> None:
+    clock = Clock()
+    token = authority(clock).issue_player_token("p1", "A").token
+    clock.now += 600 + 60
+    with pytest.raises(Unauthenticated) as info:
+        authority(clock).verify_player_token(token)
+    assert info.value.reason == "TOKEN_EXPIRED"
+
+
+def test_forged_signature_refused() -> None:
+    forged = TokenAuthority("f" * 40).issue_player_token("p1", "A").token
+    with pytest.raises(Unauthenticated) as info:
+        authority().verify(forged)
+    assert info.value.reason == "TOKEN_INVALID"
+
+
+def test_tampered_claims_refused() -> None:
+    token = authority().issue_player_token("p1", "A").token
+    header, payload, signature = token.split(".")
+    other = authority().issue_player_token("p2", "B").token.split(".")[1]
+    with pytest.raises(Unauthenticated):
+        authority().verify(f"{header}.{other}.{signature}")
+    assert payload != other
+
+
+def test_alg_none_refused() -> None:
+    unsigned = jwt.encode(
+        {"sub": "p1", "typ": "player", "iss": ISSUER, "iat": 1_800_000_000, "exp": 1_900_000_000},
+        key=None,
+        algorithm="none",
+    )
+    with pytest.raises(Unauthenticated):
+        authority().verify(unsigned)
+
+
+def test_garbage_refused() -> None:
+    with pytest.raises(Unauthenticated, match="not a valid JWT"):
+        authority().verify("not.a.jwt")
+
+
+def test_wrong_issuer_refused() -> None:
+    token = jwt.encode(
+        {"sub": "p1", "typ": "player", "iss": "evil", "iat": 1_800_000_000, "exp": 1_800_000_600},
+        TOKEN_KEY,
+        algorithm="HS256",
+    )
+    with pytest.raises(Unauthenticated):
+        authority().verify(token)
+
+
+def test_refresh_issues_a_later_token_for_the_same_player() -> None:
+    clock = Clock()
+    first = authority(clock).issue_player_token("p1", "Avi")
+    clock.now += 300
+    second = authority(clock).refresh_player_token(first.token)
+    assert second.expires_at == first.expires_at + 300
+    assert authority(clock).verify_player_token(second.token) == Player("p1", "Avi")
+
+
+def test_refresh_of_expired_token_refused() -> None:
+    clock = Clock()
+    first = authority(clock).issue_player_token("p1", "Avi")
+    clock.now += 3600
+    with pytest.raises(Unauthenticated):
+        authority(clock).refresh_player_token(first.token)
+
+
+def test_service_credential_round_trip() -> None:
+    token = authority().issue_service_token("worker").token
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert claims["sub"] == "service:worker"
+    assert claims["typ"] == "service"
+    assert claims["role"] == "service"
+    assert authority().verify(token) == Service("worker")
+
+
+def test_player_key_cannot_mint_a_service_credential() -> None:
+    # A token claiming typ=service but signed with the player key must not pass.
+    forged = jwt.encode(
+        {
+            "sub": "service:worker",
+            "typ": "service",
+            "role": "service",
+            "iss": ISSUER,
+            "iat": 1_800_000_000,
+            "exp": 1_800_000_060,
+        },
+        TOKEN_KEY,
+        algorithm="HS256",
+    )
+    with pytest.raises(Unauthenticated):
+        authority().verify(forged)
+
+
+def test_service_credential_is_not_a_player_token() -> None:
+    token = authority().issue_service_token("worker").token
+    with pytest.raises(Unauthenticated):
+        authority().verify_player_token(token)
+
+
+def test_service_without_service_key_refuses_credentials() -> None:
+    token = authority().issue_service_token("worker").token
+    with pytest.raises(Unauthenticated):
+        TokenAuthority(TOKEN_KEY, None, clock=Clock()).verify(token)
+
+
+def test_service_credentials_are_cached_then_renewed() -> None:
+    creds = ServiceCredentials(TokenAuthority(TOKEN_KEY, SERVICE_KEY), "table")
+    first = creds.token()
+    assert creds.token() == first
+    assert creds.metadata() == (("authorization", f"Bearer {first}"),)
+
+
+def test_bearer_metadata_parsing() -> None:
+    assert bearer_token(bearer_metadata("abc")) == "abc"
+    assert bearer_token([("x-other", "1")]) is None
+    assert bearer_token(None) is None
+    with pytest.raises(Unauthenticated):
+        bearer_token([("authorization", "Basic dXNlcg==")])
+
+
+def test_current_player_and_require_service() -> None:
+    assert current_caller() is None
+    with pytest.raises(Unauthenticated):
+        current_player()
+    with acting_as(Player("p1", "A")):
+        assert current_player() == Player("p1", "A")
+        with pytest.raises(PermissionDenied):
+            require_service()
+    with acting_as(Service("worker")):
+        assert require_service("worker") == Service("worker")
+        with pytest.raises(PermissionDenied):
+            require_service("table")
+        with pytest.raises(PermissionDenied):
+            current_player()
+    assert current_caller() is None

@@ -1,0 +1,143 @@
+"""Settings: documented defaults, environment overrides, per-service ports, fail-fast secrets."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.settings import (
+    DEFAULT_GRPC_PORTS,
+    DEFAULT_METRICS_PORTS,
+    MIN_SECRET_LENGTH,
+    Settings,
+    SettingsError,
+    load_settings,
+)
+
+pytestmark = pytest.mark.unit
+
+SECRET = "s" * MIN_SECRET_LENGTH
+ENV_VARS = (
+    "REDIS_URL",
+    "DATABASE_URL",
+    "KISHPA_BROKER_URL",
+    "KISHPA_TOKEN_SECRET",
+    "KISHPA_SERVICE_SECRET",
+    "KISHPA_GRPC_HOST",
+    "KISHPA_GRPC_PORT",
+    "KISHPA_METRICS_PORT",
+    "KISHPA_WALLET_ADDR",
+    "KISHPA_TABLE_ADDR",
+    "KISHPA_MATCHMAKING_ADDR",
+    "KISHPA_LOG_FORMAT",
+    "KISHPA_LOG_LEVEL",
+    "KISHPA_TOKEN_TTL_SECONDS",
+    "KISHPA_SERVICE_TOKEN_TTL_SECONDS",
+    "KISHPA_SHUTDOWN_GRACE_SECONDS",
+    "KISHPA_SERVICE",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_documented_defaults() -> None:
+    settings = Settings()
+    assert settings.redis_url == "redis://127.0.0.1:6379/0"
+    assert settings.database_url == "sqlite:///var/kishpa-wallet.sqlite3"
+    assert settings.broker_url == settings.redis_url
+    assert settings.wallet_addr == "127.0.0.1:50051"
+    assert settings.table_addr == "127.0.0.1:50052"
+    assert settings.matchmaking_addr == "127.0.0.1:50053"
+    assert settings.token_secret is None
+    assert settings.service_secret is None
+
+
+@pytest.mark.parametrize("service", ["wallet", "table", "matchmaking"])
+def test_per_service_default_ports(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET", SECRET)
+    settings = load_settings(service)
+    assert settings.grpc_port == DEFAULT_GRPC_PORTS[service]
+    assert settings.metrics_port == DEFAULT_METRICS_PORTS[service]
+    assert settings.grpc_address == f"[::]:{DEFAULT_GRPC_PORTS[service]}"
+
+
+def test_docs_port_table() -> None:
+    assert dict(DEFAULT_GRPC_PORTS) == {"wallet": 50051, "table": 50052, "matchmaking": 50053}
+    assert dict(DEFAULT_METRICS_PORTS) == {
+        "wallet": 9151,
+        "table": 9152,
+        "matchmaking": 9153,
+        "worker": 9154,
+    }
+
+
+def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    monkeypatch.setenv("REDIS_URL", "redis://redis.example:6380/3")
+    monkeypatch.setenv("KISHPA_GRPC_PORT", "6000")
+    monkeypatch.setenv("KISHPA_METRICS_PORT", "6001")
+    monkeypatch.setenv("KISHPA_LOG_FORMAT", "console")
+    monkeypatch.setenv("KISHPA_TABLE_ADDR", "table:7000")
+    settings = load_settings("matchmaking")
+    assert settings.redis_url == "redis://redis.example:6380/3"
+    assert settings.broker_url == "redis://redis.example:6380/3"
+    assert (settings.grpc_port, settings.metrics_port) == (6000, 6001)
+    assert settings.log_format == "console"
+    assert settings.table_addr == "table:7000"
+    assert settings.require_token_secret() == SECRET
+
+
+def test_broker_url_can_differ_from_redis(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_BROKER_URL", "amqp://guest@rabbit//")
+    assert Settings().broker_url == "amqp://guest@rabbit//"
+
+
+def test_overrides_win_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_GRPC_PORT", "6000")
+    settings = load_settings("cli", grpc_port=0, token_secret=SECRET)
+    assert settings.grpc_port == 0
+
+
+@pytest.mark.parametrize(
+    ("service", "missing"),
+    [
+        ("wallet", "KISHPA_TOKEN_SECRET"),
+        ("table", "KISHPA_TOKEN_SECRET"),
+        ("matchmaking", "KISHPA_TOKEN_SECRET"),
+        ("worker", "KISHPA_SERVICE_SECRET"),
+    ],
+)
+def test_missing_secret_fails_fast_naming_the_variable(service: str, missing: str) -> None:
+    with pytest.raises(SettingsError, match=missing):
+        load_settings(service)
+
+
+def test_service_secret_required_by_wallet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    with pytest.raises(SettingsError, match="KISHPA_SERVICE_SECRET"):
+        load_settings("wallet")
+
+
+def test_short_secret_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", "short")
+    with pytest.raises(SettingsError, match="too short"):
+        load_settings("matchmaking")
+
+
+def test_bad_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    monkeypatch.setenv("KISHPA_GRPC_PORT", "not-a-port")
+    with pytest.raises(SettingsError, match="KISHPA_GRPC_PORT") as info:
+        load_settings("matchmaking")
+    assert "default factory" not in str(info.value)
+
+
+def test_secrets_are_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    settings = load_settings("matchmaking")
+    assert SECRET not in repr(settings)
+    assert SECRET not in str(settings.model_dump())
