@@ -81,16 +81,16 @@ def reconcile(engine: Engine) -> ReconcileReport:
             if kind != "bank" and value < 0:
                 report.add("not_negative", account, f"{kind} balance is {value}")
 
-        received = dict(
-            conn.execute(select(p.to_account, func.sum(p.amount)).group_by(p.to_account))
-            .tuples()
-            .all()
-        )
-        paid = dict(
-            conn.execute(select(p.from_account, func.sum(p.amount)).group_by(p.from_account))
-            .tuples()
-            .all()
-        )
+        received = {
+            row[0]: int(row[1])
+            for row in conn.execute(select(p.to_account, func.sum(p.amount)).group_by(p.to_account))
+        }
+        paid = {
+            row[0]: int(row[1])
+            for row in conn.execute(
+                select(p.from_account, func.sum(p.amount)).group_by(p.from_account)
+            )
+        }
         for account in sorted(set(received) | set(paid) | set(balances)):
             expected = int(received.get(account) or 0) - int(paid.get(account) or 0)
             if account not in balances:
