@@ -194,6 +194,8 @@ def seat_view(state: DealState, seat: int) -> dict[str, Any]:
         "discard_pile": list(state.discard_pile),
         "melds": [dict(m.to_dict(), id=i) for i, m in enumerate(state.melds)],
         "opened": [t >= 0 for t in state.opened_turn],
+        "opened_turn": list(state.opened_turn),
+        "turn_no": state.turn_no,
         "must_use": state.must_use if state.turn == seat else None,
         "can_undo": state.undo is not None and state.turn == seat,
         "winner": state.winner,

@@ -1,0 +1,154 @@
+"""A pure bot for Hand: it sees only one seat's view and picks that seat's next action.
+
+It opens as soon as its melds reach 51, takes the top discard only when it can use it at
+once, releases jokers whenever it holds the cards, lays new melds and lays off, and
+otherwise discards its highest-value card that is not part of a partial meld (ties broken
+by the handed-in random stream, so a bot is deterministic given its stream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from games.hand.actions import (
+    Action,
+    Discard,
+    DrawDiscard,
+    DrawStock,
+    LayMelds,
+    LayOff,
+    MeldSpec,
+    ReleaseJoker,
+    UndoTurn,
+)
+from games.hand.cards import SUITS, Face, face_of, is_joker
+from games.hand.deal_state import DealState, Phase, seat_view
+from games.hand.errors import HandMoveError
+from games.hand.events import Event
+from games.hand.meld_search import best_melds, best_opening, in_partial_meld
+from games.hand.melds import Meld, MeldKind, card_penalty, lay_off
+from games.hand.ruleset import RuleSet
+from games.hand.turns import apply
+
+MAX_ACTIONS_PER_TURN = 60
+
+
+class RandomSource(Protocol):
+    """What the bot needs from ``games.fair.FairStream``."""
+
+    def randbelow(self, n: int) -> int: ...
+
+
+def _layoff_target(card: int, melds: Sequence[Meld], rules: RuleSet) -> int | None:
+    for meld_id, meld in enumerate(melds):
+        try:
+            lay_off(meld, card, rules)
+        except HandMoveError:
+            continue
+        return meld_id
+    return None
+
+
+def _release(hand: Sequence[int], melds: Sequence[Meld]) -> tuple[int, tuple[int, ...]] | None:
+    """A joker this hand can release: (meld id, the real cards to put in)."""
+    for meld_id, meld in enumerate(melds):
+        if not meld.jokers or meld.is_closed_four:
+            continue
+        if meld.kind is MeldKind.RUN:
+            for index, card in enumerate(meld.cards):
+                if is_joker(card):
+                    wanted = meld.stands_for(index)
+                    real = next((c for c in hand if face_of(c) == wanted), None)
+                    if real is not None:
+                        return meld_id, (real,)
+        else:
+            present = {face_of(c).suit for c in meld.cards if not is_joker(c)}
+            missing = [Face(meld.rank, s) for s in SUITS if s not in present]
+            cards = [next((c for c in hand if face_of(c) == f), None) for f in missing]
+            if all(c is not None for c in cards):
+                return meld_id, tuple(c for c in cards if c is not None)
+    return None
+
+
+def choose_discard(hand: Sequence[int], rules: RuleSet, stream: RandomSource) -> int:
+    """The highest-value card outside any partial meld (a joker only if nothing else)."""
+    real = [c for c in hand if not is_joker(c)]
+    loose = [c for c in real if not in_partial_meld(c, hand)]
+    pool = loose or real or list(hand)
+    top = max(card_penalty(c, rules) for c in pool)
+    ties = sorted(c for c in pool if card_penalty(c, rules) == top)
+    return ties[stream.randbelow(len(ties))]
+
+
+def _choose_draw(view: dict[str, Any], rules: RuleSet, melds: Sequence[Meld]) -> Action:
+    seat = view["seat"]
+    pile = view["discard_pile"]
+    if pile:
+        top = pile[-1]
+        hand = [*view["hand"], top]
+        if not view["opened"][seat]:
+            if best_opening(hand, rules, must_include=top) is not None:
+                return DrawDiscard(seat)
+        elif (
+            _layoff_target(top, melds, rules) is not None
+            or best_melds(hand, rules, must_include=top)[0]
+        ):
+            return DrawDiscard(seat)
+    return DrawStock(seat)
+
+
+def next_action(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> Action:
+    """The bot's next action for the seat whose :func:`seat_view` this is (its turn)."""
+    seat = view["seat"]
+    hand: list[int] = list(view["hand"])
+    melds = [Meld.from_dict(m) for m in view["melds"]]
+    if view["phase"] == Phase.DRAW.value:
+        return _choose_draw(view, rules, melds)
+    must_use: int | None = view["must_use"]
+    if not view["opened"][seat]:
+        opening = best_opening(hand, rules, must_include=must_use)
+        if opening is not None:
+            return LayMelds(seat, tuple(MeldSpec(m) for m in opening))
+        if must_use is not None:
+            return UndoTurn(seat)
+        return Discard(seat, choose_discard(hand, rules, stream))
+    may_add = rules.layoff_on_opening_turn or view["opened_turn"][seat] != view["turn_no"]
+    if must_use is not None:
+        with_card, _ = best_melds(hand, rules, must_include=must_use)
+        if with_card:
+            return LayMelds(seat, tuple(MeldSpec(m) for m in with_card))
+        target = _layoff_target(must_use, melds, rules) if may_add else None
+        if target is not None and len(hand) > 1:
+            return LayOff(seat, target, must_use)
+        return UndoTurn(seat)
+    if may_add:
+        release = _release(hand, melds)
+        if release is not None:
+            return ReleaseJoker(seat, *release)
+    new_melds, _ = best_melds(hand, rules)
+    if new_melds:
+        return LayMelds(seat, tuple(MeldSpec(m) for m in new_melds))
+    if may_add and len(hand) > 1:
+        # Real cards first, the most valuable first; a joker only when it nearly goes out.
+        order = sorted(hand, key=lambda c: (is_joker(c), -card_penalty(c, rules), c))
+        for card in order:
+            if is_joker(card) and len(hand) > 3:
+                continue
+            target = _layoff_target(card, melds, rules)
+            if target is not None:
+                return LayOff(seat, target, card)
+    return Discard(seat, choose_discard(hand, rules, stream))
+
+
+def play_bot_turn(state: DealState, stream: RandomSource) -> tuple[DealState, list[Event]]:
+    """Play the whole turn of the seat to act with the bot; returns the state after it."""
+    seat = state.turn
+    events: list[Event] = []
+    for _ in range(MAX_ACTIONS_PER_TURN):
+        if state.phase is Phase.ENDED or state.turn != seat:
+            return state, events
+        action = next_action(seat_view(state, seat), state.rules, stream)
+        state, new_events = apply(state, action)
+        events.extend(new_events)
+    raise HandMoveError(f"the bot did not finish seat {seat}'s turn", "BOT_STUCK")
