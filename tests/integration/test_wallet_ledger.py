@@ -1,0 +1,212 @@
+"""The ledger store on real databases: a property test, reconciliation catching tampering,
+migrations and the operator commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import inspect, text
+
+from services.wallet.accounts import BANK, AccountKind, account_kind
+from services.wallet.batch import Posting
+from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.errors import InsufficientFunds, WalletError
+from services.wallet.ledger import Ledger
+from services.wallet.migrate import current_revision, downgrade, head_revision, upgrade
+from services.wallet.reconcile import reconcile
+from tests.conftest import TEST_DATABASE_URL
+
+pytestmark = pytest.mark.integration
+
+KISHPA = str(Path(sys.executable).parent / "kishpa")
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def ledger(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Ledger]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('ledger') / 'wallet.sqlite3'}"
+        upgrade(url)
+        engine = create_wallet_engine(url)
+        yield Ledger(engine)
+        engine.dispose()
+        return
+    with temporary_postgres_database(TEST_DATABASE_URL) as url:
+        upgrade(url)
+        engine = create_wallet_engine(url)
+        yield Ledger(engine)
+        engine.dispose()
+
+
+SLOTS = ["player:0", "player:1", "player:2", "bowl:0", "pot:0", BANK]
+
+
+@st.composite
+def batch(draw: st.DrawFn) -> list[tuple[str, str, int]]:
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        src, dst = draw(st.lists(st.sampled_from(SLOTS), min_size=2, max_size=2, unique=True))
+        out.append((src, dst, draw(st.integers(1, 2500))))
+    return out
+
+
+@settings(max_examples=40)
+@given(
+    batches=st.lists(batch(), min_size=1, max_size=6),
+    replay=st.lists(st.integers(0, 5), max_size=4),
+)
+def test_random_batches_keep_the_ledger_balanced_and_replays_idempotent(
+    ledger: Ledger, batches: list[list[tuple[str, str, int]]], replay: list[int]
+) -> None:
+    run = uuid.uuid4().hex[:10]
+
+    def real(slot: str) -> str:
+        return slot if slot == BANK else slot.replace(":", f":{run}")
+
+    for i in range(3):
+        ledger.open_wallet(f"{run}{i}")
+    sent: list[tuple[str, list[Posting]]] = []
+    for n, rows in enumerate(batches):
+        postings = [
+            Posting(
+                real(s),
+                real(d),
+                a,
+                "bowl_win" if account_kind(s) is not AccountKind.PLAYER else "win",
+            )
+            for s, d, a in rows
+        ]
+        key = f"{run}-{n}"
+        try:
+            ledger.apply_batch(key, postings)
+        except InsufficientFunds:
+            assert any(
+                account_kind(p.from_account) in (AccountKind.BOWL, AccountKind.POT)
+                for p in postings
+            )
+            continue
+        sent.append((key, postings))
+    before = {real(s): ledger.balance(real(s)) for s in SLOTS if s != BANK}
+    for i in replay:
+        if i < len(sent):
+            assert ledger.apply_batch(*sent[i]).replayed
+    assert {real(s): ledger.balance(real(s)) for s in SLOTS if s != BANK} == before
+    assert all(v >= 0 for v in before.values())
+    report = reconcile(ledger.engine)
+    assert report.ok, report.discrepancies
+
+
+def test_reconcile_reports_every_kind_of_tampering(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'w.sqlite3'}"
+    upgrade(url)
+    engine = create_wallet_engine(url)
+    try:
+        ledger = Ledger(engine)
+        ledger.open_wallet("a")
+        ledger.open_wallet("b")
+        ledger.apply_batch(
+            "k1",
+            [
+                Posting("player:a", "bowl:t", 5, "bowl_contribution"),
+                Posting("player:b", "player:a", 9, "win"),
+            ],
+        )
+        assert reconcile(engine).ok
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE accounts SET balance = balance + 7 WHERE id = 'player:a'"))
+            # A posting dropped from a batch: the batch no longer matches its own result.
+            conn.execute(
+                text(
+                    "DELETE FROM postings WHERE seq = 1 AND batch_id = "
+                    "(SELECT id FROM batches WHERE idempotency_key = 'k1')"
+                )
+            )
+            conn.execute(text("PRAGMA ignore_check_constraints = ON"))
+            conn.execute(text("UPDATE accounts SET balance = -3 WHERE id = 'bowl:t'"))
+        report = reconcile(engine)
+    finally:
+        engine.dispose()
+    checks = {d.check for d in report.discrepancies}
+    assert checks == {"sum_zero", "postings_match", "batch_balanced", "not_negative"}
+    assert not report.ok
+    cli = subprocess.run(
+        [KISHPA, "wallet", "--database-url", url, "reconcile", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode == 1
+    assert json.loads(cli.stdout)["ok"] is False
+
+
+def test_cli_migrate_reconcile_balance_history_on_a_fresh_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'deep' / 'dir' / 'w.sqlite3'}"
+    env_cmd = [KISHPA]
+    migrated = subprocess.run(
+        [*env_cmd, "migrate", "--database-url", url], capture_output=True, text=True
+    )
+    assert migrated.returncode == 0, migrated.stderr
+    engine = create_wallet_engine(url)
+    try:
+        Ledger(engine).open_wallet("op")
+    finally:
+        engine.dispose()
+    ok = subprocess.run(
+        [*env_cmd, "wallet", "--database-url", url, "reconcile"], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "OK" in ok.stdout
+    bal = subprocess.run(
+        [*env_cmd, "wallet", "--database-url", url, "balance", "player:op", "bank"],
+        capture_output=True,
+        text=True,
+    )
+    assert "player:op\t2000 tokens\t4000 ILS" in bal.stdout
+    assert "bank\t-2000 tokens" in bal.stdout
+    his = subprocess.run(
+        [*env_cmd, "wallet", "--database-url", url, "history", "--account", "player:op"],
+        capture_output=True,
+        text=True,
+    )
+    assert "bank -> player:op 2000 opening_grant" in his.stdout
+
+
+def test_migrations_go_down_and_up_on_postgres() -> None:
+    with temporary_postgres_database(TEST_DATABASE_URL) as url:
+        upgrade(url)
+        assert current_revision(url) == head_revision()
+        downgrade(url, "base")
+        engine = create_wallet_engine(url, pool_size=1)
+        try:
+            assert "accounts" not in inspect(engine).get_table_names()
+        finally:
+            engine.dispose()
+        upgrade(url)
+        engine = create_wallet_engine(url, pool_size=1)
+        try:
+            assert {"accounts", "batches", "postings"} <= set(inspect(engine).get_table_names())
+            # The database itself refuses a negative player balance, whatever the code does.
+            with pytest.raises(Exception, match="ck_accounts_not_negative"), engine.begin() as conn:
+                conn.execute(
+                    text(
+                        "INSERT INTO accounts (id, kind, balance, created_ms) "
+                        "VALUES ('player:x', 'player', -1, 0)"
+                    )
+                )
+        finally:
+            engine.dispose()
+
+
+def test_unopened_player_and_wallet_errors_carry_reasons(ledger: Ledger) -> None:
+    with pytest.raises(WalletError) as info:
+        ledger.balance(f"player:{uuid.uuid4().hex}")
+    assert info.value.code == "NOT_FOUND"
+    assert ledger.balance(f"bowl:{uuid.uuid4().hex}") == 0
