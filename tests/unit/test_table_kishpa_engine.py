@@ -1,0 +1,179 @@
+"""The Kishpa engine behind the table service, driven purely (no Redis): whole games of
+bots across rounds, the bowl outcome of the last round, outbox records, timeouts, views."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from games.fair import FairStream
+from games.kishpa import bot
+from games.kishpa import round as rnd
+from games.kishpa.record import end_postings, start_postings
+from services.table.engine import Action, BadRequestError, Step, Table, TableSettings
+from services.table.kishpa_engine import PRIVATE, KishpaEngine
+
+pytestmark = pytest.mark.unit
+
+PLAYERS = ["ann", "bob", "cat", "dan"]
+
+
+def _seed(n: int) -> bytes:
+    return hashlib.sha512(f"seed-{n}".encode()).digest() + bytes(16)
+
+
+def _table(players: list[str] = PLAYERS) -> Table:
+    return Table(
+        table_id="t1",
+        game_name="kishpa",
+        creator=players[0],
+        settings=TableSettings(seats=len(players), turn_seconds=5, next_round_pause_ms=10),
+        created_ms=0,
+        players=list(players),
+        status="playing",
+    )
+
+
+def _apply(table: Table, step: Step) -> None:
+    table.game = step.game
+    table.deadline = step.deadline
+    if step.closed:
+        table.status = "closed"
+
+
+def _bot_action(table: Table, stream: FairStream) -> tuple[int, Action] | None:
+    state = rnd.RoundState.from_dict(table.game["round"])
+    for seat in range(len(table.players)):
+        move = bot.choose_action(rnd.view_for(state, seat), stream, state.ruleset)
+        if move is None:
+            continue
+        if isinstance(move, rnd.Draw):
+            return seat, Action("draw", {"source": move.source})
+        if isinstance(move, rnd.Discard):
+            return seat, Action("discard", {"tile": move.tile})
+        if isinstance(move, rnd.Win):
+            return seat, Action("win", {"tile": move.tile, "arrangement": move.arrangement})
+        if isinstance(move, rnd.Reveal):
+            return seat, Action("reveal")
+    return None
+
+
+def _play_game(rounds_before_last: int, seed: int) -> tuple[Table, list[Step]]:
+    engine = KishpaEngine()
+    table = _table()
+    steps = [engine.start(table, _seed(seed), 0)]
+    _apply(table, steps[-1])
+    stream = FairStream(_seed(seed + 1), (), "test")
+    for now in range(1, 20_000):
+        if table.status == "closed":
+            break
+        state = rnd.RoundState.from_dict(table.game["round"])
+        if state.phase == rnd.ENDED:
+            if state.round_no == rounds_before_last:
+                step = engine.press_last_round(table, now)
+                _apply(table, step)
+                steps.append(step)
+            step = engine.on_deadline(table, _seed(seed + now), now)
+        else:
+            chosen = _bot_action(table, stream)
+            if chosen is None:  # a window nobody acts in: it closes at its deadline
+                step = engine.on_deadline(table, _seed(seed + now), now)
+            else:
+                step = engine.act(table, chosen[0], chosen[1], now)
+        _apply(table, step)
+        steps.append(step)
+    assert table.status == "closed"
+    return table, steps
+
+
+def test_a_game_of_bots_ends_after_the_last_round_with_the_bowl_emptied() -> None:
+    table, steps = _play_game(rounds_before_last=3, seed=7)
+    state = rnd.RoundState.from_dict(table.game["round"])
+    assert state.round_no == 4
+    assert state.last_round
+    assert table.game["bowl_after"] == 0
+    phases = [(p.round_no, p.phase) for s in steps for p in s.phases]
+    assert phases == [(r, ph) for r in range(1, 5) for ph in ("start", "end")]
+    # The records are what the workers settle: the rules accept them, and tokens balance.
+    bowl = 0
+    for step in steps:
+        for phase in step.phases:
+            record = json.loads(json.dumps(phase.record))
+            postings = start_postings(record) if phase.phase == "start" else end_postings(record)
+            for p in postings:
+                if p.to_account == "bowl":
+                    bowl += p.amount
+                if p.from_account == "bowl":
+                    bowl -= p.amount
+            assert record["bowl"] >= 0
+    assert bowl == 0, "the last round leaves the bowl empty"
+    bowl_events = [e for s in steps for e in s.events if e.type == "bowl"]
+    assert len(bowl_events) == 4
+    assert bowl_events[-1].data["outcome"] in ("taken", "split")
+    assert table.deadline is None
+
+
+def test_views_never_show_another_hand_or_the_pile() -> None:
+    engine = KishpaEngine()
+    table = _table()
+    _apply(table, engine.start(table, _seed(1), 0))
+    state = rnd.RoundState.from_dict(table.game["round"])
+    for seat in range(4):
+        view = engine.view(table, seat)
+        assert sorted(view.my_tiles) == sorted(state.hands[seat])
+        text = json.dumps([view.public, [s.tile_count for s in view.seats]])
+        assert "pile_order" not in text
+        assert view.server_seed == ""
+        assert view.commitment == state.commitment
+    spectator = engine.view(table, None)
+    assert spectator.my_tiles == []
+
+
+def test_private_only_round_events_hide_their_type() -> None:
+    engine = KishpaEngine()
+    for n in range(60):  # find a deal where nobody holds a joker: a start reveal window
+        table = _table()
+        step = engine.start(table, _seed(100 + n), 0)
+        if any(e.type == PRIVATE for e in step.events):
+            break
+    else:
+        pytest.skip("no deal with a start reveal window among the seeds tried")
+    for event in step.events:
+        if event.type == PRIVATE:
+            assert event.data == {}
+            assert event.seat == -1
+            assert event.private_data is not None
+
+
+def test_turn_timeout_plays_the_turn_and_reports_the_seat() -> None:
+    engine = KishpaEngine()
+    table = _table()
+    _apply(table, engine.start(table, _seed(3), 0))
+    state = rnd.RoundState.from_dict(table.game["round"])
+    while state.phase == rnd.START_REVEAL:
+        _apply(table, engine.on_deadline(table, _seed(4), 1))
+        state = rnd.RoundState.from_dict(table.game["round"])
+    assert table.deadline is not None
+    assert table.deadline.kind == "turn"
+    seat = state.turn
+    step = engine.on_deadline(table, _seed(5), 10)
+    assert step.timed_out_seat == seat
+    _apply(table, step)
+    after = rnd.RoundState.from_dict(table.game["round"])
+    assert after.turn == (seat + 1) % 4
+    assert table.deadline is not None
+    assert table.deadline.at_ms == 10 + 5000
+
+
+def test_malformed_moves_are_refused_as_bad_input() -> None:
+    engine = KishpaEngine()
+    table = _table()
+    _apply(table, engine.start(table, _seed(3), 0))
+    with pytest.raises(BadRequestError):
+        engine.act(table, 0, Action("discard", {"tile": 500}), 1)
+    with pytest.raises(BadRequestError):
+        engine.act(table, 0, Action("draw", {"source": "sky"}), 1)
+    with pytest.raises(BadRequestError):
+        engine.act(table, 0, Action("dance"), 1)
