@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games.fair import SERVER_SEED_BYTES, FairStream
+from cli.demo import play_demo_round
+from games.fair import SERVER_SEED_BYTES, FairStream, commitment
 from games.kishpa.bot import BOT_TAG, choose_action
 from games.kishpa.record import end_postings, settle_record, start_postings
 from games.kishpa.round import (
@@ -93,3 +95,15 @@ def test_bot_rounds_stay_legal_and_every_tile_is_in_exactly_one_place(
 def test_bots_win_rounds() -> None:
     outcomes = [play_round_with_bots(seed_of(f"bots-{k}")).winner for k in range(12)]
     assert any(w is not None for w in outcomes)
+
+
+def test_the_demo_narrates_a_whole_round_and_its_postings() -> None:
+    out = io.StringIO()
+    seed = seed_of("demo")
+    play_demo_round(seed, out)
+    text = out.getvalue()
+    assert commitment(seed) in text
+    assert "dealt: ann 15, ben 14, cat 14, dan 14" in text
+    assert "bowl_contribution" in text
+    assert "round over" in text
+    assert seed.hex() in text
