@@ -37,6 +37,7 @@ BEARER_PREFIX: Final = "Bearer "
 # Tolerated clock difference between the machines that mint and check tokens.
 LEEWAY_SECONDS: Final = 5
 MAX_NAME_LENGTH: Final = 64
+VERIFIED_CACHE_SIZE: Final = 10_000
 
 DEFAULT_PUBLIC_METHODS: Final[frozenset[str]] = frozenset(
     {
@@ -93,6 +94,7 @@ class TokenAuthority:
         self.token_ttl_seconds = token_ttl_seconds
         self.service_token_ttl_seconds = service_token_ttl_seconds
         self._clock = clock
+        self._verified: dict[str, tuple[Caller, int]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TokenAuthority:
@@ -118,8 +120,12 @@ class TokenAuthority:
 
     def verify_player_token(self, token: str) -> Player:
         """The player a valid token names; raises :class:`Unauthenticated` otherwise."""
+        return self._player(token)[0]
+
+    def _player(self, token: str) -> tuple[Player, int]:
         claims = self._decode(token, self._key(self._token_secret, "player tokens"), PLAYER_TYP)
-        return Player(player_id=str(claims["sub"]), name=str(claims.get("name", "")))
+        player = Player(player_id=str(claims["sub"]), name=str(claims.get("name", "")))
+        return player, int(claims["exp"])
 
     def refresh_player_token(self, token: str) -> IssuedToken:
         """A new token for the player a still-valid token names (an expired one is refused)."""
@@ -144,24 +150,40 @@ class TokenAuthority:
 
     def verify_service_token(self, token: str) -> Service:
         """The service a valid credential names; raises :class:`Unauthenticated` otherwise."""
+        return self._service(token)[0]
+
+    def _service(self, token: str) -> tuple[Service, int]:
         claims = self._decode(
             token, self._key(self._service_secret, "service credentials"), SERVICE_TYP
         )
         subject = str(claims["sub"])
         if not subject.startswith(SERVICE_SUBJECT_PREFIX) or claims.get("role") != SERVICE_TYP:
             raise Unauthenticated("TOKEN_INVALID", "the service credential is malformed")
-        return Service(name=subject.removeprefix(SERVICE_SUBJECT_PREFIX))
+        return Service(name=subject.removeprefix(SERVICE_SUBJECT_PREFIX)), int(claims["exp"])
 
     def verify(self, token: str) -> Caller:
-        """Verify a token of either kind, choosing the key by its (then verified) ``typ``."""
+        """Verify a token of either kind, choosing the key by its (then verified) ``typ``.
+
+        A token verified before is answered from a bounded cache until it expires: the same
+        string carries the same signature, and re-verifying it costs more than the RPC.
+        """
+        hit = self._verified.get(token)
+        if hit is not None and self._clock() - LEEWAY_SECONDS < hit[1]:
+            return hit[0]
         try:
             unverified = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
             raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT") from None
         # The claim only selects the key; the chosen key then verifies signature and typ.
+        caller: Caller
         if unverified.get("typ") == SERVICE_TYP and self._service_secret:
-            return self.verify_service_token(token)
-        return self.verify_player_token(token)
+            caller, expires_at = self._service(token)
+        else:
+            caller, expires_at = self._player(token)
+        if len(self._verified) >= VERIFIED_CACHE_SIZE:
+            self._verified.pop(next(iter(self._verified)))  # the oldest entry
+        self._verified[token] = (caller, expires_at)
+        return caller
 
     # -- internals -----------------------------------------------------------------------
 

@@ -198,3 +198,26 @@ def test_current_player_and_require_service() -> None:
         with pytest.raises(PermissionDenied):
             current_player()
     assert current_caller() is None
+
+
+def test_cached_verification_still_expires() -> None:
+    clock = Clock()
+    auth = authority(clock)
+    token = auth.issue_player_token("p1", "A").token
+    assert auth.verify(token) == Player("p1", "A")
+    assert auth.verify(token) == Player("p1", "A")  # answered from the cache
+    clock.now += 600 + 60
+    with pytest.raises(Unauthenticated) as info:
+        auth.verify(token)
+    assert info.value.reason == "TOKEN_EXPIRED"
+
+
+def test_verified_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("services.common.auth.VERIFIED_CACHE_SIZE", 3)
+    clock = Clock()
+    auth = authority(clock)
+    tokens = [auth.issue_player_token(f"p{i}", "A").token for i in range(5)]
+    for token in tokens:
+        auth.verify(token)
+    assert len(auth._verified) == 3
+    assert auth.verify(tokens[0]) == Player("p0", "A")  # evicted, verified again
