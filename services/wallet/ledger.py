@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, Engine, case, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from services.wallet import schema
@@ -99,6 +99,8 @@ class Ledger:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sqlite = is_sqlite(engine)
+        # Accounts are never deleted, so once seen an account need not be checked again.
+        self._known: set[str] = set()
 
     # --- mutations -------------------------------------------------------------------
 
@@ -183,10 +185,6 @@ class Ledger:
     def _apply(self, key: str, postings: Sequence[Posting]) -> BatchResult:
         validate_batch(key, postings)
         digest = body_hash(postings)
-        with self._read() as conn:
-            first = self._find(conn, key, digest)
-        if first is not None:
-            return first
         accounts = touched_accounts(postings)
         self._ensure_accounts(a for a in accounts if account_kind(a) is not AccountKind.PLAYER)
         try:
@@ -220,35 +218,32 @@ class Ledger:
         first = self._find(conn, key, digest)
         if first is not None:
             return first
-        bank_now = conn.execute(select(a.balance).where(a.id == BANK)).scalar_one()
-        plan = plan_batch(postings, {**balances, BANK: int(bank_now)})
+        # The bank is not locked and may not be read consistently; its balance after the
+        # batch comes from the relative UPDATE below (no limit applies to it).
+        plan = plan_batch(postings, {**balances, BANK: 0})
         now = _now_ms()
-        deltas = plan.deltas()
-        bank_delta = deltas.pop(BANK, 0)
         result_balances = {x: plan.balances[x] for x in own}
-        if bank_delta or BANK in accounts:
-            # Relative update, taken last: the bank is never locked before other accounts.
-            bank_after = conn.execute(
+        changed = {x: d for x, d in plan.deltas().items() if d or x == BANK}
+        if changed:
+            # One relative UPDATE for every account. The others are already locked, so the
+            # bank is the only row it may wait for, and it is always taken last.
+            rows = conn.execute(
                 update(schema.accounts)
-                .where(a.id == BANK)
-                .values(balance=a.balance + bank_delta)
-                .returning(a.balance)
-            ).scalar_one()
-            result_balances[BANK] = int(bank_after)
+                .where(a.id.in_(sorted(changed)))
+                .values(balance=a.balance + case(changed, value=a.id))
+                .returning(a.id, a.balance)
+            )
+            after = {row.id: int(row.balance) for row in rows}
+            if any(after[x] != result_balances[x] for x in after if x != BANK):
+                raise RuntimeError("ledger invariant broken: a locked balance changed")
+            if BANK in after:
+                result_balances[BANK] = after[BANK]
         result = BatchResult(0, plan.applied, dict(sorted(result_balances.items())))
         batch_id = conn.execute(
             insert(schema.batches)
             .values(idempotency_key=key, body_hash=digest, result=result.to_json(), created_ms=now)
             .returning(schema.batches.c.id)
         ).scalar_one()
-        changed = [{"account": x, "delta": d} for x, d in sorted(deltas.items()) if d]
-        if changed:
-            conn.execute(
-                update(schema.accounts)
-                .where(a.id == bindparam("account"))
-                .values(balance=a.balance + bindparam("delta")),
-                changed,
-            )
         conn.execute(
             insert(schema.postings),
             [
@@ -282,22 +277,22 @@ class Ledger:
 
     def _ensure_accounts(self, accounts: Iterable[str]) -> None:
         """Create missing accounts with a zero balance, in their own short transaction."""
-        wanted = sorted(set(accounts))
+        wanted = sorted(set(accounts) - self._known)
         if not wanted:
             return
         a = schema.accounts.c
         with self._read() as conn:
             found = set(conn.execute(select(a.id).where(a.id.in_(wanted))).scalars())
         missing = [x for x in wanted if x not in found]
-        if not missing:
-            return
-        now = _now_ms()
-        with self.engine.begin() as conn:
-            for account in missing:
-                stmt = _insert_ignore(self._sqlite).values(
-                    id=account, kind=account_kind(account).value, balance=0, created_ms=now
-                )
-                conn.execute(stmt)
+        if missing:
+            now = _now_ms()
+            with self.engine.begin() as conn:
+                for account in missing:
+                    stmt = _insert_ignore(self._sqlite).values(
+                        id=account, kind=account_kind(account).value, balance=0, created_ms=now
+                    )
+                    conn.execute(stmt)
+        self._known.update(wanted)
 
 
 def _insert_ignore(sqlite: bool) -> Any:

@@ -1,0 +1,243 @@
+"""Wallet throughput: 4-posting ApplyBatch calls through the real gRPC server.
+
+For PostgreSQL (a scratch database created and dropped here) and SQLite (a temp file), it
+starts ``kishpa serve wallet`` as a separate process, drives it with concurrent clients, and
+reports batches/s with p50/p99 latency. The baseline, measured in the same run on the same
+database, is a plain single-row INSERT per transaction from as many threads: the cost of one
+durable commit, which every batch also pays.
+
+Usage: .venv/bin/python benchmarks/bench_wallet.py [--batches N] [--concurrency C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from sqlalchemy import text
+
+from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.auth import TokenAuthority, bearer_metadata
+from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.migrate import upgrade
+from services.wallet.reconcile import reconcile_url
+
+ADMIN_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+TOKEN_SECRET = "bench-token-secret-" + "x" * 32
+SERVICE_SECRET = "bench-service-secret-" + "y" * 32
+KISHPA = str(Path(sys.executable).parent / "kishpa")
+TABLES = 50
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Result:
+    """Throughput and latency of one measurement."""
+
+    def __init__(self, count: int, seconds: float, latencies: list[float]) -> None:
+        self.rate = count / seconds
+        self.p50_ms = _percentile(latencies, 0.50) * 1000
+        self.p99_ms = _percentile(latencies, 0.99) * 1000
+
+    def __str__(self) -> str:
+        return f"{self.rate:8.0f}/s  p50 {self.p50_ms:6.1f} ms  p99 {self.p99_ms:6.1f} ms"
+
+
+def insert_baseline(url: str, count: int, threads: int) -> Result:
+    """One-row INSERT, one transaction each, from ``threads`` threads."""
+    engine = create_wallet_engine(url, pool_size=threads)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE IF NOT EXISTS bench_baseline (id INTEGER, v BIGINT)"))
+    latencies: list[float] = []
+    lock = threading.Lock()
+    per_thread = count // threads
+
+    def work(n: int) -> None:
+        mine = []
+        for i in range(per_thread):
+            start = time.perf_counter()
+            with engine.begin() as conn:
+                conn.execute(
+                    text("INSERT INTO bench_baseline (id, v) VALUES (:i, :v)"), {"i": n, "v": i}
+                )
+            mine.append(time.perf_counter() - start)
+        with lock:
+            latencies.extend(mine)
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    began = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    elapsed = time.perf_counter() - began
+    engine.dispose()
+    return Result(len(latencies), elapsed, latencies)
+
+
+async def _wait_serving(port: int, proc: subprocess.Popen[bytes]) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for _ in range(300):
+            if proc.poll() is not None:
+                raise RuntimeError("the wallet server exited")
+            try:
+                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)  # type: ignore[attr-defined]
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError("the wallet server did not start")
+
+
+async def grpc_batches(port: int, count: int, concurrency: int) -> Result:
+    """``count`` 4-posting batches (3 losers pay the winner, 1 bowl contribution)."""
+    md = bearer_metadata(
+        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("bench").token
+    )
+    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(4)]
+    stubs = [wallet_pb2_grpc.WalletServiceStub(c) for c in channels]
+    players = [[f"b{t}x{s}" for s in range(4)] for t in range(TABLES)]
+    await asyncio.gather(
+        *(
+            stubs[0].OpenWallet(wallet_pb2.OpenWalletRequest(player_id=p), metadata=md)
+            for t in players
+            for p in t
+        )
+    )
+    latencies: list[float] = []
+    per_client = count // concurrency
+    run = os.urandom(4).hex()
+
+    async def client(n: int) -> None:
+        rng = random.Random(n)
+        stub = stubs[n % len(stubs)]
+        for i in range(per_client):
+            table = rng.randrange(TABLES)
+            seats = players[table]
+            winner = rng.choice(seats)
+            postings = [
+                wallet_pb2.Posting(
+                    from_account=f"player:{p}",
+                    to_account=f"player:{winner}",
+                    amount=2,
+                    reason="win",
+                    table_id=f"bt{table}",
+                    round=i + 1,
+                    phase="end",
+                )
+                for p in seats
+                if p != winner
+            ]
+            postings.append(
+                wallet_pb2.Posting(
+                    from_account=f"player:{winner}",
+                    to_account=f"bowl:bt{table}",
+                    amount=1,
+                    reason="bowl_contribution",
+                    table_id=f"bt{table}",
+                    round=i + 1,
+                    phase="end",
+                )
+            )
+            request = wallet_pb2.ApplyBatchRequest(
+                request_id=f"bench:{run}:{n}:{i}", postings=postings
+            )
+            start = time.perf_counter()
+            await stub.ApplyBatch(request, metadata=md)
+            latencies.append(time.perf_counter() - start)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(concurrency)))
+    elapsed = time.perf_counter() - began
+    for c in channels:
+        await c.close()
+    return Result(len(latencies), elapsed, latencies)
+
+
+def serve_and_measure(url: str, count: int, concurrency: int) -> Result:
+    """Start ``kishpa serve wallet`` on ``url`` and measure batches through it."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "KISHPA_GRPC_HOST": "127.0.0.1",
+        "KISHPA_GRPC_PORT": str(port),
+        "KISHPA_METRICS_PORT": str(_free_port()),
+        "KISHPA_TOKEN_SECRET": TOKEN_SECRET,
+        "KISHPA_SERVICE_SECRET": SERVICE_SECRET,
+        "KISHPA_LOG_FORMAT": "json",
+        "KISHPA_LOG_LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen([KISHPA, "serve", "wallet"], env=env, stdout=subprocess.DEVNULL)
+    try:
+
+        async def go() -> Result:
+            await _wait_serving(port, proc)
+            await grpc_batches(port, concurrency * 5, concurrency)  # warm-up
+            return await grpc_batches(port, count, concurrency)
+
+        return asyncio.run(go())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def measure(name: str, url: str, count: int, concurrency: int, say: Callable[[str], None]) -> None:
+    """Baseline, then batches, then a reconciliation proving the run left the ledger whole."""
+    upgrade(url)
+    base = insert_baseline(url, count, threads=16)
+    batches = serve_and_measure(url, count, concurrency)
+    report = reconcile_url(url)
+    say(f"{name:10s} single-row INSERT baseline  {base}")
+    say(
+        f"{name:10s} ApplyBatch (4 postings)    {batches}   "
+        f"= {batches.rate / base.rate:.2f}x baseline"
+    )
+    say(
+        f"{name:10s} reconcile after the run: {'OK' if report.ok else 'FAILED'} "
+        f"({report.batches} batches)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=3000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    print(
+        f"wallet bench: {args.batches} batches, {args.concurrency} concurrent clients, "
+        f"{os.cpu_count()} CPUs"
+    )
+    with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
+        measure("postgres", url, args.batches, args.concurrency, print)
+    with tempfile.TemporaryDirectory() as tmp:
+        measure("sqlite", f"sqlite:///{tmp}/wallet.sqlite3", args.batches, args.concurrency, print)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
