@@ -13,31 +13,39 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import grpc
+
+from services.common.errors import ServiceError
 from services.table.events import TableEvent
 
 SEAT_LIMITS = (2, 4)
 
 
-class TableError(Exception):
-    """A request the table refuses; ``code`` names the gRPC status family."""
+class TableError(ServiceError):
+    """A request the table refuses in its current state (FAILED_PRECONDITION)."""
 
-    code = "FAILED_PRECONDITION"
+    status = grpc.StatusCode.FAILED_PRECONDITION
 
     def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+        super().__init__(self.status, reason, message)
 
 
 class NotAllowedError(TableError):
     """The caller may not do this at this table (not the creator, not seated)."""
 
-    code = "PERMISSION_DENIED"
+    status = grpc.StatusCode.PERMISSION_DENIED
 
 
 class BadRequestError(TableError):
     """Malformed input (unknown tile, bad arrangement, out-of-range setting)."""
 
-    code = "INVALID_ARGUMENT"
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class TableFullError(TableError):
+    """Every seat is taken."""
+
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,10 @@ class Table:
     players: list[str] = field(default_factory=list)
     status: str = "waiting"
     """``waiting`` for players, ``playing`` (rounds and the pauses between them), ``closed``."""
+    names: dict[str, str] = field(default_factory=dict)
+    """Display names of the seated players (from their tokens)."""
+    auto_start: bool = False
+    """Start the game as soon as every seat is taken (tables made by matchmaking)."""
     client_seeds: dict[str, str] = field(default_factory=dict)
     rack_orders: dict[str, list[int]] = field(default_factory=dict)
     timeouts: dict[str, int] = field(default_factory=dict)
@@ -118,6 +130,8 @@ class Table:
             "created_ms": self.created_ms,
             "players": self.players,
             "status": self.status,
+            "names": self.names,
+            "auto_start": self.auto_start,
             "client_seeds": self.client_seeds,
             "rack_orders": self.rack_orders,
             "timeouts": self.timeouts,
@@ -136,6 +150,8 @@ class Table:
             created_ms=int(obj["created_ms"]),
             players=list(obj["players"]),
             status=obj["status"],
+            names=dict(obj.get("names", {})),
+            auto_start=bool(obj.get("auto_start", False)),
             client_seeds=dict(obj["client_seeds"]),
             rack_orders={k: list(v) for k, v in obj["rack_orders"].items()},
             timeouts=dict(obj["timeouts"]),
@@ -185,7 +201,9 @@ class SeatInfo:
     player_id: str
     tile_count: int
     streak: int
-    score: int
+    rounds_won: int
+    score: int = 0
+    """Game-defined points (Hand); Kishpa pays in tokens and keeps none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +224,20 @@ class GameView:
 
 
 @dataclass(frozen=True, slots=True)
-class Hint:
-    """A suggestion for the player: the tile to discard, whether it wins, and the groups."""
+class HintGroup:
+    """One group of a suggested arrangement: ``run`` or ``set`` and its tile ids in order."""
 
-    discard: int | None
-    wins: bool
-    groups: Sequence[Sequence[int]]
+    kind: str
+    tiles: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """Advice for a hand: the best arrangement, the tiles left loose, any winning discards."""
+
+    groups: Sequence[HintGroup]
+    loose: Sequence[int]
+    winning_discards: Sequence[int]
 
 
 class GameEngine(Protocol):

@@ -13,7 +13,10 @@ An entry has these fields, all strings:
 =============== ===========================================================================
 
 A watcher receives ``data`` always and ``private_data`` only when he sits at
-``private_seat``: hidden information never leaves the server for anyone else.
+``private_seat``: hidden information never leaves the server for anyone else. An entry of
+type ``private`` is wholly private (even that it happened shows something, e.g. that a seat
+may reveal the kishpa): only ``private_seat`` receives it, as the event
+``private_data = {"type", "seat", "data"}`` describes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 NO_SEAT = -1
+PRIVATE = "private"
+"""Type of a stream entry that only its ``private_seat`` may even know exists."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,24 @@ class TableEvent:
         if self.private_seat is None or seat is None or seat != self.private_seat:
             return None
         return self.private_data
+
+    def for_viewer(self, seat: int | None) -> TableEvent | None:
+        """The event as this viewer may see it, or None when he may not see it at all."""
+        if self.type == PRIVATE:
+            if seat is None or seat != self.private_seat or self.private_data is None:
+                return None
+            inner = self.private_data
+            return TableEvent(
+                str(inner.get("type", PRIVATE)),
+                self.round,
+                int(inner.get("seat", NO_SEAT)),
+                {},
+                seat,
+                dict(inner.get("data", {})),
+            )
+        if self.private_seat is not None and self.visible_to(seat) is None:
+            return TableEvent(self.type, self.round, self.seat, self.data)
+        return self
 
 
 @dataclass(frozen=True, slots=True)

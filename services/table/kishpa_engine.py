@@ -22,6 +22,7 @@ from games.fair import FairStream
 from games.kishpa import bot
 from games.kishpa import round as rnd
 from games.kishpa.bowl import completes_streak, contribution, next_streaks, previous_winner_of
+from games.kishpa.payouts import win_payout
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.solver import best_arrangement, winning_discards
 from games.kishpa.tiles import TILE_COUNT, face_of
@@ -31,6 +32,7 @@ from services.table.engine import (
     Deadline,
     GameView,
     Hint,
+    HintGroup,
     Phase,
     SeatInfo,
     Step,
@@ -38,15 +40,11 @@ from services.table.engine import (
     TableError,
     TableSettings,
 )
-from services.table.events import NO_SEAT, TableEvent
+from services.table.events import NO_SEAT, PRIVATE, TableEvent
 
 AUTOPLAY_DELAY_MS = 1000
 """A seat on auto-play is played this soon (never later than its turn timer)."""
 AUTOPLAY_TAG = "kishpa/table/v1/autoplay"
-HINT_SEED = bytes(80)
-"""Hints break ties deterministically; nothing secret is involved."""
-PRIVATE = "private"
-"""Type of a stream entry that only one seat may even know exists."""
 BETWEEN_ROUNDS = "between_rounds"
 
 
@@ -190,6 +188,7 @@ class KishpaEngine:
         elif state.last_round:
             outcome = "split"
         game["bowl_after"] = 0 if outcome != "kept" else bowl_now
+        game["bowl_outcome"] = outcome
         out.append(
             TableEvent(
                 "bowl",
@@ -226,7 +225,9 @@ class KishpaEngine:
             last_round=bool(game.get("last_round_pressed")),
             rules=rules,
         )
-        game.update(round_no=round_no, starter=starter, bowl_before=bowl, bowl_after=None)
+        game.update(
+            round_no=round_no, starter=starter, bowl_before=bowl, bowl_after=None, bowl_outcome=None
+        )
         return state, events
 
     # ---- the GameEngine interface ------------------------------------------------------
@@ -349,8 +350,8 @@ class KishpaEngine:
                 s,
                 p,
                 len(state.hands[s]),
-                int(game["streaks"].get(p, 0)),
-                int(game["wins"].get(p, 0)),
+                streak=int(game["streaks"].get(p, 0)),
+                rounds_won=int(game["wins"].get(p, 0)),
             )
             for s, p in enumerate(players)
         ]
@@ -373,6 +374,7 @@ class KishpaEngine:
         if phase == rnd.ENDED and table.status != "closed":
             phase = BETWEEN_ROUNDS
         public = {
+            "kishpa_ids": list(state.kishpa_tiles),
             "kishpa": raw["kishpa"],
             "kishpas": raw["kishpas"],
             "joker": raw["joker"],
@@ -386,7 +388,10 @@ class KishpaEngine:
             "end_reveal": raw["end_reveal"],
             "winner": raw["winner"],
             "final_discard": raw["final_discard"],
-            "winning_groups": raw["winning_groups"],
+            "winning_groups": [list(g) for g in state.winning_groups],
+            "final_discard_id": state.final_discard,
+            "win_payout": self._win_payout(state),
+            "bowl_taken": game.get("bowl_outcome") == "taken",
             "client_seeds": raw["client_seeds"],
         }
         return GameView(
@@ -402,34 +407,38 @@ class KishpaEngine:
             public=public,
         )
 
+    @staticmethod
+    def _win_payout(state: rnd.RoundState) -> int:
+        if state.winner is None or state.final_discard is None:
+            return 0
+        hand = [face_of(t) for t in state.hands[state.winner]]
+        return win_payout(hand, face_of(state.final_discard), state.kishpa, state.ruleset)
+
     def hand(self, table: Table, seat: int) -> list[int]:
         """The seat's tile ids."""
         state = self._round(table)
         return [] if state is None else list(state.hands[seat])
 
     def hint(self, table: Table, seat: int) -> Hint:
-        """The solver's suggestion: a winning discard if there is one, else the bot's."""
+        """The solver's advice: the best arrangement of the hand and any winning discards."""
         state = self._live_round(table)
         ids = list(state.hands[seat])
         faces = [face_of(t) for t in ids]
         rules = state.ruleset
+        groups = best_arrangement(faces, state.joker, rules)
+        winners: list[int] = []
         if len(ids) == rules.hand_size + 1:
             wins = winning_discards(faces, state.kishpa, rules)
-            if wins:
+            winners = [ids[w.position] for w in sorted(wins, key=lambda w: -w.payout_per_loser)]
+            if wins:  # show the arrangement that wins (the best-paying one)
                 best = max(wins, key=lambda w: w.payout_per_loser)
-                groups = [[ids[p] for p in g.positions] for g in best.arrangement]
-                return Hint(ids[best.position], True, groups)
-        groups = [
-            [ids[p] for p in g.positions] for g in best_arrangement(faces, state.joker, rules)
-        ]
-        discard: int | None = None
-        if state.turn == seat and state.phase in (rnd.FIRST_DISCARD, rnd.TURNS):
-            move = bot.choose_action(
-                rnd.view_for(state, seat), FairStream(HINT_SEED, (), AUTOPLAY_TAG), rules
-            )
-            if isinstance(move, rnd.Discard):
-                discard = move.tile
-        return Hint(discard, False, groups)
+                groups = best.arrangement
+        grouped = {p for g in groups for p in g.positions}
+        return Hint(
+            groups=[HintGroup(g.kind, [ids[p] for p in g.positions]) for g in groups],
+            loose=[ids[p] for p in range(len(ids)) if p not in grouped],
+            winning_discards=winners,
+        )
 
     def face(self, tile_id: int) -> str:
         """``R7``, ``DR``..."""

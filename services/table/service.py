@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import structlog
 
 from services.table import keys
@@ -31,6 +32,7 @@ from services.table.engine import (
     Step,
     Table,
     TableError,
+    TableFullError,
     TableSettings,
 )
 from services.table.events import NO_SEAT, StoredEvent, TableEvent
@@ -56,7 +58,7 @@ MAX_REQUEST_ID = 128
 class TableNotFoundError(TableError):
     """No such table (or it expired after closing)."""
 
-    code = "NOT_FOUND"
+    status = grpc.StatusCode.NOT_FOUND
 
 
 class NotDueError(Exception):
@@ -83,6 +85,7 @@ class TableView:
     game: GameView | None
     balances: Mapping[str, int]
     version: int
+    last_event_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,15 +240,21 @@ class Tables:
 
     async def create(
         self,
-        player_id: str,
+        creator: str,
         settings: TableSettings,
         *,
         game: str = "kishpa",
+        players: Sequence[tuple[str, str]] = (),
         client_seed: str = "",
+        auto_start: bool = False,
         request_id: str = "",
         table_id: str | None = None,
     ) -> ActResult:
-        """Open a table with the creator in seat 0."""
+        """Open a table with ``players`` (id, display name) seated in order, creator first.
+
+        A player creating a table sits alone in seat 0; matchmaking seats a whole table and
+        may ask it to start as soon as it is full.
+        """
         _check_request_id(request_id)
         _check_client_seed(client_seed)
         engine = self._engine(game)
@@ -258,50 +267,74 @@ class Tables:
             raise BadRequestError("reveal_window_seconds must be 1-600", "BAD_WINDOW_SECONDS")
         if not 0 <= settings.next_round_pause_ms <= 60_000:
             raise BadRequestError("next_round_pause_ms must be 0-60000", "BAD_PAUSE")
-        if settings.stake < 1:
-            raise BadRequestError("stake must be at least 1", "BAD_STAKE")
+        if settings.stake != 1:
+            raise BadRequestError("only stake 1 is offered", "BAD_STAKE")
+        seated = list(players) or [(creator, "")]
+        ids = [p for p, _ in seated]
+        if seated[0][0] != creator or len(set(ids)) != len(ids) or len(ids) > settings.seats:
+            raise BadRequestError(
+                "players must be distinct, creator first, at most one per seat", "BAD_PLAYERS"
+            )
+        if any(not p or len(p) > 128 for p in ids):
+            raise BadRequestError("a player id must be 1-128 characters", "BAD_PLAYERS")
         engine.check_settings(settings)
-        table_id = table_id or secrets.token_urlsafe(9)
-        # A replayed CreateTable must find the table it created: remember per player.
+        table_id = table_id or secrets.token_urlsafe(12)
+        # A replayed CreateTable must find the table it created: remembered per creator.
         if request_id:
-            remembered = await self.store.redis.get(keys.create_request(player_id, request_id))
+            remembered = await self.store.redis.get(keys.create_request(creator, request_id))
             if remembered is not None:
                 tid = remembered.decode() if isinstance(remembered, bytes) else str(remembered)
-                return ActResult(await self.view(player_id, tid), {"table_id": tid}, "", True)
+                return ActResult(await self.view(creator, tid), {"table_id": tid}, "", True)
 
         def build(snapshot: Snapshot) -> Transition:
             table = Table(
                 table_id=table_id,
                 game_name=game,
-                creator=player_id,
+                creator=creator,
                 settings=settings,
                 created_ms=self.clock(),
-                players=[player_id],
-                client_seeds={player_id: client_seed} if client_seed else {},
+                players=ids,
+                names={p: n for p, n in seated if n},
+                auto_start=auto_start,
+                client_seeds={creator: client_seed} if client_seed else {},
             )
-            step = Step(
-                game={},
-                events=[
-                    TableEvent(
-                        "table_created",
-                        0,
-                        0,
-                        {"creator": player_id, "game": game, **settings.to_dict()},
-                    ),
-                    TableEvent("player_joined", 0, 0, {"player_id": player_id}),
-                ],
-            )
+            events = [
+                TableEvent(
+                    "table_created", 0, 0, {"creator": creator, "game": game, **settings.to_dict()}
+                ),
+                *(
+                    TableEvent("player_joined", 0, seat, {"player_id": p, "name": n})
+                    for seat, (p, n) in enumerate(seated)
+                ),
+            ]
+            step = self._maybe_auto_start(table, Step(game={}, events=events))
             return self._transition(table, step, {"result": {"table_id": table_id}})
 
         committed = await self.store.transact(table_id, build, create=True)
         if request_id:
             await self.store.redis.set(
-                keys.create_request(player_id, request_id), table_id, ex=self.store.finished_ttl_s
+                keys.create_request(creator, request_id), table_id, ex=self.store.finished_ttl_s
             )
-        return await self._answer(player_id, table_id, committed)
+        await self._after_commit(table_id, committed)
+        return await self._answer(creator, table_id, committed)
+
+    def _maybe_auto_start(self, table: Table, step: Step) -> Step:
+        """Deal the first round in the same commit when an auto-start table is full."""
+        if not table.auto_start or len(table.players) < table.settings.seats:
+            return step
+        table.status = "playing"
+        started = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
+        started.events = [*step.events, *started.events]
+        return started
 
     async def join(
-        self, player_id: str, table_id: str, *, client_seed: str = "", request_id: str = ""
+        self,
+        player_id: str,
+        table_id: str,
+        *,
+        name: str = "",
+        client_seed: str = "",
+        request_id: str = "",
     ) -> ActResult:
         """Take the next free seat at a table that has not started."""
         _check_client_seed(client_seed)
@@ -312,13 +345,16 @@ class Tables:
             if table.status != "waiting":
                 raise TableError("the game has already started", "GAME_STARTED")
             if len(table.players) >= table.settings.seats:
-                raise TableError("the table is full", "TABLE_FULL")
+                raise TableFullError("the table is full", "TABLE_FULL")
             table.players.append(player_id)
             if client_seed:
                 table.client_seeds[player_id] = client_seed
+            if name:
+                table.names[player_id] = name
             seat = len(table.players) - 1
-            event = TableEvent("player_joined", 0, seat, {"player_id": player_id})
-            return Step(game=table.game, events=[event]), {"seat": seat}
+            event = TableEvent("player_joined", 0, seat, {"player_id": player_id, "name": name})
+            step = self._maybe_auto_start(table, Step(game=table.game, events=[event]))
+            return step, {"seat": seat}
 
         return await self._mutate(player_id, table_id, request_id, compute)
 
@@ -334,6 +370,7 @@ class Tables:
                     raise TableError("the creator cannot leave before the game", "CREATOR")
                 table.players.pop(seat)
                 table.client_seeds.pop(player_id, None)
+                table.names.pop(player_id, None)
                 event = TableEvent("player_left", 0, seat, {"player_id": player_id})
                 return Step(game=table.game, events=[event], deadline=table.deadline), {}
             if seat not in table.autoplay:
@@ -410,7 +447,7 @@ class Tables:
 
     async def view(self, player_id: str, table_id: str) -> TableView:
         """The caller's view: his own tiles in his rack order, and public facts."""
-        snapshot = await self.store.load(table_id)
+        snapshot, last_event_id = await self.store.load_view(table_id)
         if snapshot is None:
             raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND")
         table = Table.from_dict(snapshot.state)
@@ -422,7 +459,7 @@ class Tables:
             rack = [t for t in table.rack_orders.get(player_id, []) if t in set(hand)]
             tiles = rack + [t for t in hand if t not in set(rack)]
         balances = await self.store.balances(table_id)
-        return TableView(table, seat, tiles, game, balances, snapshot.version)
+        return TableView(table, seat, tiles, game, balances, snapshot.version, last_event_id)
 
     async def hint(self, player_id: str, table_id: str) -> Hint:
         """A suggested move for the caller (the solver's best arrangement)."""
@@ -437,11 +474,11 @@ class Tables:
 
     async def watch(
         self, player_id: str, table_id: str, after_id: str = "", *, block_ms: int = 5000
-    ) -> AsyncIterator[tuple[StoredEvent, Mapping[str, Any] | None]]:
-        """Every event after ``after_id`` then live ones: public data plus own private facts.
+    ) -> AsyncIterator[StoredEvent]:
+        """Every event after ``after_id``, then live ones, as this player may see them.
 
-        The viewer's seat is looked up once: the events that reveal facts to a seat are
-        those of the seat a player holds, and a player never changes seat at a table.
+        Public data always; private facts only those of the player's own seat; wholly private
+        events of other seats are skipped. The stream ends after ``table_closed``.
         """
         table, _ = await self._load(table_id)
         seat = table.seat_of(player_id)
@@ -450,11 +487,15 @@ class Tables:
             batch = await self.store.read_events(table_id, cursor, block_ms=block_ms)
             for stored in batch:
                 cursor = stored.id
-                joined = stored.event.type == "player_joined"
-                if joined and stored.event.data.get("player_id") == player_id:
-                    seat = stored.event.seat  # a watcher who sits down later
-                yield stored, stored.event.visible_to(seat)
-                if stored.event.type == "table_closed":
+                event = stored.event
+                if event.type in ("player_joined", "player_left"):
+                    # Seats move only before the game starts, before any private fact exists.
+                    table, _ = await self._load(table_id)
+                    seat = table.seat_of(player_id)
+                visible = event.for_viewer(seat)
+                if visible is not None:
+                    yield StoredEvent(stored.id, visible)
+                if event.type == "table_closed":
                     return
 
     async def handle_deadline(self, table_id: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from services.common.errors import Aborted, AlreadyExists
 from services.table import keys
 from services.table.events import StoredEvent, TableEvent, decode, flatten
 
@@ -26,16 +27,18 @@ FINISHED_TABLE_TTL_S = 24 * 3600
 """A closed table's state, events and request answers are kept this long, then expire."""
 
 
-class TableBusyError(Exception):
+class TableBusyError(Aborted):
     """Too many concurrent writers on one table: the caller may try again later."""
 
-    reason = "TABLE_BUSY"
+    def __init__(self, message: str) -> None:
+        super().__init__("TABLE_BUSY", message)
 
 
-class TableExistsError(Exception):
+class TableExistsError(AlreadyExists):
     """A table with this id already exists."""
 
-    reason = "TABLE_EXISTS"
+    def __init__(self, message: str) -> None:
+        super().__init__("TABLE_EXISTS", message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,17 @@ class TableStore:
         if version is None or raw is None:
             return None
         return Snapshot(table_id, int(version), json.loads(raw))
+
+    async def load_view(self, table_id: str) -> tuple[Snapshot | None, str]:
+        """The state and the id of the last event it includes, read atomically (MULTI)."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hmget(keys.state(table_id), ["version", "state"])
+            pipe.xrevrange(keys.events(table_id), count=1)
+            (version, raw), last = await pipe.execute()
+        last_id = _text(last[0][0]) if last else "0-0"
+        if version is None or raw is None:
+            return None, last_id
+        return Snapshot(table_id, int(version), json.loads(raw)), last_id
 
     async def answer(self, table_id: str, field_name: str) -> str | None:
         """The remembered answer of a request, if it was already answered."""

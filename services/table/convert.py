@@ -1,0 +1,250 @@
+"""Domain values of the table service to and from the kishpa.table.v1 messages.
+
+Only this module and the servicer import the generated code. Game-specific public facts go
+to the game's ``oneof`` branch of the round (Kishpa today).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from google.protobuf import struct_pb2, timestamp_pb2
+
+from kishpa.common.v1 import common_pb2
+from kishpa.table.v1 import table_pb2
+from services.table.engine import GameView, Hint, TableSettings
+from services.table.events import StoredEvent
+from services.table.service import TableView
+
+DEFAULT_PAUSE_MS = 3000
+
+GAMES = {common_pb2.GAME_KISHPA: "kishpa", common_pb2.GAME_HAND: "hand"}
+GAME_ENUMS = {name: value for value, name in GAMES.items()}
+
+PHASES = {
+    "start_reveal": table_pb2.ROUND_PHASE_START_REVEAL,
+    "first_discard": table_pb2.ROUND_PHASE_FIRST_DISCARD,
+    "turns": table_pb2.ROUND_PHASE_TURNS,
+    "end_reveal": table_pb2.ROUND_PHASE_END_REVEAL,
+    "ended": table_pb2.ROUND_PHASE_ENDED,
+    "between_rounds": table_pb2.ROUND_PHASE_ENDED,
+}
+STATUSES = {
+    "waiting": table_pb2.TABLE_STATUS_WAITING,
+    "playing": table_pb2.TABLE_STATUS_PLAYING,
+    "closed": table_pb2.TABLE_STATUS_CLOSED,
+}
+GROUP_KINDS = {"run": common_pb2.GROUP_KIND_RUN, "set": common_pb2.GROUP_KIND_SET}
+ACTIONS = {
+    "discard": table_pb2.PLAYER_ACTION_DISCARD,
+    "win": table_pb2.PLAYER_ACTION_WIN,
+    "reveal": table_pb2.PLAYER_ACTION_REVEAL_KISHPA,
+    "decline_reveal": table_pb2.PLAYER_ACTION_DECLINE_REVEAL,
+}
+SOURCES = {table_pb2.DRAW_SOURCE_PILE: "pile", table_pb2.DRAW_SOURCE_DISCARD: "discard"}
+
+
+def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
+    """The game name and the settings a CreateTable asks for (unset numbers: defaults)."""
+    game = GAMES.get(msg.game, "")
+    defaults = TableSettings()
+    return game, TableSettings(
+        seats=msg.seats or defaults.seats,
+        turn_seconds=msg.turn_seconds or defaults.turn_seconds,
+        reveal_window_seconds=msg.reveal_window_seconds or defaults.reveal_window_seconds,
+        next_round_pause_ms=msg.next_round_pause_ms or DEFAULT_PAUSE_MS,
+        stake=msg.stake or defaults.stake,
+    )
+
+
+def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(dict(data))
+    return out
+
+
+class Converter:
+    """Builds messages; ``face`` gives a tile's text for the table's game."""
+
+    def __init__(self, face: Any) -> None:
+        self._face = face
+
+    def tile(self, game: str, tile_id: int) -> common_pb2.Tile:
+        return common_pb2.Tile(id=tile_id, face=self._face(game, tile_id))
+
+    def tiles(self, game: str, ids: Iterable[int]) -> list[common_pb2.Tile]:
+        return [self.tile(game, t) for t in ids]
+
+    def view(self, view: TableView) -> table_pb2.TableView:
+        """The caller's view as a message (never another hand or the pile order)."""
+        table = view.table
+        game = view.game
+        infos = {s.seat: s for s in game.seats} if game is not None else {}
+        seats = []
+        for seat in range(table.settings.seats):
+            player = table.players[seat] if seat < len(table.players) else ""
+            info = infos.get(seat)
+            seats.append(
+                table_pb2.Seat(
+                    seat=seat,
+                    player_id=player,
+                    display_name=table.names.get(player, ""),
+                    tile_count=info.tile_count if info else 0,
+                    balance=view.balances.get(player, 0) if player else 0,
+                    rounds_won=info.rounds_won if info else 0,
+                    streak=info.streak if info else 0,
+                    score=info.score if info else 0,
+                    client_seed=table.client_seeds.get(player, ""),
+                )
+            )
+        settings = table_pb2.TableSettings(
+            game=GAME_ENUMS.get(table.game_name, common_pb2.GAME_UNSPECIFIED),
+            seats=table.settings.seats,
+            turn_seconds=table.settings.turn_seconds,
+            reveal_window_seconds=table.settings.reveal_window_seconds,
+            stake=table.settings.stake,
+            next_round_pause_ms=table.settings.next_round_pause_ms,
+        )
+        if table.game_name == "kishpa":
+            settings.kishpa.CopyFrom(table_pb2.KishpaOptions())
+        public = game.public if game is not None else {}
+        msg = table_pb2.TableView(
+            table_id=table.table_id,
+            settings=settings,
+            status=STATUSES.get(table.status, table_pb2.TABLE_STATUS_UNSPECIFIED),
+            creator_player_id=table.creator,
+            seats=seats,
+            my_seat=-1 if view.my_seat is None else view.my_seat,
+            bowl=int(public.get("bowl", 0)),
+            last_round_pressed=bool(public.get("last_round_pressed", False)),
+            available_actions=self._actions(view),
+            last_event_id=view.last_event_id,
+            version=view.version,
+        )
+        if game is not None and game.round_no > 0:
+            msg.round.CopyFrom(self._round(view, game))
+        return msg
+
+    def _actions(self, view: TableView) -> list[table_pb2.PlayerAction.ValueType]:
+        table = view.table
+        creator = view.my_seat is not None and table.players[view.my_seat] == table.creator
+        if table.status == "waiting":
+            if view.my_seat is None:
+                full = len(table.players) >= table.settings.seats
+                return [] if full else [table_pb2.PLAYER_ACTION_JOIN]
+            if creator:
+                ready = len(table.players) >= 2
+                return [table_pb2.PLAYER_ACTION_START_GAME] if ready else []
+            return [table_pb2.PLAYER_ACTION_LEAVE]
+        if table.status != "playing" or view.game is None or view.my_seat is None:
+            return []
+        out: list[table_pb2.PlayerAction.ValueType] = []
+        for action in view.game.actions:
+            if action == "draw":
+                out.append(table_pb2.PLAYER_ACTION_DRAW_PILE)
+                if view.game.discards:
+                    out.append(table_pb2.PLAYER_ACTION_DRAW_DISCARD)
+            elif action in ACTIONS:
+                out.append(ACTIONS[action])
+        if creator and not view.game.public.get("last_round_pressed"):
+            out.append(table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND)
+        return out
+
+    def _round(self, view: TableView, game: GameView) -> table_pb2.Round:
+        name = view.table.game_name
+        public = game.public
+        deadline = view.table.deadline
+        acting: list[int] = []
+        if game.turn_seat is not None:
+            acting = [game.turn_seat]
+        elif view.my_seat is not None and "reveal" in game.actions:
+            acting = [view.my_seat]  # who else may reveal is hidden: it shows a hand
+        msg = table_pb2.Round(
+            round=game.round_no,
+            phase=PHASES.get(game.phase, table_pb2.ROUND_PHASE_UNSPECIFIED),
+            starter_seat=int(public.get("starter", 0)),
+            turn_seat=-1 if game.turn_seat is None else game.turn_seat,
+            turn_drew=bool(public.get("drew", False)),
+            acting_seats=acting,
+            pile_count=int(public.get("pile", 0)),
+            discards=self.tiles(name, game.discards),
+            shuffle_commitment=game.commitment,
+            server_seed=game.server_seed,
+            client_seeds=[s or "" for s in public.get("client_seeds", [])],
+            my_rack=table_pb2.Rack(tiles=self.tiles(name, view.my_tiles)),
+        )
+        if deadline is not None and deadline.kind in ("turn", "window"):
+            msg.deadline.CopyFrom(_timestamp(deadline.at_ms))
+        if game.phase in ("end_reveal", "ended", "between_rounds"):
+            msg.result.CopyFrom(self.result(name, public))
+        if name == "kishpa":
+            ids = list(public.get("kishpa_ids", []))
+            revealed = public.get("start_reveal")
+            if revealed is None:
+                revealed = public.get("end_reveal")
+            kishpa = table_pb2.KishpaRound(
+                kishpa=self.tile(name, ids[-1]),
+                joker_face=str(public.get("joker", "")),
+                revealed_by_seat=-1 if revealed is None else int(revealed),
+            )
+            if len(ids) > 1:
+                kishpa.replaced_kishpa.CopyFrom(self.tile(name, ids[0]))
+            msg.kishpa.CopyFrom(kishpa)
+        return msg
+
+    def result(self, game: str, public: Mapping[str, Any]) -> table_pb2.RoundResult:
+        """How the round ended (winner -1 when the pile ran out or it has not ended)."""
+        winner = public.get("winner")
+        out = table_pb2.RoundResult(
+            winner_seat=-1 if winner is None else int(winner),
+            win_payout=int(public.get("win_payout", 0)),
+            bowl_taken=bool(public.get("bowl_taken", False)),
+            winning_groups=[
+                common_pb2.TileGroup(tiles=self.tiles(game, g))
+                for g in public.get("winning_groups", [])
+            ],
+        )
+        if public.get("final_discard_id") is not None:
+            out.final_discard.CopyFrom(self.tile(game, int(public["final_discard_id"])))
+        return out
+
+    def hint(self, game: str, hint: Hint) -> table_pb2.GetHintResponse:
+        return table_pb2.GetHintResponse(
+            groups=[
+                common_pb2.TileGroup(
+                    kind=GROUP_KINDS.get(g.kind, common_pb2.GROUP_KIND_UNSPECIFIED),
+                    tiles=self.tiles(game, g.tiles),
+                )
+                for g in hint.groups
+            ],
+            loose_tiles=self.tiles(game, hint.loose),
+            winning_discards=self.tiles(game, hint.winning_discards),
+        )
+
+    @staticmethod
+    def event(stored: StoredEvent) -> table_pb2.TableEvent:
+        """A stream entry already filtered for its viewer (see ``TableEvent.for_viewer``)."""
+        event = stored.event
+        msg = table_pb2.TableEvent(
+            event_id=stored.id,
+            type=event.type,
+            round=event.round,
+            seat=event.seat,
+            data=_struct(event.data),
+            create_time=_timestamp(int(stored.id.split("-", 1)[0])),
+        )
+        if event.private_data is not None:
+            msg.private_data.CopyFrom(_struct(event.private_data))
+        return msg
+
+
+def _timestamp(ms: int) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromMilliseconds(ms)
+    return stamp
+
+
+def groups_from(msg: Sequence[table_pb2.ProposedGroup]) -> list[list[int]]:
+    """A proposed arrangement as lists of tile ids."""
+    return [list(g.tile_ids) for g in msg]

@@ -1,0 +1,132 @@
+"""The table service's gRPC server: ``create_table_server`` for tests, ``main`` for
+``kishpa serve table``.
+
+Besides the RPCs, every process runs the deadline loop (:mod:`services.table.timers`):
+replicas share the work through Redis, and whichever is alive enforces the timers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
+from services.common.settings import Settings, load_settings
+from services.table.engine import GameEngine
+from services.table.kishpa_engine import KishpaEngine
+from services.table.service import Enqueue, Tables
+from services.table.servicer import TableServicer
+from services.table.store import TableStore
+from services.table.timers import run_timers
+
+SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
+ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
+"""Set to ``0`` to write outbox records without enqueueing (the sweeper still finds them)."""
+
+
+def engines() -> dict[str, GameEngine]:
+    """The games this service plays, by name."""
+    return {"kishpa": KishpaEngine()}
+
+
+def settlement_enqueue() -> Enqueue | None:
+    """The Celery hand-off (``workers.enqueue``), unless disabled by the environment."""
+    if os.environ.get(ENQUEUE_ENV, "1") == "0":
+        return None
+    from workers.enqueue import enqueue_settlement
+
+    def enqueue(table_id: str, round_no: int, phase: str) -> None:
+        enqueue_settlement(table_id=table_id, round_no=round_no, phase=phase)
+
+    return enqueue
+
+
+def build_tables(redis: Redis, enqueue: Enqueue | None) -> Tables:
+    """The use cases over a Redis connection."""
+    return Tables(TableStore(redis), engines(), enqueue=enqueue)
+
+
+def registration(tables: Tables) -> ServiceRegistration:
+    """The table servicer, ready for ``create_server``."""
+    return ServiceRegistration(
+        SERVICE_NAME, TableServicer(tables), table_pb2_grpc.add_TableServiceServicer_to_server
+    )
+
+
+@dataclass
+class TableServer:
+    """A created table server with its Redis connection and deadline loop."""
+
+    server: KishpaServer
+    tables: Tables
+    redis: Redis
+    timers: bool = True
+    _stop: asyncio.Event | None = None
+    _task: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound gRPC port."""
+        return self.server.port
+
+    async def start(self) -> None:
+        """Serve, and enforce deadlines unless created without timers."""
+        await self.server.start()
+        if self.timers:
+            self._stop = asyncio.Event()
+            self._task = asyncio.create_task(run_timers(self.tables, self._stop))
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop the timers and the server, then close Redis."""
+        if self._stop is not None and self._task is not None:
+            self._stop.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.server.stop(grace)
+        await self.redis.aclose()
+
+
+def create_table_server(
+    settings: Settings,
+    *,
+    address: str | None = None,
+    enqueue: Enqueue | None = None,
+    timers: bool = True,
+    options: Sequence[tuple[str, object]] = (),
+) -> TableServer:
+    """A ready-to-start table server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
+    redis = Redis.from_url(settings.redis_url, max_connections=None)
+    tables = build_tables(redis, enqueue)
+    server = create_server([registration(tables)], settings, address=address, options=options)
+    return TableServer(server, tables, redis, timers)
+
+
+async def _serve(settings: Settings) -> int:
+    redis = Redis.from_url(settings.redis_url)
+    tables = build_tables(redis, settlement_enqueue())
+    stop_timers = asyncio.Event()
+    task: asyncio.Task[None] | None = None
+
+    async def factory() -> Sequence[ServiceRegistration]:
+        nonlocal task
+        task = asyncio.create_task(run_timers(tables, stop_timers))
+        return [registration(tables)]
+
+    async def cleanup() -> None:
+        stop_timers.set()
+        if task is not None:
+            await task
+        await redis.aclose()
+
+    return await serve(settings, factory, cleanup=cleanup)
+
+
+def main() -> int:
+    """``kishpa serve table``: serve until SIGTERM/SIGINT."""
+    return asyncio.run(_serve(load_settings("table")))

@@ -1,0 +1,217 @@
+"""kishpa.table.v1 TableService: proto -> domain -> proto, nothing else.
+
+The player always comes from the token (``services.common.auth``); errors are raised as
+``ServiceError``/rules errors and mapped to statuses by ``services.common.errors``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.auth import Service, current_caller, current_player
+from services.common.errors import InvalidArgument, PermissionDenied
+from services.table.convert import SOURCES, Converter, groups_from, settings_from
+from services.table.engine import Action
+from services.table.service import ActResult, Tables
+
+MAX_TABLE_ID = 64
+EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def _table_id(value: str) -> str:
+    if not value or len(value) > MAX_TABLE_ID:
+        raise InvalidArgument("BAD_TABLE_ID", f"table_id must be 1-{MAX_TABLE_ID} characters")
+    return value
+
+
+def _player() -> tuple[str, str]:
+    player = current_player()
+    return player.player_id, player.name
+
+
+def _seating(explicit: str) -> tuple[str, str]:
+    """Who sits down: the caller, or for a service caller (matchmaking) the named player."""
+    if isinstance(current_caller(), Service):
+        if not explicit:
+            raise InvalidArgument("PLAYER_REQUIRED", "a service must name the player to seat")
+        return explicit, ""
+    player_id, name = _player()
+    if explicit and explicit != player_id:
+        raise PermissionDenied("NOT_YOURSELF", "a player may only seat himself")
+    return player_id, name
+
+
+class TableServicer(table_pb2_grpc.TableServiceServicer):
+    """The table RPCs over :class:`~services.table.service.Tables`."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self.convert = Converter(tables.face)
+
+    def _view(self, result: ActResult) -> table_pb2.TableView:
+        return self.convert.view(result.view)
+
+    async def _act(self, table_id: str, kind: str, request_id: str, **args: Any) -> ActResult:
+        player_id, _ = _player()
+        return await self.tables.act(
+            player_id, _table_id(table_id), Action(kind, args), request_id=request_id
+        )
+
+    async def CreateTable(
+        self, request: table_pb2.CreateTableRequest, context: Context
+    ) -> table_pb2.CreateTableResponse:
+        game, settings = settings_from(request.settings)
+        if not game:
+            raise InvalidArgument("BAD_GAME", "settings.game must name a game")
+        if isinstance(current_caller(), Service):
+            if not request.player_ids:
+                raise InvalidArgument("PLAYER_REQUIRED", "a service must name the players")
+            players = [(p, "") for p in request.player_ids]
+        else:
+            if request.player_ids or request.auto_start:
+                raise PermissionDenied(
+                    "SERVICE_REQUIRED", "only a service may seat others or auto-start"
+                )
+            players = [_player()]
+        result = await self.tables.create(
+            players[0][0],
+            settings,
+            game=game,
+            players=players,
+            client_seed=request.client_seed,
+            auto_start=request.auto_start,
+            request_id=request.request_id,
+        )
+        return table_pb2.CreateTableResponse(table=self._view(result))
+
+    async def JoinTable(
+        self, request: table_pb2.JoinTableRequest, context: Context
+    ) -> table_pb2.JoinTableResponse:
+        player_id, name = _seating(request.player_id)
+        result = await self.tables.join(
+            player_id,
+            _table_id(request.table_id),
+            name=name,
+            client_seed=request.client_seed,
+            request_id=request.request_id,
+        )
+        return table_pb2.JoinTableResponse(table=self._view(result))
+
+    async def LeaveTable(
+        self, request: table_pb2.LeaveTableRequest, context: Context
+    ) -> table_pb2.LeaveTableResponse:
+        player_id, _ = _player()
+        result = await self.tables.leave(
+            player_id, _table_id(request.table_id), request_id=request.request_id
+        )
+        return table_pb2.LeaveTableResponse(table=self._view(result))
+
+    async def StartGame(
+        self, request: table_pb2.StartGameRequest, context: Context
+    ) -> table_pb2.StartGameResponse:
+        player_id, _ = _player()
+        result = await self.tables.start(
+            player_id, _table_id(request.table_id), request_id=request.request_id
+        )
+        return table_pb2.StartGameResponse(table=self._view(result))
+
+    async def GetTable(
+        self, request: table_pb2.GetTableRequest, context: Context
+    ) -> table_pb2.GetTableResponse:
+        player_id, _ = _player()
+        view = await self.tables.view(player_id, _table_id(request.table_id))
+        return table_pb2.GetTableResponse(table=self.convert.view(view))
+
+    async def Draw(
+        self, request: table_pb2.DrawRequest, context: Context
+    ) -> table_pb2.DrawResponse:
+        source = SOURCES.get(request.source)
+        if source is None:
+            raise InvalidArgument("BAD_SOURCE", "source must be DRAW_SOURCE_PILE or _DISCARD")
+        result = await self._act(request.table_id, "draw", request.request_id, source=source)
+        response = table_pb2.DrawResponse(table=self._view(result))
+        if "tile_id" in result.result:
+            game = result.view.table.game_name
+            response.tile.CopyFrom(self.convert.tile(game, int(result.result["tile_id"])))
+        return response
+
+    async def Discard(
+        self, request: table_pb2.DiscardRequest, context: Context
+    ) -> table_pb2.DiscardResponse:
+        result = await self._act(
+            request.table_id, "discard", request.request_id, tile=request.tile_id
+        )
+        return table_pb2.DiscardResponse(table=self._view(result))
+
+    async def Win(self, request: table_pb2.WinRequest, context: Context) -> table_pb2.WinResponse:
+        result = await self._act(
+            request.table_id,
+            "win",
+            request.request_id,
+            tile=request.discard_tile_id,
+            arrangement=groups_from(request.arrangement),
+        )
+        view = self._view(result)
+        return table_pb2.WinResponse(result=view.round.result, table=view)
+
+    async def RevealKishpa(
+        self, request: table_pb2.RevealKishpaRequest, context: Context
+    ) -> table_pb2.RevealKishpaResponse:
+        result = await self._act(request.table_id, "reveal", request.request_id)
+        return table_pb2.RevealKishpaResponse(table=self._view(result))
+
+    async def DeclineReveal(
+        self, request: table_pb2.DeclineRevealRequest, context: Context
+    ) -> table_pb2.DeclineRevealResponse:
+        result = await self._act(request.table_id, "decline_reveal", request.request_id)
+        return table_pb2.DeclineRevealResponse(table=self._view(result))
+
+    async def PressLastRound(
+        self, request: table_pb2.PressLastRoundRequest, context: Context
+    ) -> table_pb2.PressLastRoundResponse:
+        player_id, _ = _player()
+        result = await self.tables.press_last_round(
+            player_id, _table_id(request.table_id), request_id=request.request_id
+        )
+        return table_pb2.PressLastRoundResponse(table=self._view(result))
+
+    async def SetRackOrder(
+        self, request: table_pb2.SetRackOrderRequest, context: Context
+    ) -> table_pb2.SetRackOrderResponse:
+        player_id, _ = _player()
+        result = await self.tables.set_rack_order(
+            player_id,
+            _table_id(request.table_id),
+            list(request.tile_ids),
+            request_id=request.request_id,
+        )
+        game = result.view.table.game_name
+        return table_pb2.SetRackOrderResponse(
+            rack=table_pb2.Rack(tiles=self.convert.tiles(game, result.view.my_tiles))
+        )
+
+    async def GetHint(
+        self, request: table_pb2.GetHintRequest, context: Context
+    ) -> table_pb2.GetHintResponse:
+        player_id, _ = _player()
+        table_id = _table_id(request.table_id)
+        hint = await self.tables.hint(player_id, table_id)
+        game = (await self.tables.view(player_id, table_id)).table.game_name
+        return self.convert.hint(game, hint)
+
+    async def WatchTable(
+        self, request: table_pb2.WatchTableRequest, context: Context
+    ) -> AsyncIterator[table_pb2.WatchTableResponse]:
+        player_id, _ = _player()
+        if request.after_event_id and not EVENT_ID.fullmatch(request.after_event_id):
+            raise InvalidArgument("BAD_EVENT_ID", "after_event_id must look like '1700000000000-0'")
+        async for stored in self.tables.watch(
+            player_id, _table_id(request.table_id), request.after_event_id
+        ):
+            yield table_pb2.WatchTableResponse(event=self.convert.event(stored))
