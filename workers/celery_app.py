@@ -91,8 +91,12 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
     settings["beat_schedule"] = schedule
     if config.broker_url.startswith(("redis://", "rediss://", "unix://")):
         # An unacked message comes back after this long if its worker vanished (kill -9).
+        # kombu looks for such messages only every interval x throttle seconds (100 s by
+        # default); look every few seconds instead, so recovery takes about the timeout.
         settings["broker_transport_options"] = {
             "visibility_timeout": config.visibility_timeout_s,
+            "unacked_restore_interval": max(1, min(10, config.visibility_timeout_s // 2)),
+            "unacked_restore_throttle": 1,
         }
     return settings
 

@@ -16,7 +16,6 @@ retried by the task decorator with backoff.
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,8 @@ from typing import Any
 import grpc
 import redis
 
+from games.kishpa.ledger import Posting
+from games.kishpa.record import end_postings, start_postings
 from services.common.errors import error_reason
 from services.common.logging import get_logger
 from workers import metrics
@@ -40,12 +41,14 @@ log = get_logger(__name__)
 
 TASK_NAME = "kishpa.settle_phase"
 
-# Where each game's rules engine computes a phase's postings (module:function). Each function
-# takes the round record (a JSON object) and returns postings between player ids and the
-# table's own accounts; a new game adds its phases here.
-PHASE_POSTINGS: Mapping[tuple[str, str], str] = {
-    ("kishpa", "start"): "games.kishpa.record:start_postings",
-    ("kishpa", "end"): "games.kishpa.record:end_postings",
+PostingsOf = Callable[[dict[str, Any]], Sequence[Posting]]
+
+# Which rules compute each phase's postings, per game. Each takes the round record (a JSON
+# object) and returns postings between player ids and the table's own accounts; a new game
+# adds its phases here.
+PHASE_POSTINGS: Mapping[tuple[str, str], PostingsOf] = {
+    ("kishpa", "start"): start_postings,
+    ("kishpa", "end"): end_postings,
 }
 # Accounts of a table in the rules' postings, and the wallet account each becomes.
 TABLE_ACCOUNTS: Mapping[str, str] = {"bowl": "bowl", "pot": "pot"}
@@ -95,14 +98,10 @@ def wallet_account(table_id: str, account: str) -> str:
     return f"player:{account}"
 
 
-def _postings_function(game: str, phase: str) -> Callable[[dict[str, Any]], Sequence[Any]]:
-    target = PHASE_POSTINGS.get((game, phase))
-    if target is None:
+def _postings_function(game: str, phase: str) -> PostingsOf:
+    function = PHASE_POSTINGS.get((game, phase))
+    if function is None:
         raise PermanentSettlementError("UNKNOWN_PHASE", f"no settlement for {game} {phase}")
-    module_name, _, function_name = target.partition(":")
-    function: Callable[[dict[str, Any]], Sequence[Any]] = getattr(
-        importlib.import_module(module_name), function_name
-    )
     return function
 
 
@@ -132,7 +131,7 @@ def compute_postings(record: PhaseRecord) -> list[WalletPosting]:
             from_account=wallet_account(record.table_id, p.from_account),
             to_account=wallet_account(record.table_id, p.to_account),
             amount=int(p.amount),
-            reason=str(p.reason),
+            reason=p.reason.value,
             table_id=record.table_id,
             round_no=record.round_no,
             phase=record.phase,

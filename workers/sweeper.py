@@ -13,6 +13,7 @@ fires on.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -37,8 +38,17 @@ def enqueued_marker(ref: PhaseRef) -> str:
     return f"kishpa:sweeper:{{{ref.table_id}}}:{ref.round_no}:{ref.phase}"
 
 
-def sweep(client: redis.Redis, *, deadline_s: float, now_ms: int) -> list[PhaseRef]:
-    """Enqueue every phase unsettled for longer than ``deadline_s``; returns those enqueued."""
+def sweep(
+    client: redis.Redis,
+    *,
+    deadline_s: float,
+    now_ms: int,
+    enqueue: Callable[..., None] = enqueue_settlement,
+) -> list[PhaseRef]:
+    """Enqueue every phase unsettled for longer than ``deadline_s``; returns those enqueued.
+
+    ``enqueue`` is called with the keyword ids of ``kishpa.settle_phase``.
+    """
     deadline_ms = int(deadline_s * 1000)
     enqueued: list[PhaseRef] = []
     for ref in unsettled_phases(client, created_before_ms=now_ms - deadline_ms):
@@ -47,7 +57,7 @@ def sweep(client: redis.Redis, *, deadline_s: float, now_ms: int) -> list[PhaseR
         # SET NX: another beat or sweep run within the deadline already enqueued it.
         if not client.set(enqueued_marker(ref), now_ms, nx=True, px=max(deadline_ms, 1000)):
             continue
-        enqueue_settlement(table_id=ref.table_id, round_no=ref.round_no, phase=ref.phase)
+        enqueue(table_id=ref.table_id, round_no=ref.round_no, phase=ref.phase)
         enqueued.append(ref)
         metrics.SWEPT.inc()
         log.warning(

@@ -19,6 +19,12 @@ from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
 
 CALL_TIMEOUT_S = 10.0
+# Reconnect quickly after the wallet restarts (gRPC's default backoff grows to two minutes).
+CHANNEL_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 5000),
+)
 SERVICE_NAME = "worker"
 # Players whose wallets this process has opened; remembered so settling a round costs one
 # OpenWallet per player per process, not per phase. Bounded: forgetting only costs a call.
@@ -51,7 +57,7 @@ class WalletClient:
     """A blocking wallet client with the worker's service credential."""
 
     def __init__(self, address: str, credentials: ServiceCredentials) -> None:
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._credentials = credentials
         self._opened: set[str] = set()

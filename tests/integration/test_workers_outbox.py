@@ -1,0 +1,137 @@
+"""The workers' Redis side against the machine's real Redis: the settle script, dead letters
+and the sweeper's scan. Unique table ids isolate each test; nothing else is touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from services.table import events, keys
+from workers.deadletter import (
+    is_dead_lettered,
+    list_dead_letters,
+    push_dead_letter,
+    release_dead_letter,
+)
+from workers.outbox import PhaseRef, mark_settled, read_settlement, unsettled_phases
+from workers.samples import phase_entry, round_record
+from workers.sweeper import enqueued_marker, sweep
+
+pytestmark = pytest.mark.integration
+
+WORKERS_REDIS_URL = os.environ.get("TEST_WORKERS_REDIS_URL", "redis://127.0.0.1:6379/13")
+
+
+@pytest.fixture
+def client() -> Iterator[redis.Redis]:
+    connection = redis.Redis.from_url(WORKERS_REDIS_URL)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def table_id(client: redis.Redis) -> Iterator[str]:
+    table = f"gtest-{uuid.uuid4().hex[:12]}"
+    yield table
+    for key in (keys.outbox(table), keys.settled(table), keys.balances(table), keys.events(table)):
+        client.delete(key)
+    for round_no in range(5):
+        for phase in ("start", "end"):
+            ref = PhaseRef(table, round_no, phase)
+            release_dead_letter(client, ref)
+            client.delete(enqueued_marker(ref))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def test_settling_twice_writes_and_publishes_once(client: redis.Redis, table_id: str) -> None:
+    ref = PhaseRef(table_id, 1, "start")
+    balances = {"ann": 1998, "ben": 2001}
+    assert mark_settled(client, ref, batch_id="17", balances=balances, settled_ms=5)
+    assert not mark_settled(client, ref, batch_id="17", balances=balances, settled_ms=6)
+
+    assert read_settlement(client, ref) == {"batch_id": "17", "balances": balances, "settled_ms": 5}
+    assert client.hgetall(keys.balances(table_id)) == {b"ann": b"1998", b"ben": b"2001"}
+    entries = client.xrange(keys.events(table_id))
+    assert len(entries) == 1
+    event = events.decode(entries[0][1])
+    assert (event.type, event.round, event.seat, event.private_seat) == ("settled", 1, -1, None)
+    assert event.data["balances"] == balances
+    assert event.data["phase"] == "start"
+
+
+def test_a_late_old_phase_does_not_overwrite_newer_balances(
+    client: redis.Redis, table_id: str
+) -> None:
+    newer, older = PhaseRef(table_id, 2, "start"), PhaseRef(table_id, 1, "end")
+    assert mark_settled(client, newer, batch_id="9", balances={"ann": 10}, settled_ms=1)
+    assert mark_settled(client, older, batch_id="8", balances={"ann": 99}, settled_ms=2)
+    assert client.hget(keys.balances(table_id), "ann") == b"10"
+    # Both phases are settled and both events published, in the order they settled.
+    assert read_settlement(client, older) is not None
+    assert len(client.xrange(keys.events(table_id))) == 2
+
+
+def test_a_dead_letter_is_listed_once_and_can_be_released(
+    client: redis.Redis, table_id: str
+) -> None:
+    ref = PhaseRef(table_id, 3, "end")
+    assert push_dead_letter(client, ref, reason="INVALID_RECORD: no", time_ms=42)
+    assert not push_dead_letter(client, ref, reason="INVALID_RECORD: no", time_ms=43)
+    mine = [d for d in list_dead_letters(client, limit=1000) if d.table_id == table_id]
+    assert [(d.round_no, d.phase, d.reason, d.time_ms) for d in mine] == [
+        (3, "end", "INVALID_RECORD: no", 42)
+    ]
+    assert is_dead_lettered(client, ref)
+    assert release_dead_letter(client, ref)
+    assert not is_dead_lettered(client, ref)
+    assert not [d for d in list_dead_letters(client, limit=1000) if d.table_id == table_id]
+
+
+def test_sweep_enqueues_only_old_unsettled_live_phases_once_per_deadline(
+    client: redis.Redis, table_id: str
+) -> None:
+    now = _now_ms()
+    record = round_record(["ann", "ben", "cal"])
+    outbox = keys.outbox(table_id)
+    client.hset(outbox, "1:start", phase_entry(table_id, 1, "start", record, now - 60_000))
+    client.hset(outbox, "1:end", phase_entry(table_id, 1, "end", record, now - 60_000))
+    client.hset(outbox, "2:start", phase_entry(table_id, 2, "start", record, now - 60_000))
+    client.hset(outbox, "2:end", phase_entry(table_id, 2, "end", record, now - 100))  # young
+    mark_settled(client, PhaseRef(table_id, 1, "start"), batch_id="1", balances={}, settled_ms=1)
+    push_dead_letter(client, PhaseRef(table_id, 2, "start"), reason="test", time_ms=1)
+
+    found = {r for r in unsettled_phases(client, created_before_ms=now - 5000)}
+    assert {r for r in found if r.table_id == table_id} == {
+        PhaseRef(table_id, 1, "end"),
+        PhaseRef(table_id, 2, "start"),
+    }
+
+    sent: list[dict[str, object]] = []
+
+    def enqueue(**kwargs: object) -> None:
+        sent.append(kwargs)
+
+    sweep(client, deadline_s=5, now_ms=now, enqueue=enqueue)
+    mine = [s for s in sent if s["table_id"] == table_id]
+    # The dead letter is left alone; the settled and the young phase are not due.
+    assert mine == [{"table_id": table_id, "round_no": 1, "phase": "end"}]
+    sent.clear()
+    sweep(client, deadline_s=5, now_ms=now + 10, enqueue=enqueue)
+    assert not [s for s in sent if s["table_id"] == table_id]  # enqueued once per deadline
+
+
+def test_sweep_sends_an_unreadable_record_to_a_task_which_dead_letters_it(
+    client: redis.Redis, table_id: str
+) -> None:
+    client.hset(keys.outbox(table_id), "4:end", json.dumps({"garbage": True}))
+    found = [r for r in unsettled_phases(client, created_before_ms=0) if r.table_id == table_id]
+    assert found == [PhaseRef(table_id, 4, "end")]

@@ -1,0 +1,522 @@
+"""Settlement through real processes: ``kishpa worker`` (Celery) subprocesses, a real wallet
+(``kishpa serve wallet`` on SQLite in a temp dir) and the machine's Redis as broker.
+
+No eager mode: tasks travel through the broker to worker processes. Isolation: a Redis
+database of our own (``TEST_WORKERS_REDIS_URL``, db 13 by default, so the sweeper never
+touches other people's tables), a unique queue per worker, unique table and player ids,
+free ports for every server and metrics endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from celery import Celery
+
+from games.kishpa.ledger import net_movements
+from games.kishpa.record import end_postings, start_postings
+from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.settings import Settings
+from services.table import events, keys
+from workers.celery_app import create_app
+from workers.config import WorkerConfig
+from workers.deadletter import list_dead_letters, release_dead_letter
+from workers.outbox import PhaseRef, read_settlement
+from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
+from workers.wallet_client import WalletClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WORKERS_REDIS_URL = os.environ.get("TEST_WORKERS_REDIS_URL", "redis://127.0.0.1:6379/13")
+SECRET = secrets.token_urlsafe(48)
+KISHPA = str(Path(sys.executable).with_name("kishpa"))
+STARTING_TOKENS = 2000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@dataclass
+class Process:
+    """A real child process whose output goes to a log file (shown when a test fails)."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Process:
+        with self.log.open("ab") as out:
+            # Run in the log's directory: a child's relative default paths stay in the temp dir.
+            self.popen = subprocess.Popen(
+                self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=self.log.parent
+            )
+        return self
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def kill9(self) -> None:
+        assert self.popen is not None
+        self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(timeout=10)
+
+    def stop(self) -> None:
+        # Shown by pytest only when the test fails: the child's last words.
+        print(f"---- {self.name} ({self.log.name}) ----\n{self.output()[-4000:]}")
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        self.popen.send_signal(signal.SIGTERM)
+        try:
+            self.popen.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(timeout=10)
+
+
+def _base_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
+    env.pop("DATABASE_URL", None)
+    env.update(
+        REDIS_URL=WORKERS_REDIS_URL,
+        KISHPA_BROKER_URL=WORKERS_REDIS_URL,
+        KISHPA_SERVICE_SECRET=SECRET,
+        KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
+        KISHPA_LOG_FORMAT="json",
+        KISHPA_VISIBILITY_TIMEOUT="3",
+        KISHPA_RECONCILE_INTERVAL="0",
+    )
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Wallet:
+    """A ``kishpa serve wallet`` process on its own SQLite file."""
+
+    port: int
+    database: Path
+    process: Process | None = None
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.database}"
+
+    def start(self, log: Path) -> Wallet:
+        env = _base_env(
+            DATABASE_URL=self.url,
+            KISHPA_GRPC_PORT=str(self.port),
+            KISHPA_GRPC_HOST="127.0.0.1",
+            KISHPA_METRICS_PORT=str(_free_port()),
+        )
+        self.process = Process("wallet", [KISHPA, "serve", "wallet"], env, log).start()
+
+        def accepting() -> bool:
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+        _wait(accepting, 30, "the wallet to listen")
+        return self
+
+    def client(self) -> WalletClient:
+        authority = TokenAuthority(None, SECRET)
+        return WalletClient(self.addr, ServiceCredentials(authority, "test"))
+
+
+@dataclass
+class Worker:
+    """A ``kishpa worker`` process consuming its own queue."""
+
+    wallet_addr: str
+    log: Path
+    queue: str = field(default_factory=lambda: f"gtest-{uuid.uuid4().hex[:10]}")
+    metrics_port: int = field(default_factory=_free_port)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    extra_args: list[str] = field(default_factory=list)
+    process: Process | None = None
+
+    def start(self, concurrency: int = 4) -> Worker:
+        env = _base_env(
+            KISHPA_WALLET_ADDR=self.wallet_addr,
+            KISHPA_WORKER_QUEUE=self.queue,
+            KISHPA_METRICS_PORT=str(self.metrics_port),
+            **self.extra_env,
+        )
+        argv = [KISHPA, "worker", f"--concurrency={concurrency}", *self.extra_args]
+        self.process = Process("worker", argv, env, self.log).start()
+        ready_before = self.process.output().count(" ready.")
+        _wait(
+            lambda: (
+                self.process is not None and self.process.output().count(" ready.") > ready_before
+            ),
+            30,
+            "the worker to be ready",
+        )
+        return self
+
+    def sender(self) -> Celery:
+        """A Celery client publishing to this worker's queue (what enqueue_settlement does)."""
+        settings = Settings(service="worker", redis_url=WORKERS_REDIS_URL)
+        return create_app(WorkerConfig(settings=settings, queue=self.queue))
+
+    def metrics(self) -> str:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text: str = response.read().decode()
+            return text
+
+
+class Tables:
+    """Tables created by one test, with their Redis keys removed afterwards."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.ids: list[str] = []
+
+    def new(self, players: int = 4) -> tuple[str, list[str]]:
+        table = f"gtest-{uuid.uuid4().hex[:12]}"
+        self.ids.append(table)
+        return table, [f"{table}-p{i}" for i in range(1, players + 1)]
+
+    def write_phase(
+        self, table: str, round_no: int, phase: str, record: dict[str, Any], age_ms: int = 0
+    ) -> PhaseRef:
+        entry = phase_entry(table, round_no, phase, record, _now_ms() - age_ms)
+        self.client.hset(keys.outbox(table), keys.phase_field(round_no, phase), entry)
+        return PhaseRef(table, round_no, phase)
+
+    def settled(self, ref: PhaseRef) -> dict[str, Any] | None:
+        return read_settlement(self.client, ref)
+
+    def settled_events(self, table: str) -> list[events.TableEvent]:
+        decoded = [events.decode(f) for _, f in self.client.xrange(keys.events(table))]
+        return [e for e in decoded if e.type == "settled"]
+
+    def cleanup(self) -> None:
+        for table in self.ids:
+            for key in (keys.outbox, keys.settled, keys.balances, keys.events):
+                self.client.delete(key(table))
+            for round_no in range(4):
+                for phase in ("start", "end"):
+                    ref = PhaseRef(table, round_no, phase)
+                    release_dead_letter(self.client, ref)
+                    self.client.delete(f"kishpa:sweeper:{{{table}}}:{round_no}:{phase}")
+
+
+def _send(sender: Celery, ref: PhaseRef) -> Any:
+    return sender.send_task(
+        "kishpa.settle_phase",
+        kwargs={"table_id": ref.table_id, "round_no": ref.round_no, "phase": ref.phase},
+    )
+
+
+def _expected_balances(
+    players: Sequence[str], phases: Sequence[tuple[str, dict[str, Any]]]
+) -> dict[str, int]:
+    """Each player's balance after the given phases were applied exactly once."""
+    balances = dict.fromkeys(players, STARTING_TOKENS)
+    for phase, record in phases:
+        postings = start_postings(start_part(record)) if phase == "start" else end_postings(record)
+        for account, change in net_movements(postings).items():
+            if account in balances:
+                balances[account] += change
+    return balances
+
+
+def _wallet_balances(wallet: WalletClient, players: Sequence[str]) -> dict[str, int]:
+    return {p: wallet.balance(f"player:{p}") for p in players}
+
+
+def _reconcile(url: str) -> list[Any]:
+    from services.wallet.reconcile import reconcile_url
+
+    return list(reconcile_url(url).discrepancies)
+
+
+# -- fixtures -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tmp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("workers")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[redis.Redis]:
+    connection = redis.Redis.from_url(WORKERS_REDIS_URL)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def tables(client: redis.Redis) -> Iterator[Tables]:
+    created = Tables(client)
+    yield created
+    created.cleanup()
+
+
+@pytest.fixture(scope="module")
+def wallet(tmp_dir: Path) -> Iterator[Wallet]:
+    server = Wallet(_free_port(), tmp_dir / "wallet.sqlite3").start(tmp_dir / "wallet.log")
+    yield server
+    assert server.process is not None
+    server.process.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(wallet: Wallet, tmp_dir: Path) -> Iterator[Worker]:
+    running = Worker(wallet.addr, tmp_dir / "worker.log").start()
+    yield running
+    assert running.process is not None
+    running.process.stop()
+
+
+# -- tests --------------------------------------------------------------------------------
+
+
+def test_the_same_task_delivered_three_times_settles_once(
+    worker: Worker, wallet: Wallet, tables: Tables
+) -> None:
+    table, players = tables.new()
+    record = round_record(players)
+    sender = worker.sender()
+    for phase in ("start", "end"):
+        ref = tables.write_phase(table, 1, phase, record)
+        results = [_send(sender, ref) for _ in range(3)]
+        outcomes = sorted(r.get(timeout=30)["outcome"] for r in results)
+        assert outcomes == ["already_settled", "already_settled", "settled"]
+        # Delivered again much later, still nothing happens.
+        assert _send(sender, ref).get(timeout=30)["outcome"] == "already_settled"
+
+    expected = _expected_balances(players, [("start", record), ("end", record)])
+    assert _wallet_balances(wallet.client(), players) == expected
+    published = tables.settled_events(table)
+    assert [e.data["phase"] for e in published] == ["start", "end"]
+    assert published[-1].data["balances"] == expected
+    stored = tables.client.hgetall(keys.balances(table))
+    assert {k.decode(): int(v) for k, v in stored.items()} == expected
+
+
+def test_a_poisoned_record_is_dead_lettered_without_blocking_the_others(
+    worker: Worker, wallet: Wallet, tables: Tables
+) -> None:
+    sender = worker.sender()
+    poisoned_table, poisoned_players = tables.new()
+    poisoned = tables.write_phase(poisoned_table, 1, "end", poisoned_end_record(poisoned_players))
+    missing_table, _ = tables.new()
+    missing = PhaseRef(missing_table, 2, "start")  # no outbox record was ever written
+
+    good: list[tuple[PhaseRef, list[str], dict[str, Any]]] = []
+    for _ in range(6):
+        table, players = tables.new(3)
+        record = round_record(players)
+        good.append((tables.write_phase(table, 1, "start", record), players, record))
+
+    bad_results = [_send(sender, poisoned), _send(sender, missing)]
+    good_results = [_send(sender, ref) for ref, _, _ in good]
+    assert [r.get(timeout=30)["outcome"] for r in good_results] == ["settled"] * len(good)
+    assert [r.get(timeout=30)["outcome"] for r in bad_results] == ["dead_letter"] * 2
+
+    letters = {
+        d.table_id: d
+        for d in list_dead_letters(tables.client, limit=10_000)
+        if d.table_id in (poisoned_table, missing_table)
+    }
+    assert letters[poisoned_table].reason.startswith("INVALID_RECORD")
+    assert "winning hand" in letters[poisoned_table].reason
+    assert (letters[poisoned_table].round_no, letters[poisoned_table].phase) == (1, "end")
+    assert letters[missing_table].reason.startswith("PHASE_RECORD_MISSING")
+    # Delivered again, a dead letter is neither retried nor listed twice.
+    assert _send(sender, poisoned).get(timeout=30)["outcome"] == "dead_letter"
+    again = [
+        d for d in list_dead_letters(tables.client, limit=10_000) if d.table_id == poisoned_table
+    ]
+    assert len(again) == 1
+    assert tables.settled(poisoned) is None
+    assert tables.settled_events(poisoned_table) == []
+
+    client = wallet.client()
+    for _ref, players, record in good:
+        assert _wallet_balances(client, players) == _expected_balances(players, [("start", record)])
+
+
+def test_a_last_round_leaves_the_bowl_account_at_zero(
+    worker: Worker, wallet: Wallet, tables: Tables
+) -> None:
+    sender = worker.sender()
+    client = wallet.client()
+    table, players = tables.new(3)
+    first = round_record(players, bowl=0, winner=players[1])
+    for phase in ("start", "end"):
+        ref = tables.write_phase(table, 1, phase, first)
+        assert _send(sender, ref).get(timeout=30)["outcome"] == "settled"
+    bowl_before = client.balance(f"bowl:{table}")
+    assert bowl_before == 3  # three contributions, nobody took it
+
+    # The final round: someone else wins, so the bowl is split among everyone seated.
+    final = round_record(
+        players, bowl=bowl_before, winner=players[2], previous_winner=players[1], last_round=True
+    )
+    for phase in ("start", "end"):
+        ref = tables.write_phase(table, 2, phase, final)
+        assert _send(sender, ref).get(timeout=30)["outcome"] == "settled"
+
+    assert client.balance(f"bowl:{table}") == 0
+    balances = _wallet_balances(client, players)
+    assert sum(balances.values()) == STARTING_TOKENS * len(players)
+    assert balances == _expected_balances(
+        players, [("start", first), ("end", first), ("start", final), ("end", final)]
+    )
+
+
+def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
+    tmp_dir: Path, tables: Tables, request: pytest.FixtureRequest
+) -> None:
+    late_wallet = Wallet(_free_port(), tmp_dir / "late-wallet.sqlite3")
+    worker = Worker(late_wallet.addr, tmp_dir / "late-worker.log").start(concurrency=2)
+    try:
+        table, players = tables.new()
+        record = round_record(players)
+        ref = tables.write_phase(table, 1, "start", record)
+        result = _send(worker.sender(), ref)
+        time.sleep(2.5)
+        assert tables.settled(ref) is None  # the wallet is down: nothing settled yet
+        late_wallet.start(tmp_dir / "late-wallet.log")
+        assert result.get(timeout=60)["outcome"] == "settled"
+        expected = _expected_balances(players, [("start", record)])
+        assert _wallet_balances(late_wallet.client(), players) == expected
+        assert worker.process is not None
+        assert '"transient": true' in worker.process.output()
+        assert 'kishpa_settlements_total{outcome="retry",phase="start"}' in worker.metrics()
+    finally:
+        assert worker.process is not None
+        worker.process.stop()
+        if late_wallet.process is not None:
+            late_wallet.process.stop()
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
+    wallet: Wallet, tmp_dir: Path, tables: Tables
+) -> None:
+    log = tmp_dir / "killed-worker.log"
+    first = Worker(wallet.addr, log).start(concurrency=2)
+    rounds: list[tuple[PhaseRef, list[str], dict[str, Any]]] = []
+    for _ in range(80):
+        table, players = tables.new(2)
+        record = round_record(players)
+        rounds.append((tables.write_phase(table, 1, "start", record), players, record))
+    sender = first.sender()
+    for ref, _, _ in rounds:
+        _send(sender, ref)
+
+    def settled_count() -> int:
+        return sum(1 for ref, _, _ in rounds if tables.settled(ref) is not None)
+
+    _wait(lambda: settled_count() >= 5, 60, "the first settlements")
+    assert first.process is not None
+    first.process.kill9()
+    at_kill = settled_count()
+    assert at_kill < len(rounds), "the worker finished before it was killed; kill earlier"
+
+    # A new worker on the same queue: unacked messages come back after the visibility timeout.
+    second = Worker(wallet.addr, log, queue=first.queue).start(concurrency=2)
+    try:
+        _wait(lambda: settled_count() == len(rounds), 90, "every phase to be settled")
+    finally:
+        assert second.process is not None
+        second.process.stop()
+
+    client = wallet.client()
+    for ref, players, record in rounds:
+        assert _wallet_balances(client, players) == _expected_balances(players, [("start", record)])
+        assert len(tables.settled_events(ref.table_id)) == 1
+    assert _reconcile(wallet.url) == []
+
+
+def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_alerts(
+    tmp_dir: Path, tables: Tables
+) -> None:
+    own_wallet = Wallet(_free_port(), tmp_dir / "sweep-wallet.sqlite3").start(
+        tmp_dir / "sweep-wallet.log"
+    )
+    worker = Worker(
+        own_wallet.addr,
+        tmp_dir / "sweep-worker.log",
+        extra_env={
+            "DATABASE_URL": own_wallet.url,
+            "KISHPA_SWEEP_INTERVAL": "1",
+            "KISHPA_SETTLE_DEADLINE": "2",
+            "KISHPA_RECONCILE_INTERVAL": "1",
+        },
+        extra_args=["--beat"],
+    )
+    try:
+        table, players = tables.new()
+        record = round_record(players)
+        # Written to the outbox, never enqueued: as if the table service died right after.
+        ref = tables.write_phase(table, 1, "start", record, age_ms=3000)
+        worker.start(concurrency=2)
+        _wait(lambda: tables.settled(ref) is not None, 30, "the sweeper to settle the phase")
+        expected = _expected_balances(players, [("start", record)])
+        assert _wallet_balances(own_wallet.client(), players) == expected
+        _wait(
+            lambda: 'kishpa_wallet_reconciliations_total{result="clean"}' in worker.metrics(),
+            20,
+            "a clean reconciliation",
+        )
+        assert "kishpa_sweeper_reenqueued_total 1.0" in worker.metrics()
+
+        # Break the ledger behind the wallet's back: the next reconciliation must alert.
+        with sqlite3.connect(own_wallet.database) as db:
+            db.execute(
+                "UPDATE accounts SET balance = balance + 7 WHERE id = ?", (f"player:{players[0]}",)
+            )
+        _wait(
+            lambda: "kishpa_wallet_reconciliation_discrepancies 0.0" not in worker.metrics(),
+            20,
+            "the reconciliation to find the discrepancy",
+        )
+        assert worker.process is not None
+        assert '"event": "wallet_reconciliation_failed"' in worker.process.output()
+    finally:
+        if worker.process is not None:
+            worker.process.stop()
+        assert own_wallet.process is not None
+        own_wallet.process.stop()
