@@ -4,6 +4,7 @@ Servicers just raise: a :class:`ServiceError` (or a subclass such as :class:`Not
 or a rules error from ``games.kishpa.errors``. :class:`ErrorInterceptor` turns it into the
 canonical status code with a ``google.rpc.ErrorInfo`` detail carrying the machine-readable
 ``reason`` (``NOT_YOUR_TURN``, ``INSUFFICIENT_FUNDS``...) in the domain ``kishpa.dev``.
+A backing store that cannot be reached (Redis, a socket) becomes ``UNAVAILABLE`` (retryable).
 Anything unexpected becomes ``INTERNAL`` with a generic message and is logged with its
 traceback on the server only. Clients read the reason back with :func:`error_reason`.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 import grpc
+import redis.exceptions
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
@@ -27,6 +29,15 @@ from services.common.logging import get_logger
 DOMAIN: Final = "kishpa.dev"
 STATUS_DETAILS_KEY: Final = "grpc-status-details-bin"
 INTERNAL_MESSAGE: Final = "internal error; it has been logged"
+UNAVAILABLE_MESSAGE: Final = "a backing service is unavailable; retry later"
+
+# A backing store that cannot be reached: the request may succeed if retried.
+_DEPENDENCY_ERRORS = (
+    ConnectionError,
+    TimeoutError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+)
 
 _log = get_logger(__name__)
 
@@ -133,6 +144,11 @@ def failure_of(exc: BaseException) -> RpcFailure | None:
         return RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, exc.reason, str(exc))
     if isinstance(exc, IllegalMoveError | RulesError):
         return RpcFailure(grpc.StatusCode.FAILED_PRECONDITION, exc.reason, str(exc))
+    if isinstance(exc, _DEPENDENCY_ERRORS):
+        # Retryable for the client; the details (hosts, ports) stay in the server's log.
+        return RpcFailure(
+            grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE", UNAVAILABLE_MESSAGE
+        )
     return None
 
 
@@ -199,9 +215,17 @@ async def _mapping_errors(
     except grpc.aio.AbortError:
         raise  # the servicer (or an inner interceptor) already chose the status
     except Exception as exc:
-        if failure_of(exc) is None:
+        failure = failure_of(exc)
+        if failure is None:
             # Logged here with the traceback; the client gets a generic message only.
             _log.exception("rpc.unexpected_error", method=method, error_type=type(exc).__name__)
+        elif failure.code is grpc.StatusCode.UNAVAILABLE:
+            _log.warning(
+                "rpc.dependency_unavailable",
+                method=method,
+                error_type=type(exc).__name__,
+                exc_info=True,
+            )
         await abort_with(context, exc)
 
 

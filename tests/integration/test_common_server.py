@@ -8,14 +8,20 @@ reflection and metrics exactly as every Kishpa service gets them.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
+import redis.asyncio
+import structlog
+import structlog.testing
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client import CollectorRegistry
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from games.kishpa.errors import IllegalMoveError, TileNotationError
 from services.common.auth import (
@@ -37,6 +43,13 @@ TOKEN_KEY = "t" * 40
 SERVICE_KEY = "v" * 40
 PROBE = "kishpa.test.v1.ProbeService"
 Msg = health_pb2.HealthCheckRequest  # a generated message with one string field
+
+
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _name(caller: Any) -> str:
@@ -64,6 +77,15 @@ class Probe:
             case "parse":
                 with validating("seats"):
                     int("four")
+            case "redis-down":
+                # A real connection attempt to a port nothing listens on.
+                client = redis.asyncio.Redis(
+                    host="127.0.0.1", port=unused_port(), retry=Retry(NoBackoff(), 0)
+                )
+                try:
+                    await client.ping()
+                finally:
+                    await client.aclose()
             case _:
                 raise RuntimeError("db password is hunter2")
         return Msg()
@@ -96,9 +118,12 @@ def add_probe(servicer: Probe, server: grpc.aio.Server) -> None:
 
 
 class Harness:
-    def __init__(self, server: KishpaServer, registry: CollectorRegistry) -> None:
+    def __init__(
+        self, server: KishpaServer, registry: CollectorRegistry, logs: list[dict[str, Any]]
+    ) -> None:
         self.server = server
         self.registry = registry
+        self.logs = logs
         self.authority = TokenAuthority(TOKEN_KEY, SERVICE_KEY)
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
 
@@ -133,12 +158,14 @@ async def harness() -> AsyncIterator[Harness]:
         metrics=GrpcMetrics(registry),
     )
     await server.start()
-    h = Harness(server, registry)
-    try:
-        yield h
-    finally:
-        await h.channel.close()
-        await server.stop(None)
+    # Captured log entries (not rendered): what the server logged during the test.
+    with structlog.testing.capture_logs() as logs:
+        h = Harness(server, registry, logs)
+        try:
+            yield h
+        finally:
+            await h.channel.close()
+            await server.stop(None)
 
 
 async def _code_and_reason(call: Any) -> tuple[grpc.StatusCode, str | None, str]:
@@ -202,6 +229,7 @@ async def test_client_interceptors_attach_the_token(harness: Harness) -> None:
         ("tile", grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_TILE"),
         ("table", grpc.StatusCode.NOT_FOUND, "TABLE_NOT_FOUND"),
         ("parse", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+        ("redis-down", grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE"),
     ],
 )
 async def test_domain_errors_map_to_code_and_reason(
@@ -223,6 +251,17 @@ async def test_unexpected_error_is_internal_without_leaking(harness: Harness) ->
     code, reason, details = await _code_and_reason(call)
     assert (code, reason, details) == (grpc.StatusCode.INTERNAL, "INTERNAL", INTERNAL_MESSAGE)
     assert "hunter2" not in details
+    logged = [e for e in harness.logs if e["event"] == "rpc.unexpected_error"]
+    assert len(logged) == 1
+    assert logged[0]["method"] == f"/{PROBE}/Fail"
+    assert logged[0]["error_type"] == "RuntimeError"
+
+
+async def test_unreachable_dependency_is_logged_as_a_warning(harness: Harness) -> None:
+    call = harness.unary("Fail")(Msg(service="redis-down"), metadata=harness.player_metadata())
+    assert (await _code_and_reason(call))[0] is grpc.StatusCode.UNAVAILABLE
+    logged = [e for e in harness.logs if e["event"] == "rpc.dependency_unavailable"]
+    assert [e["log_level"] for e in logged] == ["warning"]
 
 
 async def test_streams_pass_through_auth_and_error_mapping(harness: Harness) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
+import redis.exceptions
 from google.rpc import error_details_pb2, status_pb2
 
 from games.kishpa.errors import IllegalMoveError, InvalidRecordError, RulesError, TileNotationError
@@ -53,6 +54,22 @@ def test_expected_errors_map_to_code_and_reason(exc: Exception, code: str, reaso
     assert failure.code.name == code
     assert failure.reason == reason
     assert failure.message == str(exc)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        redis.exceptions.ConnectionError("Error 111 connecting to 10.0.0.7:6379"),
+        redis.exceptions.TimeoutError("timed out"),
+        ConnectionRefusedError(111, "refused"),
+        TimeoutError(),
+    ],
+)
+def test_unreachable_dependencies_are_unavailable(exc: Exception) -> None:
+    failure = failure_of(exc)
+    assert failure is not None
+    assert (failure.code, failure.reason) == (grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE")
+    assert "10.0.0.7" not in failure.message
 
 
 @pytest.mark.parametrize("exc", [ValueError("x"), KeyError("k"), RuntimeError("boom")])
