@@ -121,6 +121,19 @@ class Settings(BaseSettings):
         return _reveal(self.service_secret, SERVICE_SECRET_ENV)
 
 
+def environment_variables() -> dict[str, str]:
+    """Every environment variable :class:`Settings` reads, mapped to its field name.
+
+    For deployment checks: a variable set in a manifest but missing here is a typo.
+    """
+    prefix = Settings.model_config.get("env_prefix", "")
+    return {
+        (field.validation_alias if isinstance(field.validation_alias, str) else "")
+        or f"{prefix}{name.upper()}": name
+        for name, field in Settings.model_fields.items()
+    }
+
+
 def _reveal(secret: SecretStr | None, env: str) -> str:
     if secret is None or not secret.get_secret_value():
         raise SettingsError(

@@ -10,6 +10,7 @@ from services.common.settings import (
     MIN_SECRET_LENGTH,
     Settings,
     SettingsError,
+    environment_variables,
     load_settings,
 )
 
@@ -141,3 +142,23 @@ def test_secrets_are_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = load_settings("matchmaking")
     assert SECRET not in repr(settings)
     assert SECRET not in str(settings.model_dump())
+
+
+def test_environment_variables_cover_the_documented_table() -> None:
+    names = environment_variables()
+    documented = {
+        "REDIS_URL",
+        "DATABASE_URL",
+        "KISHPA_BROKER_URL",
+        "KISHPA_TOKEN_SECRET",
+        "KISHPA_SERVICE_SECRET",
+        "KISHPA_GRPC_PORT",
+        "KISHPA_METRICS_PORT",
+        "KISHPA_WALLET_ADDR",
+        "KISHPA_TABLE_ADDR",
+        "KISHPA_MATCHMAKING_ADDR",
+        "KISHPA_LOG_FORMAT",
+    }
+    assert documented <= set(names)
+    assert set(names) == set(ENV_VARS)
+    assert names["KISHPA_GRPC_PORT"] == "grpc_port"
