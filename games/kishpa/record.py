@@ -186,7 +186,7 @@ def parse_record(
 
     start_reveal = _optional_player(obj, "start_reveal", players)
     if start_reveal is not None:
-        if anyone_held_joker:
+        if anyone_held_joker or replacement is None:
             raise _fail("start_reveal: the start reveal is open only when nobody holds a joker")
         if kishpa not in start_hands[start_reveal]:
             raise _fail(f"start_reveal: {start_reveal} does not hold the kishpa {kishpa}")

@@ -49,7 +49,7 @@ def test_the_reasons_are_the_closed_set_of_rules_section_10() -> None:
     }
 
 
-@settings(max_examples=40)
+@settings(max_examples=20)
 @given(
     seed=st.binary(min_size=SERVER_SEED_BYTES, max_size=SERVER_SEED_BYTES),
     seats=st.integers(2, 4),

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from games.fair import commitment
 from games.kishpa.errors import IllegalMoveError
+from games.kishpa.group_check import is_valid_run, is_valid_set
 from games.kishpa.record import settle_record
+from games.kishpa.reference import is_valid_group
 from games.kishpa.round import (
     DISCARD,
     END_REVEAL,
@@ -383,3 +387,40 @@ def test_timeouts_draw_and_discard_the_drawn_tile_and_count_towards_autoplay() -
 def test_unknown_seat_is_refused() -> None:
     state = build([[], [], [], []])
     refused(state, Discard(7, 0), "UNKNOWN_SEAT")
+
+
+# --- the proposed-arrangement checker agrees with the reference ---------------------------
+
+_GROUP_FACES = [
+    *[f"{c}{n}" for c in ("R", "B") for n in (1, 2, 3, 4, 11, 12, 13)],
+    "Y3",
+    "K3",
+    "Y12",
+    "R6",
+    "DR",
+]
+
+
+@settings(max_examples=150)
+@given(
+    group=st.lists(st.sampled_from(_GROUP_FACES), min_size=2, max_size=5),
+    wrap=st.booleans(),
+)
+def test_group_check_agrees_with_the_reference_validator(group: list[str], wrap: bool) -> None:
+    rules = replace(DEFAULT_RULES, allow_run_12_13_1=wrap)
+    faces = [parse_face(t) for t in group]
+    joker = parse_face("R6")  # kishpa R5: R6 is wild, DR plays as a plain R6
+    assert is_valid_run(faces, joker, rules) == is_valid_group("run", faces, joker, rules)
+    assert is_valid_set(faces, joker, rules) == is_valid_group("set", faces, joker, rules)
+
+
+def test_group_check_examples() -> None:
+    joker = parse_face("R6")
+    run = [parse_face(t) for t in ("R4", "R5", "DR", "R6")]  # the doll is R6, the joker R7
+    assert is_valid_run(run, joker)
+    assert not is_valid_run([parse_face(t) for t in ("B12", "B13", "B1")], joker)
+    wrap = replace(DEFAULT_RULES, allow_run_12_13_1=True)
+    assert is_valid_run([parse_face(t) for t in ("B12", "B13", "B1")], joker, wrap)
+    assert not is_valid_run([parse_face(t) for t in ("B13", "B1", "B2")], joker, wrap)
+    assert is_valid_set([parse_face(t) for t in ("B7", "R6", "K7", "Y7")], joker)
+    assert not is_valid_set([parse_face(t) for t in ("B7", "B7", "K7")], joker)
