@@ -1,0 +1,548 @@
+"""Checks of rendered Kubernetes objects: schemas, security, consistency with the code, network.
+
+Each ``check_*`` function takes the objects of one rendered overlay and returns problems as
+readable strings (``"Deployment/wallet: ..."``); an empty list means the check passed.
+``python -m deploy.checks [DIR ...]`` renders the shipped overlays (or the given kustomize
+directories) and prints every problem, exiting non-zero if there is any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from kubernetes_validate import utils as kubernetes_validate
+
+from deploy.contract import (
+    EXTERNAL,
+    REACHABILITY,
+    SECRETS,
+    WORKLOADS,
+    Workload,
+    default_shutdown_grace_seconds,
+    settings_env_vars,
+)
+from deploy.netpol import Endpoint, PolicySet, UnsupportedPolicy
+from deploy.render import OVERLAYS, Manifest, RenderError, overlay_dir, render
+
+# The oldest Kubernetes release the manifests target (gRPC probes, preStop sleep, HPA v2).
+KUBERNETES_VERSION = "1.33"
+POD_OWNERS = ("Deployment", "StatefulSet", "Job", "DaemonSet", "ReplicaSet", "CronJob")
+CLUSTER_SCOPED = ("Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume")
+GRPC_PORT_ENV = "KISHPA_GRPC_PORT"
+METRICS_PORT_ENV = "KISHPA_METRICS_PORT"
+SHUTDOWN_GRACE_ENV = "KISHPA_SHUTDOWN_GRACE_SECONDS"
+ADDRESS_ENVS = {
+    "KISHPA_WALLET_ADDR": "wallet",
+    "KISHPA_TABLE_ADDR": "table",
+    "KISHPA_MATCHMAKING_ADDR": "matchmaking",
+}
+DEFAULT_TERMINATION_GRACE_SECONDS = 30
+
+
+def ref(obj: Manifest) -> str:
+    """``Kind/name`` of an object, as problems name it."""
+    return f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+
+
+def pod_template(obj: Manifest) -> Manifest | None:
+    """The pod template of a workload object (None for other kinds)."""
+    if obj.get("kind") == "CronJob":
+        template: Manifest = obj["spec"]["jobTemplate"]["spec"]["template"]
+        return template
+    if obj.get("kind") in POD_OWNERS:
+        template = obj["spec"]["template"]
+        return template
+    return None
+
+
+def pods(objects: list[Manifest]) -> Iterator[tuple[Manifest, Manifest]]:
+    """Every (owner, pod template) pair."""
+    for obj in objects:
+        template = pod_template(obj)
+        if template is not None:
+            yield obj, template
+
+
+def app_name(template: Manifest) -> str:
+    """The ``app.kubernetes.io/name`` label of a pod template."""
+    return str(template.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/name", ""))
+
+
+def find(objects: list[Manifest], kind: str, name: str) -> Manifest | None:
+    """The object of that kind and name, if rendered."""
+    for obj in objects:
+        if obj.get("kind") == kind and obj.get("metadata", {}).get("name") == name:
+            return obj
+    return None
+
+
+def _labels_match(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+# --- schemas -------------------------------------------------------------------------------
+
+
+def check_schemas(objects: list[Manifest]) -> list[str]:
+    """Every object validates (strictly: no unknown fields) against the Kubernetes schemas."""
+    problems = []
+    for obj in objects:
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            cause = exc.__cause__ or exc.__context__
+            where = "/".join(str(p) for p in getattr(cause, "absolute_path", []))
+            message = getattr(cause, "message", str(exc).splitlines()[0])
+            problems.append(f"{ref(obj)}: schema: {message} (at /{where})")
+        except kubernetes_validate.SchemaNotFoundError:
+            problems.append(f"{ref(obj)}: schema: unknown kind/apiVersion {obj.get('apiVersion')}")
+    return problems
+
+
+# --- security ------------------------------------------------------------------------------
+
+
+def check_no_committed_secrets(objects: list[Manifest]) -> list[str]:
+    """No Secret is rendered: secrets are created by hand (docs/operations.md)."""
+    return [f"{ref(o)}: Secrets must not be committed" for o in objects if o["kind"] == "Secret"]
+
+
+def check_namespace(objects: list[Manifest]) -> list[str]:
+    """One Namespace, enforcing the restricted Pod Security Standard, holds every object."""
+    namespaces = [o for o in objects if o["kind"] == "Namespace"]
+    if len(namespaces) != 1:
+        return [f"expected exactly one Namespace, found {len(namespaces)}"]
+    namespace = namespaces[0]["metadata"]["name"]
+    problems = []
+    labels = namespaces[0]["metadata"].get("labels", {})
+    if labels.get("pod-security.kubernetes.io/enforce") != "restricted":
+        problems.append(f"Namespace/{namespace}: must enforce the restricted Pod Security Standard")
+    for obj in objects:
+        if obj["kind"] not in CLUSTER_SCOPED and obj["metadata"].get("namespace") != namespace:
+            problems.append(f"{ref(obj)}: not in namespace {namespace}")
+    return problems
+
+
+def _pod_security(owner: Manifest, template: Manifest) -> Iterator[str]:
+    spec = template["spec"]
+    pod_ctx = spec.get("securityContext", {})
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(flag):
+            yield f"{ref(owner)}: {flag} is not allowed"
+    if any("hostPath" in v for v in spec.get("volumes", [])):
+        yield f"{ref(owner)}: hostPath volumes are not allowed"
+    if spec.get("automountServiceAccountToken") is not False:
+        yield f"{ref(owner)}: set automountServiceAccountToken: false (no workload calls the API)"
+    account = spec.get("serviceAccountName")
+    if not account or account == "default":
+        yield f"{ref(owner)}: needs its own ServiceAccount"
+    for container in spec.get("initContainers", []) + spec["containers"]:
+        ctx = container.get("securityContext", {})
+        where = f"{ref(owner)} container {container['name']}"
+
+        def effective(key: str, _ctx: Mapping[str, Any] = ctx) -> Any:
+            return _ctx.get(key, pod_ctx.get(key))
+
+        if effective("runAsNonRoot") is not True:
+            yield f"{where}: runAsNonRoot must be true"
+        if effective("runAsUser") == 0:
+            yield f"{where}: runs as root (runAsUser 0)"
+        if (effective("seccompProfile") or {}).get("type") != "RuntimeDefault":
+            yield f"{where}: seccompProfile must be RuntimeDefault"
+        if ctx.get("allowPrivilegeEscalation") is not False:
+            yield f"{where}: allowPrivilegeEscalation must be false"
+        if ctx.get("readOnlyRootFilesystem") is not True:
+            yield f"{where}: readOnlyRootFilesystem must be true"
+        if ctx.get("privileged"):
+            yield f"{where}: privileged is not allowed"
+        caps = ctx.get("capabilities", {})
+        if "ALL" not in caps.get("drop", []) or caps.get("add"):
+            yield f"{where}: capabilities must drop ALL and add none"
+        resources = container.get("resources", {})
+        for section in ("requests", "limits"):
+            for resource in ("cpu", "memory"):
+                if resource not in resources.get(section, {}):
+                    yield f"{where}: resources.{section}.{resource} is missing"
+
+
+def check_pod_security(objects: list[Manifest]) -> list[str]:
+    """Non-root, read-only, no capabilities, seccomp, resources, own account: every pod."""
+    problems = [p for owner, template in pods(objects) for p in _pod_security(owner, template)]
+    accounts: dict[str, str] = {}
+    for owner, template in pods(objects):
+        account = template["spec"].get("serviceAccountName")
+        if not account:
+            continue
+        if find(objects, "ServiceAccount", account) is None:
+            problems.append(f"{ref(owner)}: ServiceAccount {account} is not rendered")
+        if account in accounts:
+            problems.append(
+                f"{ref(owner)}: shares ServiceAccount {account} with {accounts[account]}"
+            )
+        accounts[account] = ref(owner)
+    return problems
+
+
+def check_images(objects: list[Manifest], *, production: bool) -> list[str]:
+    """Images are tagged (never ``latest``); production images come from a registry, pinned."""
+    problems = []
+    for owner, template in pods(objects):
+        for container in template["spec"]["containers"]:
+            image = str(container.get("image", ""))
+            name, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+            if "@sha256:" in image:
+                continue
+            if not tag or tag == "latest":
+                problems.append(f"{ref(owner)}: image {image!r} needs a fixed tag")
+            elif production and (tag == "dev" or "/" not in name):
+                problems.append(f"{ref(owner)}: production image {image!r} must be a released tag")
+    return problems
+
+
+# --- consistency with the code -------------------------------------------------------------
+
+
+def _config_maps(objects: list[Manifest]) -> dict[str, Mapping[str, str]]:
+    return {o["metadata"]["name"]: o.get("data", {}) for o in objects if o["kind"] == "ConfigMap"}
+
+
+def _container_env(
+    owner: Manifest, container: Manifest, config_maps: Mapping[str, Mapping[str, str]]
+) -> tuple[dict[str, str], dict[str, Manifest], list[str]]:
+    """(plain values, valueFrom entries, problems) of one container's environment."""
+    values: dict[str, str] = {}
+    problems = []
+    for source in container.get("envFrom", []):
+        name = source.get("configMapRef", {}).get("name")
+        if name is None:
+            problems.append(f"{ref(owner)}: envFrom may only name ConfigMaps")
+        elif name not in config_maps:
+            problems.append(f"{ref(owner)}: ConfigMap {name} is not rendered")
+        else:
+            values.update(config_maps[name])
+    refs: dict[str, Manifest] = {}
+    for entry in container.get("env", []):
+        if "valueFrom" in entry:
+            refs[entry["name"]] = entry["valueFrom"]
+            values.pop(entry["name"], None)
+        else:
+            values[entry["name"]] = str(entry.get("value", ""))
+    return values, refs, problems
+
+
+def _probe_ports(container: Manifest) -> Iterator[tuple[str, Manifest]]:
+    for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
+        if kind in container:
+            yield kind, container[kind]
+
+
+def _check_workload(
+    owner: Manifest, template: Manifest, workload: Workload, objects: list[Manifest]
+) -> Iterator[str]:
+    config_maps = _config_maps(objects)
+    known_env = settings_env_vars()
+    containers = template["spec"]["containers"]
+    if len(containers) != 1:
+        yield f"{ref(owner)}: expected one container, found {len(containers)}"
+        return
+    container = containers[0]
+    if "command" in container:
+        yield f"{ref(owner)}: must not override the image's ENTRYPOINT (kishpa)"
+    if tuple(container.get("args", [])) != workload.args:
+        yield f"{ref(owner)}: args {container.get('args')} != kishpa {' '.join(workload.args)}"
+    values, refs, problems = _container_env(owner, container, config_maps)
+    yield from problems
+    for name in sorted(set(values) | set(refs)):
+        if name not in known_env:
+            yield f"{ref(owner)}: env {name} is not a setting the services read"
+    for name in sorted(set(values) & set(SECRETS)):
+        yield f"{ref(owner)}: {name} is a secret and must come from a Secret, not a value"
+    secret_refs = {}
+    for name, source in refs.items():
+        key_ref = source.get("secretKeyRef")
+        if key_ref is None:
+            yield f"{ref(owner)}: env {name} must be a value or a secretKeyRef"
+            continue
+        secret_refs[name] = key_ref
+        expected = workload.secret_source(name) if name in SECRETS else None
+        if expected is None:
+            yield f"{ref(owner)}: env {name} is not a secret setting"
+        elif (key_ref.get("name"), key_ref.get("key")) != (expected.name, expected.key):
+            yield f"{ref(owner)}: {name} must come from Secret {expected.name} key {expected.key}"
+        if key_ref.get("optional"):
+            yield f"{ref(owner)}: secret {name} must not be optional"
+    for name in sorted(workload.secrets - set(secret_refs)):
+        yield f"{ref(owner)}: needs {name} (from Secret {workload.secret_source(name).name})"
+    for name in sorted(set(secret_refs) - workload.secrets):
+        yield f"{ref(owner)}: gets {name}, which {workload.name} does not need"
+
+    ports = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
+    for port_name, env, expected_port in (
+        ("grpc", GRPC_PORT_ENV, workload.grpc_port),
+        ("metrics", METRICS_PORT_ENV, workload.metrics_port),
+    ):
+        effective = int(values.get(env, expected_port or 0))
+        if expected_port is None:
+            if port_name in ports:
+                yield f"{ref(owner)}: declares a {port_name} port but serves none"
+            continue
+        if effective != expected_port:
+            yield f"{ref(owner)}: {env}={effective}, the documented port is {expected_port}"
+        if ports.get(port_name) != effective:
+            yield f"{ref(owner)}: container port {port_name} must be {effective}"
+
+    probes = dict(_probe_ports(container))
+    if workload.grpc_port is not None:
+        grpc_port = int(values.get(GRPC_PORT_ENV, workload.grpc_port))
+        for kind in ("readinessProbe", "livenessProbe"):
+            grpc_probe = probes.get(kind, {}).get("grpc")
+            if grpc_probe is None:
+                yield f"{ref(owner)}: needs a gRPC {kind}"
+                continue
+            if grpc_probe.get("port") != grpc_port:
+                yield f"{ref(owner)}: {kind} port {grpc_probe.get('port')} != gRPC port {grpc_port}"
+        readiness = probes.get("readinessProbe", {}).get("grpc", {})
+        if readiness and readiness.get("service") != workload.health_service:
+            yield (
+                f"{ref(owner)}: readinessProbe asks about {readiness.get('service')!r}, "
+                f"the server reports {workload.health_service!r}"
+            )
+        grace = float(values.get(SHUTDOWN_GRACE_ENV, default_shutdown_grace_seconds()))
+        pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {})
+        budget = template["spec"].get(
+            "terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_SECONDS
+        )
+        if budget < grace + int(pre_stop.get("seconds", 0)):
+            yield (
+                f"{ref(owner)}: terminationGracePeriodSeconds {budget} < preStop "
+                f"{pre_stop.get('seconds', 0)} + shutdown grace {grace}: calls would be cut"
+            )
+
+
+def check_workloads(objects: list[Manifest]) -> list[str]:
+    """Each process runs once, with the right command, ports, probes, settings and secrets."""
+    problems = []
+    seen: dict[str, Manifest] = {}
+    for owner, template in pods(objects):
+        name = app_name(template)
+        workload = WORKLOADS.get(name)
+        if workload is None:
+            continue
+        if name in seen:
+            problems.append(f"{ref(owner)}: {name} is run by {ref(seen[name])} too")
+        seen[name] = owner
+        problems.extend(_check_workload(owner, template, workload, objects))
+        if owner["kind"] != workload.kind:
+            problems.append(f"{ref(owner)}: {name} must be a {workload.kind}")
+    problems.extend(f"{name}: no workload runs it" for name in sorted(set(WORKLOADS) - set(seen)))
+    beat = seen.get("beat")
+    if beat is not None and (
+        beat["spec"].get("replicas") != 1
+        or beat["spec"].get("strategy", {}).get("type") != "Recreate"
+    ):
+        problems.append(f"{ref(beat)}: beat must be a singleton (replicas 1, strategy Recreate)")
+    return problems
+
+
+def check_services_and_scaling(objects: list[Manifest]) -> list[str]:
+    """Services reach their pods' ports; gRPC services have an HPA and a PDB; HPA owns replicas."""
+    problems = []
+    templates = [(owner, t) for owner, t in pods(objects)]
+    for service in (o for o in objects if o["kind"] == "Service"):
+        selector = service["spec"].get("selector")
+        if not selector:
+            continue  # an external datastore: its EndpointSlices say where it is
+        matched = [t for _, t in templates if _labels_match(selector, t["metadata"]["labels"])]
+        if not matched:
+            problems.append(f"{ref(service)}: selects no pods")
+            continue
+        container_ports = {
+            p.get("name") or p["containerPort"]: p["containerPort"]
+            for t in matched
+            for c in t["spec"]["containers"]
+            for p in c.get("ports", [])
+        }
+        for port in service["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            if target not in container_ports and target not in container_ports.values():
+                problems.append(f"{ref(service)}: targetPort {target} is no container port")
+    autoscalers = [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    budgets = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+    for hpa in autoscalers:
+        target = hpa["spec"]["scaleTargetRef"]
+        if find(objects, target["kind"], target["name"]) is None:
+            problems.append(f"{ref(hpa)}: scales {target['kind']}/{target['name']}, not rendered")
+        if hpa["spec"].get("minReplicas", 1) > hpa["spec"]["maxReplicas"]:
+            problems.append(f"{ref(hpa)}: minReplicas > maxReplicas")
+    for name, workload in WORKLOADS.items():
+        if workload.grpc_port is None:
+            continue
+        deployment = find(objects, "Deployment", name)
+        if deployment is None:
+            continue
+        grpc_service = find(objects, "Service", name)
+        if grpc_service is None:
+            problems.append(f"{ref(deployment)}: no Service named {name}")
+        elif not any(p["port"] == workload.grpc_port for p in grpc_service["spec"]["ports"]):
+            problems.append(f"Service/{name}: does not expose port {workload.grpc_port}")
+        if not any(h["spec"]["scaleTargetRef"]["name"] == name for h in autoscalers):
+            problems.append(f"{ref(deployment)}: no HorizontalPodAutoscaler")
+        elif "replicas" in deployment["spec"]:
+            problems.append(f"{ref(deployment)}: replicas set, but its HPA owns the count")
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        if not any(
+            _labels_match(b["spec"]["selector"].get("matchLabels", {}), labels) for b in budgets
+        ):
+            problems.append(f"{ref(deployment)}: no PodDisruptionBudget")
+    return problems
+
+
+def check_config(objects: list[Manifest]) -> list[str]:
+    """ConfigMaps hold only known, non-secret settings whose addresses name rendered Services."""
+    problems = []
+    known_env = settings_env_vars()
+    services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+
+    def service_port(host: str, port: int, what: str) -> Iterator[str]:
+        service = services.get(host.split(".")[0])
+        if service is None:
+            yield f"{what}: no Service named {host}"
+        elif not any(p["port"] == port for p in service["spec"]["ports"]):
+            yield f"{what}: Service {host} has no port {port}"
+
+    for name, data in _config_maps(objects).items():
+        for key, value in data.items():
+            what = f"ConfigMap/{name} {key}"
+            if key not in known_env:
+                problems.append(f"{what}: not a setting the services read")
+            if key in SECRETS:
+                problems.append(f"{what}: a secret must live in a Secret")
+            if key in ADDRESS_ENVS:
+                host, _, port = value.rpartition(":")
+                expected = WORKLOADS[ADDRESS_ENVS[key]].grpc_port
+                if not port.isdigit() or int(port) != expected:
+                    problems.append(f"{what}: {value} must use port {expected}")
+                else:
+                    problems.extend(service_port(host, int(port), what))
+            if key in ("REDIS_URL", "KISHPA_BROKER_URL") and value.startswith("redis"):
+                url = urlsplit(value)
+                problems.extend(service_port(url.hostname or "", url.port or 6379, what))
+    return problems
+
+
+# --- network -------------------------------------------------------------------------------
+
+
+def _destinations(objects: list[Manifest], namespace: str, name: str) -> list[Endpoint]:
+    for _, template in pods(objects):
+        if app_name(template) == name:
+            return [Endpoint(name, namespace, template["metadata"]["labels"])]
+    service = find(objects, "Service", name)
+    if service is None or service["spec"].get("selector"):
+        return []
+    return [
+        Endpoint(name, None, {}, ip=address)
+        for o in objects
+        if o["kind"] == "EndpointSlice"
+        and o["metadata"].get("labels", {}).get("kubernetes.io/service-name") == name
+        for e in o.get("endpoints", [])
+        for address in e["addresses"]
+    ]
+
+
+def check_network(objects: list[Manifest]) -> list[str]:
+    """Deny-all by default, and exactly the intended clients reach each datastore and port."""
+    namespace = next((o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"), "")
+    try:
+        policies = PolicySet(namespace, objects)
+    except UnsupportedPolicy as exc:
+        return [f"NetworkPolicy: {exc}"]
+    problems = [] if policies.denies_by_default() else ["no default deny-all NetworkPolicy"]
+    sources = [Endpoint(app_name(t), namespace, t["metadata"]["labels"]) for _, t in pods(objects)]
+    sources.append(Endpoint(EXTERNAL, None))
+    dns = Endpoint("kube-dns", "kube-system", {"k8s-app": "kube-dns"})
+    try:
+        for source in sources[:-1]:
+            if not policies.allows(source, dns, 53, "UDP"):
+                problems.append(f"{source.name}: cannot resolve names (DNS egress blocked)")
+        for (name, port), expected in sorted(REACHABILITY.items()):
+            destinations = _destinations(objects, namespace, name)
+            if not destinations:
+                problems.append(f"{name}: no pod or external endpoint to check reachability of")
+                continue
+            candidates = [s for s in sources if s.name != name]
+            if destinations[0].namespace is None:
+                candidates = [s for s in candidates if s.namespace is not None]
+            allowed = {
+                s.name for s in candidates if all(policies.allows(s, d, port) for d in destinations)
+            }
+            for extra in sorted(allowed - expected):
+                problems.append(f"{name}:{port} is reachable from {extra}, which must not reach it")
+            for missing in sorted(expected - allowed):
+                problems.append(f"{name}:{port} is not reachable from {missing}, which needs it")
+    except UnsupportedPolicy as exc:
+        problems.append(f"NetworkPolicy: {exc}")
+    return problems
+
+
+# --- all of them ---------------------------------------------------------------------------
+
+
+def is_production(objects: list[Manifest]) -> bool:
+    """Whether the overlay's Namespace is labelled ``kishpa.dev/environment: production``."""
+    return any(
+        o["kind"] == "Namespace"
+        and o["metadata"].get("labels", {}).get("kishpa.dev/environment") == "production"
+        for o in objects
+    )
+
+
+def check_objects(objects: list[Manifest]) -> list[str]:
+    """Every check over one rendered overlay.
+
+    The later checks read fields the schema guarantees, so a schema failure stops there.
+    """
+    problems = check_schemas(objects) + check_no_committed_secrets(objects)
+    if problems:
+        return problems
+    checks: list[Callable[[list[Manifest]], list[str]]] = [
+        check_namespace,
+        check_pod_security,
+        check_workloads,
+        check_services_and_scaling,
+        check_config,
+        check_network,
+    ]
+    problems = [p for check in checks for p in check(objects)]
+    return problems + check_images(objects, production=is_production(objects))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Render and check the shipped overlays (or the given directories); print the problems."""
+    parser = argparse.ArgumentParser(prog="python -m deploy.checks", description=__doc__)
+    parser.add_argument("directories", nargs="*", type=Path, help="kustomize directories")
+    args = parser.parse_args(argv)
+    directories: list[Path] = args.directories or [overlay_dir(o) for o in OVERLAYS]
+    failed = False
+    for directory in directories:
+        try:
+            objects = render(directory)
+        except RenderError as exc:
+            print(exc, file=sys.stderr)
+            failed = True
+            continue
+        problems = check_objects(objects)
+        print(f"{directory}: {len(objects)} objects, {len(problems)} problems")
+        for problem in problems:
+            print(f"  {problem}")
+        failed = failed or bool(problems)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

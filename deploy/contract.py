@@ -1,0 +1,139 @@
+"""What the manifests must agree with: the processes, their ports, health names and secrets.
+
+Ports, required secrets and environment variable names come from the code that reads them
+(``services.common.settings``), so a change there that the manifests miss fails the checks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import workers.config
+from services.common.settings import (
+    DEFAULT_GRPC_PORTS,
+    DEFAULT_METRICS_PORTS,
+    REQUIRED_SECRETS,
+    SERVICE_SECRET_ENV,
+    TOKEN_SECRET_ENV,
+    Settings,
+)
+
+DATABASE_URL_ENV = "DATABASE_URL"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A Kubernetes Secret the operators create by hand (never committed)."""
+
+    name: str
+    key: str
+
+
+# Each secret environment variable and the Secret/key it is read from in every manifest.
+SECRETS: dict[str, Secret] = {
+    TOKEN_SECRET_ENV: Secret("kishpa-token-key", "secret"),
+    SERVICE_SECRET_ENV: Secret("kishpa-service-key", "secret"),
+    DATABASE_URL_ENV: Secret("kishpa-database", "url"),
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One process the image runs: its ``kishpa`` arguments and what it needs."""
+
+    name: str
+    args: tuple[str, ...]
+    grpc_port: int | None
+    metrics_port: int | None
+    health_service: str | None
+    secrets: frozenset[str]
+    kind: str = "Deployment"
+    # Secrets this workload reads from another Secret than SECRETS says (a narrower grant).
+    secret_sources: dict[str, Secret] = field(default_factory=dict)
+
+    def secret_source(self, env: str) -> Secret:
+        """The Secret and key ``env`` must come from for this workload."""
+        return self.secret_sources.get(env, SECRETS[env])
+
+
+def _grpc(name: str, health_service: str) -> Workload:
+    return Workload(
+        name=name,
+        args=("serve", name),
+        grpc_port=DEFAULT_GRPC_PORTS[name],
+        metrics_port=DEFAULT_METRICS_PORTS[name],
+        health_service=health_service,
+        secrets=frozenset(REQUIRED_SECRETS[name]) | _database(name),
+    )
+
+
+def _database(name: str) -> frozenset[str]:
+    # docs/DEVELOPING.md: DATABASE_URL is used by the wallet and the migrations (and the
+    # reconciliation, which reads the same ledger).
+    return (
+        frozenset({DATABASE_URL_ENV}) if name in ("wallet", "migrate", "reconcile") else frozenset()
+    )
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        _grpc("wallet", "kishpa.wallet.v1.WalletService"),
+        _grpc("table", "kishpa.table.v1.TableService"),
+        _grpc("matchmaking", "kishpa.matchmaking.v1.MatchmakingService"),
+        Workload(
+            "worker",
+            ("worker",),
+            None,
+            DEFAULT_METRICS_PORTS["worker"],
+            None,
+            frozenset(REQUIRED_SECRETS["worker"]),
+        ),
+        Workload("beat", ("beat",), None, None, None, frozenset(REQUIRED_SECRETS["beat"])),
+        Workload("migrate", ("migrate",), None, None, None, _database("migrate"), kind="Job"),
+        Workload(
+            "reconcile",
+            ("wallet", "reconcile", "--json"),
+            None,
+            None,
+            None,
+            _database("reconcile"),
+            kind="CronJob",
+            # Reconciliation only reads: its URL is meant for a read-only database role.
+            secret_sources={DATABASE_URL_ENV: Secret("kishpa-database-readonly", "url")},
+        ),
+    )
+}
+
+# Who may reach which datastore or port; everything else must be refused by the policies.
+# EXTERNAL is any client outside the namespace (players, through the gateway).
+EXTERNAL = "<outside the namespace>"
+REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
+    ("postgres", 5432): frozenset({"wallet", "migrate", "reconcile"}),
+    ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat"}),
+    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker"}),
+    ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", EXTERNAL}),
+    ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({EXTERNAL}),
+}
+
+
+def worker_env_vars() -> frozenset[str]:
+    """The workers' own knobs, as workers/config.py documents them (``KISHPA_...``)."""
+    return frozenset(re.findall(r"``(KISHPA_[A-Z_]+)``", workers.config.__doc__ or ""))
+
+
+def settings_env_vars() -> frozenset[str]:
+    """Every environment variable the processes read: ``Settings`` and the workers' knobs."""
+    names = set(worker_env_vars())
+    prefix = str(Settings.model_config.get("env_prefix") or "")
+    for field_name, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        names.add(alias if isinstance(alias, str) else f"{prefix}{field_name}".upper())
+    return frozenset(names)
+
+
+def default_shutdown_grace_seconds() -> float:
+    """How long a service waits for in-flight calls after SIGTERM, unless configured."""
+    default = Settings.model_fields["shutdown_grace_seconds"].default
+    return float(default)
