@@ -28,6 +28,18 @@ from services.common.settings import Settings
 
 _log = get_logger(__name__)
 
+DEFAULT_SERVER_OPTIONS: tuple[tuple[str, Any], ...] = (
+    # Two processes must never share a port silently (grpc enables SO_REUSEPORT by default).
+    ("grpc.so_reuseport", 0),
+    # Ping idle connections so a vanished phone does not hold a WatchTable stream for hours.
+    ("grpc.keepalive_time_ms", 60_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+    # Accept client keepalive pings every 20 s or more (clients on mobile networks send them).
+    ("grpc.http2.min_ping_interval_without_data_ms", 20_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+)
+"""Server channel options; ``create_server(options=...)`` entries override these."""
+
 OVERALL_HEALTH = ""
 """The health-check name of the whole server (what a bare gRPC probe asks about)."""
 
@@ -95,7 +107,7 @@ def create_server(
             AuthInterceptor(authority or TokenAuthority.from_settings(settings), public_methods),
             ErrorInterceptor(),
         ],
-        options=list(options),
+        options=list({**dict(DEFAULT_SERVER_OPTIONS), **dict(options)}.items()),
     )
     for service in services:
         service.add_to_server(service.servicer, server)
@@ -111,7 +123,10 @@ def create_server(
         server,
     )
     bind = address if address is not None else settings.grpc_address
-    port = server.add_insecure_port(bind)
+    try:
+        port = server.add_insecure_port(bind)
+    except RuntimeError as exc:  # grpc raises when the address is taken
+        raise RuntimeError(f"could not bind the gRPC server to {bind}: {exc}") from None
     if port == 0:
         raise RuntimeError(f"could not bind the gRPC server to {bind}")
     return KishpaServer(server, health, port, names)

@@ -344,3 +344,9 @@ async def test_reflection_lists_the_services(harness: Harness) -> None:
         names = {s.name for s in reply.list_services_response.service}
         break
     assert {PROBE, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= names
+
+
+async def test_a_taken_port_is_refused(harness: Harness) -> None:
+    settings = load_settings("probe", token_secret=TOKEN_KEY)
+    with pytest.raises(RuntimeError, match="could not bind"):
+        create_server([], settings, address=f"127.0.0.1:{harness.server.port}")
