@@ -8,6 +8,9 @@ from hypothesis import strategies as st
 
 from games.fair import SERVER_SEED_BYTES
 from games.kishpa.ledger import Posting, Reason, from_every_other, net_movements
+from games.kishpa.record import end_postings, start_postings
+from games.kishpa.round import end_record, start_record
+from tests.unit.test_bot_rounds import play_round_with_bots
 
 pytestmark = pytest.mark.unit
 
@@ -59,12 +62,7 @@ def test_the_reasons_are_the_closed_set_of_rules_section_10() -> None:
 def test_postings_of_every_phase_of_a_bot_round_net_to_zero(
     seed: bytes, seats: int, bowl: int, last_round: bool
 ) -> None:
-    from games.kishpa.record import end_postings, start_postings
-    from tests.unit.test_bot_rounds import play_round_with_bots
-
     state = play_round_with_bots(seed, seats, bowl=bowl, last_round=last_round)
-    from games.kishpa.round import end_record, start_record
-
     for postings in (start_postings(start_record(state)), end_postings(end_record(state))):
         assert sum(net_movements(postings).values()) == 0
         assert all(p.amount > 0 for p in postings)
