@@ -1,0 +1,699 @@
+"""The table service through a real grpc.aio server on loopback and the machine's Redis.
+
+Whole games of bots, hidden information, concurrent and duplicated actions, resuming the
+event stream, and bad input. Every table has a fresh id; nothing else in Redis is touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf.json_format import MessageToDict
+from redis.asyncio import Redis
+
+from games.kishpa import round as rnd
+from games.kishpa.record import end_postings, start_postings
+from kishpa.common.v1 import common_pb2
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.errors import error_reason
+from services.common.settings import Settings, load_settings
+from services.table import keys
+from services.table.botclient import BotPlayer
+from services.table.server import TableServer, create_table_server
+
+pytestmark = pytest.mark.integration
+
+PLAYERS = ["ann", "bob", "cat", "dan"]
+
+
+@pytest.fixture
+def settings(redis_url: str) -> Settings:
+    return load_settings(
+        "table",
+        redis_url=redis_url,
+        token_secret=secrets.token_urlsafe(48),
+        service_secret=secrets.token_urlsafe(48),
+        grpc_port=0,
+        metrics_port=0,
+    )
+
+
+@pytest.fixture
+def authority(settings: Settings) -> TokenAuthority:
+    return TokenAuthority.from_settings(settings)
+
+
+@pytest.fixture
+async def server(settings: Settings) -> AsyncIterator[TableServer]:
+    srv = create_table_server(settings, address="127.0.0.1:0")
+    await srv.start()
+    yield srv
+    await srv.stop(0)
+
+
+@pytest.fixture
+async def channel(server: TableServer) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+        yield ch
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def players() -> list[str]:
+    suffix = uuid.uuid4().hex[:8]
+    return [f"{p}-{suffix}" for p in PLAYERS]
+
+
+@pytest.fixture
+def md(authority: TokenAuthority, players: list[str]) -> dict[str, Any]:
+    """Call metadata per player."""
+    return {p: bearer_metadata(authority.issue_player_token(p, p.upper()).token) for p in players}
+
+
+@pytest.fixture
+def stub(channel: grpc.aio.Channel) -> table_pb2_grpc.TableServiceStub:
+    return table_pb2_grpc.TableServiceStub(channel)
+
+
+async def _cleanup(redis: Redis, table_id: str) -> None:
+    await redis.delete(
+        keys.state(table_id),
+        keys.events(table_id),
+        keys.requests(table_id),
+        keys.outbox(table_id),
+        keys.balances(table_id),
+    )
+    await redis.zrem(keys.deadlines(), table_id)
+
+
+async def _open_table(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    *,
+    turn_seconds: int = 60,
+    pause_ms: int = 30,
+    start: bool = True,
+) -> str:
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=table_pb2.TableSettings(
+                game=common_pb2.GAME_KISHPA,
+                seats=len(players),
+                turn_seconds=turn_seconds,
+                reveal_window_seconds=30,
+                next_round_pause_ms=pause_ms,
+            ),
+            request_id=uuid.uuid4().hex,
+            client_seed="creator-seed",
+        ),
+        metadata=md[players[0]],
+    )
+    table_id = created.table.table_id
+    for p in players[1:]:
+        await stub.JoinTable(
+            table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[p],
+        )
+    if start:
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[players[0]],
+        )
+    return table_id
+
+
+async def _hidden(redis: Redis, table_id: str) -> tuple[int, dict[str, Any]]:
+    version, raw = await redis.hmget(keys.state(table_id), ["version", "state"])  # type: ignore[misc]
+    return int(version), json.loads(raw)
+
+
+async def _stream_len(redis: Redis, table_id: str) -> int:
+    return int(await redis.xlen(keys.events(table_id)))
+
+
+async def _play_until(
+    bots: dict[str, BotPlayer],
+    table_id: str,
+    done: Callable[[table_pb2.TableView], bool],
+    *,
+    after_each: Callable[[], Any] | None = None,
+    limit: int = 5000,
+) -> table_pb2.TableView:
+    """Let every bot move in turn until ``done`` holds (sequential: state is stable between)."""
+    view = await next(iter(bots.values())).view(table_id)
+    idle = 0
+    for _ in range(limit):
+        if done(view):
+            return view
+        moved = False
+        for player in bots.values():
+            mine = await player.view(table_id)
+            after = await player.play(table_id, mine)
+            if after is not None:
+                moved = True
+                if after_each is not None:
+                    await after_each()
+        view = await next(iter(bots.values())).view(table_id)
+        if not moved:
+            idle += 1
+            assert idle < 500, "nobody could move for too long"
+            await asyncio.sleep(0.01)  # the deadline loop starts the next round
+        else:
+            idle = 0
+    raise AssertionError("the game did not finish")
+
+
+async def test_four_bots_play_rounds_until_the_last_round_empties_the_bowl(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    table_id = await _open_table(stub, md, players)
+    try:
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n]) * 80)
+            for n, p in enumerate(players)
+        }
+        view = await _play_until(bots, table_id, lambda v: v.round.round >= 3)
+        pressed = await stub.PressLastRound(
+            table_pb2.PressLastRoundRequest(table_id=table_id, request_id="press"),
+            metadata=md[players[0]],
+        )
+        assert pressed.table.last_round_pressed
+        view = await _play_until(
+            bots, table_id, lambda v: v.status == table_pb2.TABLE_STATUS_CLOSED
+        )
+        last = view.round.round
+        assert last in (3, 4), "the round after the press is the last"
+        assert view.bowl == 0
+        assert view.round.server_seed, "the seed is revealed once the round ended"
+
+        # The outbox holds every phase of every round, and the rules settle them.
+        outbox = await redis.hgetall(keys.outbox(table_id))  # type: ignore[misc]
+        fields = sorted(k.decode() for k in outbox)
+        assert fields == sorted(f"{r}:{p}" for r in range(1, last + 1) for p in ("start", "end"))
+        bowl = 0
+        for r in range(1, last + 1):
+            for phase, settle in (("start", start_postings), ("end", end_postings)):
+                value = json.loads(outbox[f"{r}:{phase}".encode()])
+                assert value["table_id"] == table_id
+                assert value["game"] == "kishpa"
+                assert (value["round"], value["phase"]) == (r, phase)
+                for posting in settle(value["record"]):
+                    bowl += posting.amount if posting.to_account == "bowl" else 0
+                    bowl -= posting.amount if posting.from_account == "bowl" else 0
+        assert bowl == 0, "after the last round the bowl account is empty"
+        final = json.loads(outbox[f"{last}:end".encode()])["record"]
+        assert final["last_round"] is True
+
+        # The bowl events tell the same story: only the last round split or took it for good.
+        events = await redis.xrange(keys.events(table_id))
+        outcomes = [json.loads(f[b"data"])["outcome"] for _, f in events if f[b"type"] == b"bowl"]
+        assert len(outcomes) == last
+        assert outcomes[-1] in ("taken", "split")
+        assert events[-1][1][b"type"] == b"table_closed"
+        assert await redis.zscore(keys.deadlines(), table_id) is None
+        assert await redis.ttl(keys.state(table_id)) > 0, "a closed table expires"
+    finally:
+        await _cleanup(redis, table_id)
+
+
+def _ids_in(obj: Any) -> set[int]:
+    """Every tile id a message (as a dict) carries: Tile messages and *_id / id fields."""
+    found: set[int] = set()
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in ("id", "tile_id", "discard_id", "tileIds", "tile_ids") and value is not None:
+                values = value if isinstance(value, list) else [value]
+                found.update(int(v) for v in values if isinstance(v, int | float | str))
+            else:
+                found |= _ids_in(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            found |= _ids_in(item)
+    return found
+
+
+async def test_a_spying_player_never_sees_another_hand_or_the_pile(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    table_id = await _open_table(stub, md, players)
+    spy = players[1]
+    spy_seat = 1
+    received: list[dict[str, Any]] = []
+    watched: list[table_pb2.TableEvent] = []
+    # Everything the spy may legitimately know, accumulated from the hidden state.
+    allowed: set[int] = set()
+
+    async def watch() -> None:
+        call = stub.WatchTable(table_pb2.WatchTableRequest(table_id=table_id), metadata=md[spy])
+        async for item in call:
+            watched.append(item.event)
+
+    async def check_now() -> None:
+        """Call every read RPC as the spy; compare what came back with the hidden state."""
+        _, state = await _hidden(redis, table_id)
+        round_state = rnd.RoundState.from_dict(state["game"]["round"])
+        public = set(round_state.discards) | set(round_state.kishpa_tiles)
+        public |= {t for g in round_state.winning_groups for t in g}
+        if round_state.final_discard is not None:
+            public.add(round_state.final_discard)
+        mine = set(round_state.hands[spy_seat])
+        allowed.update(public | mine)
+        others = {t for s, h in enumerate(round_state.hands) if s != spy_seat for t in h}
+        view = (
+            await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[spy])
+        ).table
+        messages: list[Any] = [view]
+        between_rounds = view.round.phase == table_pb2.ROUND_PHASE_ENDED
+        if not between_rounds:  # between rounds there is no hand to advise
+            messages.append(
+                await stub.GetHint(table_pb2.GetHintRequest(table_id=table_id), metadata=md[spy])
+            )
+        for message in messages:
+            as_dict = MessageToDict(message, preserving_proto_field_name=True)
+            received.append(as_dict)
+            ids = _ids_in(as_dict)
+            assert not (ids & (others - public)), "another player's tile leaked"
+            assert not (ids & set(round_state.pile)), "a tile of the pile leaked"
+        assert sorted(t.id for t in view.round.my_rack.tiles) == sorted(mine)
+        for seat in view.seats:
+            assert seat.tile_count == len(round_state.hands[seat.seat])
+
+    watcher = asyncio.create_task(watch())
+    try:
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 9]) * 80)
+            for n, p in enumerate(players)
+        }
+        # Mutating RPCs of the spy out of turn are refused and leak nothing either.
+        for call, request in (
+            (stub.SetRackOrder, table_pb2.SetRackOrderRequest(table_id=table_id, tile_ids=[0])),
+            (stub.DeclineReveal, table_pb2.DeclineRevealRequest(table_id=table_id)),
+            (stub.RevealKishpa, table_pb2.RevealKishpaRequest(table_id=table_id)),
+            (stub.PressLastRound, table_pb2.PressLastRoundRequest(table_id=table_id)),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await call(request, metadata=md[spy])
+            assert refused.value.code() != grpc.StatusCode.INTERNAL
+        await check_now()
+        await _play_until(bots, table_id, lambda v: v.round.round >= 2, after_each=check_now)
+        await check_now()  # the second round was dealt by the deadline loop, between moves
+        # The spy sets his rack order and gets it back, reversed, on a fresh GetTable.
+        view = (
+            await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[spy])
+        ).table
+        if view.round.phase in (table_pb2.ROUND_PHASE_FIRST_DISCARD, table_pb2.ROUND_PHASE_TURNS):
+            order = [t.id for t in view.round.my_rack.tiles][::-1]
+            await stub.SetRackOrder(
+                table_pb2.SetRackOrderRequest(table_id=table_id, tile_ids=order, request_id="r"),
+                metadata=md[spy],
+            )
+            again = (
+                await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[spy])
+            ).table
+            assert [t.id for t in again.round.my_rack.tiles] == order
+        await asyncio.sleep(0.2)
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        await _cleanup(redis, table_id)
+    assert len(watched) > 50
+    for event in watched:
+        as_dict = MessageToDict(event, preserving_proto_field_name=True)
+        ids = _ids_in(as_dict)
+        assert ids <= allowed, f"event {event.type} shows tiles the spy never could know"
+        if event.HasField("private_data"):
+            assert event.seat in (spy_seat, -1), f"another seat's private {event.type}"
+    dealt = [e for e in watched if e.type == "dealt"]
+    assert [e.HasField("private_data") for e in dealt] == [e.seat == spy_seat for e in dealt]
+
+
+async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_once(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+) -> None:
+    table_id = await _open_table(stub, md, players)
+    try:
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 3]) * 80)
+            for n, p in enumerate(players)
+        }
+        view = await _play_until(
+            bots,
+            table_id,
+            lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS and not v.round.turn_drew,
+        )
+        turn = view.round.turn_seat
+        mover = players[turn]
+        version, before = await _hidden(redis, table_id)
+        length = await _stream_len(redis, table_id)
+
+        def draw(player: str, rid: str) -> Any:
+            return stub.Draw(
+                table_pb2.DrawRequest(
+                    table_id=table_id, source=table_pb2.DRAW_SOURCE_PILE, request_id=rid
+                ),
+                metadata=md[player],
+            )
+
+        calls = [draw(mover, "same") for _ in range(20)]
+        calls += [draw(mover, f"other-{n}") for n in range(15)]
+        calls += [draw(players[(turn + 1 + n % 3) % 4], f"x-{n}") for n in range(15)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        ok = [r for r in results if isinstance(r, table_pb2.DrawResponse)]
+        errors = [r for r in results if isinstance(r, grpc.aio.AioRpcError)]
+        assert len(ok) + len(errors) == 50
+        drawn = {r.tile.id for r in ok}
+        assert len(drawn) == 1, "every success is the one draw (first answer replayed)"
+        assert all(e.code() == grpc.StatusCode.FAILED_PRECONDITION for e in errors)
+        assert {error_reason(e) for e in errors} <= {"ALREADY_DREW", "NOT_YOUR_TURN"}
+        assert sum(error_reason(e) == "NOT_YOUR_TURN" for e in errors) == 15
+        # Exactly one draw applied: one version, one event, one tile moved.
+        version_after, after = await _hidden(redis, table_id)
+        assert version_after == version + 1
+        assert await _stream_len(redis, table_id) == length + 1
+        b = before["game"]["round"]
+        a = after["game"]["round"]
+        assert len(a["pile"]) == len(b["pile"]) - 1
+        assert a["hands"][turn] == [*b["hands"][turn], drawn.pop()]
+        assert (
+            a["hands"][:turn] + a["hands"][turn + 1 :] == b["hands"][:turn] + b["hands"][turn + 1 :]
+        )
+    finally:
+        await _cleanup(redis, table_id)
+
+
+async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    table_id = await _open_table(stub, md, players)
+    watcher = players[2]
+    try:
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 5]) * 80)
+            for n, p in enumerate(players)
+        }
+        seen: list[table_pb2.TableEvent] = []
+        call = stub.WatchTable(table_pb2.WatchTableRequest(table_id=table_id), metadata=md[watcher])
+        async for item in call:
+            seen.append(item.event)
+            if len(seen) == 12:
+                break
+        call.cancel()  # the client disconnects
+        await _play_until(bots, table_id, lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS)
+        for _ in range(12):  # a dozen more moves while it is away
+            for player in bots.values():
+                await player.play(table_id, await player.view(table_id))
+        resumed: list[table_pb2.TableEvent] = []
+        total = len(
+            [e async for e in _collect(stub, md[watcher], table_id, "", stop_after_idle=0.3)]
+        )
+        async for event in _collect(stub, md[watcher], table_id, seen[-1].event_id, 0.3):
+            resumed.append(event)
+        ids = [e.event_id for e in seen + resumed]
+        assert len(ids) == len(set(ids)), "no event twice"
+        assert ids == sorted(ids, key=lambda i: tuple(int(x) for x in i.split("-")))
+        assert len(seen) + len(resumed) == total, "every event once"
+        full = [e.event_id for e in await _all_events(stub, md[watcher], table_id)]
+        assert ids == full
+    finally:
+        await _cleanup(redis, table_id)
+
+
+async def _collect(
+    stub: table_pb2_grpc.TableServiceStub,
+    metadata: Any,
+    table_id: str,
+    after: str,
+    stop_after_idle: float,
+) -> AsyncIterator[table_pb2.TableEvent]:
+    """Events of a fresh WatchTable until it stays quiet for ``stop_after_idle`` seconds."""
+    call = stub.WatchTable(
+        table_pb2.WatchTableRequest(table_id=table_id, after_event_id=after), metadata=metadata
+    )
+    iterator = call.__aiter__()
+    try:
+        while True:
+            try:
+                item = await asyncio.wait_for(iterator.__anext__(), stop_after_idle)
+            except (TimeoutError, StopAsyncIteration):
+                return
+            yield item.event
+    finally:
+        call.cancel()
+
+
+async def _all_events(
+    stub: table_pb2_grpc.TableServiceStub, metadata: Any, table_id: str
+) -> list[table_pb2.TableEvent]:
+    return [e async for e in _collect(stub, metadata, table_id, "", 0.3)]
+
+
+async def test_bad_input_gets_a_clear_status_and_changes_nothing(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    settings: Settings,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+) -> None:
+    table_id = await _open_table(stub, md, players)
+    try:
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80)
+            for n, p in enumerate(players)
+        }
+        view = await _play_until(
+            bots,
+            table_id,
+            lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS and not v.round.turn_drew,
+        )
+        turn = view.round.turn_seat
+        mover, idler = players[turn], players[(turn + 1) % 4]
+        _, state = await _hidden(redis, table_id)
+        hands = state["game"]["round"]["hands"]
+        not_mine = hands[(turn + 1) % 4][0]
+        stranger = bearer_metadata(authority.issue_player_token("stranger", "S").token)
+        expired = TokenAuthority(
+            settings.token_secret.get_secret_value() if settings.token_secret else None,
+            token_ttl_seconds=1,
+            clock=lambda: 1_000_000.0,
+        ).issue_player_token(mover, "M")
+        pile = table_pb2.DRAW_SOURCE_PILE
+        cases: list[tuple[Any, Any, Any, grpc.StatusCode, str | None]] = [
+            (
+                stub.GetTable,
+                table_pb2.GetTableRequest(table_id="no-such-table"),
+                md[mover],
+                grpc.StatusCode.NOT_FOUND,
+                "TABLE_NOT_FOUND",
+            ),
+            (
+                stub.Draw,
+                table_pb2.DrawRequest(table_id="no-such-table", source=pile),
+                md[mover],
+                grpc.StatusCode.NOT_FOUND,
+                "TABLE_NOT_FOUND",
+            ),
+            (
+                stub.Draw,
+                table_pb2.DrawRequest(table_id=table_id, source=pile),
+                md[idler],
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "NOT_YOUR_TURN",
+            ),
+            (
+                stub.Discard,
+                table_pb2.DiscardRequest(table_id=table_id, tile_id=not_mine),
+                md[mover],
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "MUST_DRAW_FIRST",
+            ),
+            (
+                stub.Draw,
+                table_pb2.DrawRequest(table_id=table_id),
+                md[mover],
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "BAD_SOURCE",
+            ),
+            (
+                stub.Discard,
+                table_pb2.DiscardRequest(table_id=table_id, tile_id=999),
+                md[mover],
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "MALFORMED_TILE",
+            ),
+            (
+                stub.Draw,
+                table_pb2.DrawRequest(table_id=table_id, source=pile),
+                stranger,
+                grpc.StatusCode.PERMISSION_DENIED,
+                "NOT_SEATED",
+            ),
+            (
+                stub.PressLastRound,
+                table_pb2.PressLastRoundRequest(table_id=table_id),
+                md[idler],
+                grpc.StatusCode.PERMISSION_DENIED,
+                "NOT_CREATOR",
+            ),
+            (
+                stub.Draw,
+                table_pb2.DrawRequest(table_id=table_id, source=pile),
+                bearer_metadata(expired.token),
+                grpc.StatusCode.UNAUTHENTICATED,
+                None,
+            ),
+            (
+                stub.Draw,
+                table_pb2.DrawRequest(table_id=table_id, source=pile),
+                (),
+                grpc.StatusCode.UNAUTHENTICATED,
+                None,
+            ),
+            (
+                stub.GetTable,
+                table_pb2.GetTableRequest(table_id=""),
+                md[mover],
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "BAD_TABLE_ID",
+            ),
+            (
+                stub.JoinTable,
+                table_pb2.JoinTableRequest(table_id=table_id),
+                stranger,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "GAME_STARTED",
+            ),
+        ]
+        await _refused_without_change(redis, table_id, cases)
+
+        # After drawing: a tile not in hand, a malformed arrangement, a hand that does not win.
+        await stub.Draw(
+            table_pb2.DrawRequest(table_id=table_id, source=pile, request_id="d"),
+            metadata=md[mover],
+        )
+        _, state = await _hidden(redis, table_id)
+        mine = state["game"]["round"]["hands"][turn]
+        cases = [
+            (
+                stub.Discard,
+                table_pb2.DiscardRequest(table_id=table_id, tile_id=not_mine),
+                md[mover],
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "TILE_NOT_IN_HAND",
+            ),
+            (
+                stub.Win,
+                table_pb2.WinRequest(
+                    table_id=table_id,
+                    discard_tile_id=mine[0],
+                    arrangement=[table_pb2.ProposedGroup(tile_ids=[1000, 2])],
+                ),
+                md[mover],
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "MALFORMED_TILE",
+            ),
+            (
+                stub.SetRackOrder,
+                table_pb2.SetRackOrderRequest(table_id=table_id, tile_ids=mine[:-1]),
+                md[mover],
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "BAD_RACK_ORDER",
+            ),
+            (
+                stub.WatchTable,
+                table_pb2.WatchTableRequest(table_id=table_id, after_event_id="x"),
+                md[mover],
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "BAD_EVENT_ID",
+            ),
+        ]
+        if not _wins(state, turn):
+            cases.append(
+                (
+                    stub.Win,
+                    table_pb2.WinRequest(
+                        table_id=table_id,
+                        discard_tile_id=mine[0],
+                        arrangement=[table_pb2.ProposedGroup(tile_ids=mine[1:])],
+                    ),
+                    md[mover],
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "NOT_A_WINNING_HAND",
+                )
+            )
+        await _refused_without_change(redis, table_id, cases)
+    finally:
+        await _cleanup(redis, table_id)
+
+
+def _wins(state: dict[str, Any], seat: int) -> bool:
+    from games.kishpa.solver import winning_discards
+    from games.kishpa.tiles import face_of
+
+    round_state = rnd.RoundState.from_dict(state["game"]["round"])
+    faces = [face_of(t) for t in round_state.hands[seat]]
+    return any(w.position == 0 for w in winning_discards(faces, round_state.kishpa))
+
+
+async def _complete(result: Any) -> None:
+    """Await a unary call, or read a streaming one to its end."""
+    if isinstance(result, grpc.aio.UnaryStreamCall):
+        async for _ in result:
+            pass
+    else:
+        await result
+
+
+async def _refused_without_change(
+    redis: Redis,
+    table_id: str,
+    cases: list[tuple[Any, Any, Any, grpc.StatusCode, str | None]],
+) -> None:
+    for call, request, metadata, code, reason in cases:
+        version, state = await _hidden(redis, table_id)
+        length = await _stream_len(redis, table_id)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await _complete(call(request, metadata=metadata))
+        err = refused.value
+        assert err.code() == code, (request, err.details())
+        assert err.details(), "a clear message"
+        if reason is not None:
+            assert error_reason(err) == reason, (request, err.details())
+        assert await _hidden(redis, table_id) == (version, state), "bad input changed state"
+        assert await _stream_len(redis, table_id) == length
