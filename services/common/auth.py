@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import grpc
 import jwt
+import structlog
 
 from services.common.errors import PermissionDenied, Unauthenticated, abort_with
 from services.common.handlers import wrap_handler
@@ -236,6 +237,15 @@ class TokenAuthority:
 _caller: ContextVar[Caller | None] = ContextVar("kishpa_caller", default=None)
 
 
+def caller_label(caller: Caller | None) -> str:
+    """How logs name a caller: the player id, ``service:<name>``, or ``anonymous``."""
+    if caller is None:
+        return "anonymous"
+    if isinstance(caller, Player):
+        return caller.player_id
+    return SERVICE_SUBJECT_PREFIX + caller.name
+
+
 def current_caller() -> Caller | None:
     """Who is calling the current RPC (``None`` on a public method without a token)."""
     return _caller.get()
@@ -327,7 +337,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 raise  # abort_with always raises; this tells the type checker so
             reset = _caller.set(caller)
             try:
-                yield
+                # Every log line of the call names its caller (ids only, never the token).
+                with structlog.contextvars.bound_contextvars(caller=caller_label(caller)):
+                    yield
             finally:
                 _caller.reset(reset)
 

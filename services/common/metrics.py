@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 from services.common.handlers import wrap_handler
 
@@ -29,6 +29,12 @@ class GrpcMetrics:
             "kishpa_grpc_server_handled",
             "RPCs completed, by status code.",
             (*labels, "grpc_code"),
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "kishpa_grpc_server_in_flight",
+            "RPCs running now (open WatchTable streams included).",
+            labels,
             registry=registry,
         )
         self.handling_seconds = Histogram(
@@ -81,6 +87,8 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
     ) -> AsyncIterator[None]:
         service, name = split_method(method)
         self._metrics.started.labels(service, name).inc()
+        in_flight = self._metrics.in_flight.labels(service, name)
+        in_flight.inc()
         began = time.perf_counter()
         code: grpc.StatusCode | None = None
         try:
@@ -97,6 +105,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         else:
             code = context.code()
         finally:
+            in_flight.dec()
             self._metrics.handled.labels(service, name, _code_name(code)).inc()
             self._metrics.handling_seconds.labels(service, name).observe(
                 time.perf_counter() - began

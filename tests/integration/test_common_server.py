@@ -63,6 +63,7 @@ class Probe:
 
     async def Whoami(self, request: Msg, context: grpc.aio.ServicerContext[Msg, Msg]) -> Msg:
         await asyncio.sleep(0)  # the caller must survive a suspension
+        structlog.get_logger("probe").info("probe.whoami")
         return Msg(service=_name(current_caller()))
 
     async def Fail(self, request: Msg, context: grpc.aio.ServicerContext[Msg, Msg]) -> Msg:
@@ -159,7 +160,9 @@ async def harness() -> AsyncIterator[Harness]:
     )
     await server.start()
     # Captured log entries (not rendered): what the server logged during the test.
-    with structlog.testing.capture_logs() as logs:
+    with structlog.testing.capture_logs(
+        processors=[structlog.contextvars.merge_contextvars]
+    ) as logs:
         h = Harness(server, registry, logs)
         try:
             yield h
@@ -207,6 +210,15 @@ async def test_player_and_service_callers_are_identified(harness: Harness) -> No
     service_token = harness.authority.issue_service_token("worker").token
     reply = await harness.unary("Whoami")(Msg(), metadata=bearer_metadata(service_token))
     assert reply.service == "service:worker"
+
+
+async def test_log_lines_of_a_call_name_the_caller_not_the_token(harness: Harness) -> None:
+    metadata = harness.player_metadata("p-31")
+    await harness.unary("Whoami")(Msg(), metadata=metadata)
+    entries = [e for e in harness.logs if e["event"] == "probe.whoami"]
+    assert [e.get("caller") for e in entries] == ["p-31"]
+    token = metadata[0][1].removeprefix("Bearer ")
+    assert token not in repr(harness.logs)
 
 
 async def test_client_interceptors_attach_the_token(harness: Harness) -> None:
@@ -310,6 +322,10 @@ async def test_metrics_count_calls_by_method_and_code(harness: Harness) -> None:
         {"grpc_service": PROBE, "grpc_method": "Whoami"},
     )
     assert count == 4
+    in_flight = harness.registry.get_sample_value(
+        "kishpa_grpc_server_in_flight", {"grpc_service": PROBE, "grpc_method": "Whoami"}
+    )
+    assert in_flight == 0
 
 
 async def test_health_is_public_and_serving(harness: Harness) -> None:
