@@ -414,3 +414,34 @@ def test_the_bowl_is_not_a_player_id() -> None:
     rec = record(players=["bowl", "p2"], end={})
     with pytest.raises(InvalidRecordError, match="bowl"):
         settle_record(rec)
+
+
+# Section 8, every row: (changes to the plain winning hand, final discard, payout per loser).
+_R6_FOR_B12 = {"B12": "R6"}
+_TWO_R6 = {"B12": "R6", "K9": "R6"}
+_KISHPA = {"Y7": "R3", "Y8": "R4", "Y9": "R5"}
+WIN_TABLE = [
+    ("plain win", {}, "Y3", 2),
+    ("with a joker in hand", _R6_FOR_B12, "Y3", 3),
+    ("with 2 jokers in hand", _TWO_R6, "Y3", 4),
+    ("discarding a joker as the last tile", {}, "R6", 4),
+    ("2 jokers, one of them discarded last", _R6_FOR_B12, "R6", 5),
+    ("with the kishpa in hand", _KISHPA, "Y3", 3),
+    ("kishpa + a joker", {**_KISHPA, **_R6_FOR_B12}, "Y3", 4),
+    ("kishpa + 2 jokers", {**_KISHPA, **_TWO_R6}, "Y3", 5),
+    ("kishpa + discarding a joker", _KISHPA, "R6", 5),
+    ("kishpa + 2 jokers, one discarded last", {**_KISHPA, **_R6_FOR_B12}, "R6", 6),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "discard", "per_loser"),
+    [row[1:] for row in WIN_TABLE],
+    ids=[row[0] for row in WIN_TABLE],
+)
+def test_every_row_of_the_win_table(changes: dict[str, str], discard: str, per_loser: int) -> None:
+    hand = [changes.get(t, t) for t in WIN_HAND]
+    rec = record(end={"p2": hand}, winner="p2", final_discard=discard)
+    out = settle_record(rec)
+    assert rows(out["end"], "win") == from_all("p2", per_loser)
+    assert rows(out["end"], "bonus_joker") == []  # the winner's jokers go through the win

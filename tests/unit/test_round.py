@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from games.fair import commitment
+from games.kishpa.deal import deal_round
 from games.kishpa.errors import IllegalMoveError
 from games.kishpa.group_check import is_valid_run, is_valid_set
 from games.kishpa.record import settle_record
@@ -424,3 +425,19 @@ def test_group_check_examples() -> None:
     assert not is_valid_run([parse_face(t) for t in ("B13", "B1", "B2")], joker, wrap)
     assert is_valid_set([parse_face(t) for t in ("B7", "R6", "K7", "Y7")], joker)
     assert not is_valid_set([parse_face(t) for t in ("B7", "B7", "K7")], joker)
+
+
+def test_a_doll_turned_as_kishpa_is_announced_and_goes_back_into_the_pile() -> None:
+    seed = next(
+        s
+        for s in (bytes([k]) * 80 for k in range(256))
+        if deal_round(s, [], 4, 0).kishpa.dolls_returned
+    )
+    state, events = new_round(PLAYERS, 0, seed)
+    doll = state.dolls_returned[0]
+    assert face_of(doll).is_doll
+    assert tile_places(state)[doll] == "pile"
+    assert not state.kishpa.is_doll
+    started = events[0].data
+    assert started["dolls_returned"] == [str(face_of(doll))]
+    assert started["kishpa"] == str(face_of(state.kishpa_tiles[0]))
