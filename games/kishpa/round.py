@@ -481,6 +481,8 @@ def _draw(state: RoundState, seat: int, source: str) -> list[Event]:
     if state.drew:
         raise IllegalMoveError("you already drew this turn; discard or win", "ALREADY_DREW")
     if source == PILE:
+        if not state.pile:
+            raise IllegalMoveError("the pile is empty", "PILE_EMPTY")
         tile = state.pile.pop()
     elif source == DISCARD:
         if not state.discards:
@@ -575,7 +577,8 @@ def _checked_arrangement(
         return None
     groups = [list(g) for g in arrangement]
     flat = [t for g in groups for t in g]
-    if sorted(flat) != sorted(remaining):
+    # A malformed proposal is ignored (the server searches), never an internal error.
+    if not all(type(t) is int for t in flat) or sorted(flat) != sorted(remaining):
         return None
     faces = [[face_of(t) for t in group] for group in groups]
     return groups if is_winning_arrangement(faces, state.joker, state.ruleset) else None

@@ -441,3 +441,10 @@ def test_a_doll_turned_as_kishpa_is_announced_and_goes_back_into_the_pile() -> N
     started = events[0].data
     assert started["dolls_returned"] == [str(face_of(doll))]
     assert started["kishpa"] == str(face_of(state.kishpa_tiles[0]))
+
+
+def test_a_malformed_proposed_arrangement_is_ignored_and_the_server_searches() -> None:
+    state = build([[*WIN_14, "R3"], [], [], []])
+    junk: Any = (("B1", 3), (None,))
+    won, _ = apply(state, Win(0, tile(state, 0, "R3"), junk))
+    assert won.winner == 0
