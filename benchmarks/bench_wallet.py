@@ -48,6 +48,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -57,12 +63,15 @@ class Result:
     """Throughput and latency of one measurement."""
 
     def __init__(self, count: int, seconds: float, latencies: list[float]) -> None:
+        self.count = count
+        self.server_cpu_ms = 0.0
         self.rate = count / seconds
         self.p50_ms = _percentile(latencies, 0.50) * 1000
         self.p99_ms = _percentile(latencies, 0.99) * 1000
 
     def __str__(self) -> str:
-        return f"{self.rate:8.0f}/s  p50 {self.p50_ms:6.1f} ms  p99 {self.p99_ms:6.1f} ms"
+        cpu = f"  server CPU {self.server_cpu_ms:.2f} ms each" if self.server_cpu_ms else ""
+        return f"{self.rate:8.0f}/s  p50 {self.p50_ms:6.1f} ms  p99 {self.p99_ms:6.1f} ms{cpu}"
 
 
 def insert_baseline(url: str, count: int, threads: int) -> Result:
@@ -198,7 +207,10 @@ def serve_and_measure(url: str, count: int, concurrency: int) -> Result:
         async def go() -> Result:
             await _wait_serving(port, proc)
             await grpc_batches(port, concurrency * 5, concurrency)  # warm-up
-            return await grpc_batches(port, count, concurrency)
+            cpu = _cpu_seconds(proc.pid)
+            result = await grpc_batches(port, count, concurrency)
+            result.server_cpu_ms = (_cpu_seconds(proc.pid) - cpu) * 1000 / result.count
+            return result
 
         return asyncio.run(go())
     finally:

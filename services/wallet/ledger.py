@@ -4,8 +4,8 @@ Each batch is one transaction. The touched accounts other than the bank are lock
 order (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises
 writers), so concurrent batches on overlapping accounts neither lose updates nor deadlock.
 The bank takes only relative updates, always last, so it never joins a lock cycle. The
-idempotency key is unique: a concurrent twin either finds the first result after waiting for
-the locks or fails its insert and reads it.
+idempotency key is unique: a replay, or a concurrent twin, fails its insert (or its plan) and
+then reads and returns the first result, so the common path pays no extra read.
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ from services.wallet.accounts import (
 )
 from services.wallet.batch import Posting, body_hash, plan_batch, touched_accounts, validate_batch
 from services.wallet.database import is_sqlite
-from services.wallet.errors import AccountNotFound, IdempotencyKeyReused, InvalidRequest
+from services.wallet.errors import (
+    AccountNotFound,
+    IdempotencyKeyReused,
+    InvalidRequest,
+    WalletError,
+)
 
 # Keys the wallet uses for its own batches; clients may not use this namespace.
 INTERNAL_KEY_PREFIX = "wallet:"
@@ -190,8 +195,10 @@ class Ledger:
         try:
             with self.engine.begin() as conn:
                 return self._apply_locked(conn, key, digest, postings, accounts)
-        except IntegrityError:
-            # A concurrent batch with the same key committed first; answer as a replay.
+        except (IntegrityError, WalletError):
+            # The key may be taken: by an earlier batch (a replay: its first result is the
+            # answer, even if the same postings could not apply now) or by a concurrent twin
+            # that committed first. Replays are rare, so they alone pay for this read.
             with self._read() as conn:
                 first = self._find(conn, key, digest)
             if first is None:
@@ -215,9 +222,6 @@ class Ledger:
         missing = [x for x in own if x not in balances]
         if missing:
             raise AccountNotFound(f"no such account: {', '.join(missing)} (open the wallet first)")
-        first = self._find(conn, key, digest)
-        if first is not None:
-            return first
         # The bank is not locked and may not be read consistently; its balance after the
         # batch comes from the relative UPDATE below (no limit applies to it).
         plan = plan_batch(postings, {**balances, BANK: 0})
