@@ -43,6 +43,7 @@ from workers.wallet_client import WalletClient
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKERS_REDIS_URL = os.environ.get("TEST_WORKERS_REDIS_URL", "redis://127.0.0.1:6379/13")
+RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//")
 SECRET = secrets.token_urlsafe(48)
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 STARTING_TOKENS = 2000
@@ -170,6 +171,7 @@ class Worker:
     metrics_port: int = field(default_factory=_free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
     extra_args: list[str] = field(default_factory=list)
+    broker_url: str = WORKERS_REDIS_URL
     process: Process | None = None
 
     def start(self, concurrency: int = 4) -> Worker:
@@ -177,6 +179,7 @@ class Worker:
             KISHPA_WALLET_ADDR=self.wallet_addr,
             KISHPA_WORKER_QUEUE=self.queue,
             KISHPA_METRICS_PORT=str(self.metrics_port),
+            KISHPA_BROKER_URL=self.broker_url,
             **self.extra_env,
         )
         argv = [KISHPA, "worker", f"--concurrency={concurrency}", *self.extra_args]
@@ -193,7 +196,9 @@ class Worker:
 
     def sender(self) -> Celery:
         """A Celery client publishing to this worker's queue (what enqueue_settlement does)."""
-        settings = Settings(service="worker", redis_url=WORKERS_REDIS_URL)
+        settings = Settings(
+            service="worker", redis_url=WORKERS_REDIS_URL, broker_url=self.broker_url
+        )
         return create_app(WorkerConfig(settings=settings, queue=self.queue))
 
     def metrics(self) -> str:
@@ -520,3 +525,24 @@ def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_aler
             worker.process.stop()
         assert own_wallet.process is not None
         own_wallet.process.stop()
+
+
+def test_rabbitmq_works_as_the_broker(wallet: Wallet, tmp_dir: Path, tables: Tables) -> None:
+    worker = Worker(wallet.addr, tmp_dir / "rabbit-worker.log", broker_url=RABBITMQ_URL)
+    worker.start(concurrency=2)
+    sender = worker.sender()
+    try:
+        table, players = tables.new()
+        record = round_record(players)
+        for phase in ("start", "end"):
+            ref = tables.write_phase(table, 1, phase, record)
+            outcomes = sorted(_send(sender, ref).get(timeout=30)["outcome"] for _ in range(2))
+            assert outcomes == ["already_settled", "settled"]
+        expected = _expected_balances(players, [("start", record), ("end", record)])
+        assert _wallet_balances(wallet.client(), players) == expected
+    finally:
+        assert worker.process is not None
+        worker.process.stop()
+        with sender.connection_for_write() as connection:
+            connection.default_channel.queue_delete(worker.queue)
+            connection.default_channel.exchange_delete(worker.queue)

@@ -1,0 +1,305 @@
+"""Settlement throughput and latency: round end -> balances updated, through real processes.
+
+Starts a wallet (``kishpa serve wallet`` on a temporary SQLite file, or on a fresh PostgreSQL
+database with ``--postgres``) and one ``kishpa worker``, on a Redis database of its own and a
+unique queue. Then, in one run:
+
+1. baseline: the same start-phase batch applied directly with ``ApplyBatch`` (sequential);
+2. paced: ``--rate`` round phases per second for ``--seconds``: each writes its outbox
+   record and enqueues ``kishpa.settle_phase`` exactly as the table service does; latency is
+   ``settled_ms - created_ms`` (round end to balances written and ``settled`` published);
+3. burst: ``--burst`` phases enqueued at once; settlements per second until the last lands.
+
+Usage: ``.venv/bin/python benchmarks/bench_settlement.py [--rate 50] [--seconds 10]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+
+from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.settings import Settings
+from services.table import keys
+from workers.celery_app import create_app
+from workers.config import WorkerConfig
+from workers.outbox import PhaseRef, parse_phase_record
+from workers.samples import phase_entry, round_record
+from workers.settlement import compute_postings
+from workers.wallet_client import WalletClient
+
+KISHPA = str(Path(sys.executable).with_name("kishpa"))
+SECRET = secrets.token_urlsafe(48)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+@contextmanager
+def _postgres_database(base_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL database for the run, dropped afterwards."""
+    import psycopg
+
+    name = f"kishpa_bench_{uuid.uuid4().hex[:10]}"
+    admin = base_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield base_url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def _process(argv: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("ab") as out:
+        child = subprocess.Popen(
+            argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent
+        )
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=50.0, help="round phases per second")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of the paced run")
+    parser.add_argument("--burst", type=int, default=400, help="phases enqueued at once")
+    parser.add_argument("--baseline", type=int, default=300, help="direct ApplyBatch calls")
+    parser.add_argument("--concurrency", type=int, default=8, help="worker threads")
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
+        help="Redis for broker and tables (a database of its own)",
+    )
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const=os.environ.get(
+            "TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+        ),
+        default=None,
+        help="run the wallet on a fresh PostgreSQL database (default: SQLite)",
+    )
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-settlement-"))
+    try:
+        if args.postgres:
+            with _postgres_database(args.postgres) as url:
+                return _run(args, tmp, url)
+        return _run(args, tmp, f"sqlite:///{tmp / 'wallet.sqlite3'}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
+    queue = f"bench-{uuid.uuid4().hex[:10]}"
+    wallet_port = _free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
+    base.update(
+        REDIS_URL=args.redis_url,
+        KISHPA_BROKER_URL=args.redis_url,
+        KISHPA_SERVICE_SECRET=SECRET,
+        KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
+        KISHPA_LOG_FORMAT="json",
+        KISHPA_LOG_LEVEL="WARNING",
+        DATABASE_URL=database_url,
+        KISHPA_RECONCILE_INTERVAL="0",
+    )
+    if not database_url.startswith("sqlite"):
+        subprocess.run([KISHPA, "migrate"], env=base, check=True, capture_output=True)
+    wallet_env = dict(
+        base,
+        KISHPA_GRPC_PORT=str(wallet_port),
+        KISHPA_GRPC_HOST="127.0.0.1",
+        KISHPA_METRICS_PORT=str(_free_port()),
+    )
+    worker_env = dict(
+        base,
+        KISHPA_WALLET_ADDR=f"127.0.0.1:{wallet_port}",
+        KISHPA_WORKER_QUEUE=queue,
+        KISHPA_METRICS_PORT=str(_free_port()),
+    )
+    client = redis.Redis.from_url(args.redis_url)
+    tables: list[str] = []
+    with (
+        _process([KISHPA, "serve", "wallet"], wallet_env, tmp / "wallet.log"),
+        _process(
+            [KISHPA, "worker", f"--concurrency={args.concurrency}"], worker_env, tmp / "worker.log"
+        ),
+    ):
+        wallet = WalletClient(
+            f"127.0.0.1:{wallet_port}", ServiceCredentials(TokenAuthority(None, SECRET), "bench")
+        )
+        _wait(_wallet_ready(wallet), 30, "the wallet")
+        sender = create_app(
+            WorkerConfig(settings=Settings(service="worker", redis_url=args.redis_url), queue=queue)
+        )
+        players = [f"bench-{uuid.uuid4().hex[:8]}-{i}" for i in range(200)]
+        wallet.open_wallets(players)
+
+        def new_round() -> PhaseRef:
+            table = f"bench-{uuid.uuid4().hex[:12]}"
+            tables.append(table)
+            start = (len(tables) * 4) % len(players)
+            seated = [players[(start + i) % len(players)] for i in range(4)]
+            entry = phase_entry(table, 1, "start", round_record(seated), _now_ms())
+            client.hset(keys.outbox(table), "1:start", entry)
+            sender.send_task(
+                "kishpa.settle_phase",
+                kwargs={"table_id": table, "round_no": 1, "phase": "start"},
+                ignore_result=True,
+            )
+            return PhaseRef(table, 1, "start")
+
+        try:
+            # Warm the worker (imports, channels) before measuring.
+            warm = [new_round() for _ in range(20)]
+            _wait(lambda: _all_settled(client, warm), 60, "the warm-up")
+
+            baseline = _baseline(wallet, players, args.baseline)
+
+            paced: list[PhaseRef] = []
+            interval = 1.0 / args.rate
+            began = time.monotonic()
+            for i in range(int(args.rate * args.seconds)):
+                delay = began + i * interval - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                paced.append(new_round())
+            _wait(lambda: _all_settled(client, paced), 120, "the paced run")
+            paced_latency = _latencies(client, paced)
+
+            burst_began = time.monotonic()
+            burst = [new_round() for _ in range(args.burst)]
+            _wait(lambda: _all_settled(client, burst), 300, "the burst")
+            burst_seconds = time.monotonic() - burst_began
+        finally:
+            for table in tables:
+                for key in (keys.outbox, keys.settled, keys.balances, keys.events):
+                    client.delete(key(table))
+            wallet.close()
+
+    report = {
+        "wallet": "postgresql" if not database_url.startswith("sqlite") else "sqlite",
+        "worker_threads": args.concurrency,
+        "baseline_apply_batch": {
+            "calls": args.baseline,
+            "per_second": round(baseline["per_second"], 1),
+            "p50_ms": round(baseline["p50"], 2),
+            "p99_ms": round(baseline["p99"], 2),
+        },
+        "paced": {
+            "rate": args.rate,
+            "settlements": len(paced),
+            "p50_ms": _percentile(paced_latency, 0.50),
+            "p99_ms": _percentile(paced_latency, 0.99),
+            "max_ms": max(paced_latency),
+            "p50_vs_baseline_p50": round(_percentile(paced_latency, 0.5) / baseline["p50"], 1),
+        },
+        "burst": {
+            "settlements": args.burst,
+            "per_second": round(args.burst / burst_seconds, 1),
+            "vs_baseline_per_second": round(args.burst / burst_seconds / baseline["per_second"], 2),
+        },
+    }
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _wallet_ready(wallet: WalletClient) -> Callable[[], bool]:
+    def ready() -> bool:
+        try:
+            wallet.balance("bank")
+        except Exception:
+            return False
+        return True
+
+    return ready
+
+
+def _all_settled(client: redis.Redis, refs: list[PhaseRef]) -> bool:
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        pipe.hexists(keys.settled(ref.table_id), keys.phase_field(ref.round_no, ref.phase))
+    return all(pipe.execute())
+
+
+def _latencies(client: redis.Redis, refs: list[PhaseRef]) -> list[float]:
+    latencies = []
+    for ref in refs:
+        field = keys.phase_field(ref.round_no, ref.phase)
+        settled = json.loads(client.hget(keys.settled(ref.table_id), field) or b"{}")
+        record = parse_phase_record(client.hget(keys.outbox(ref.table_id), field) or b"{}")
+        latencies.append(float(settled["settled_ms"] - record.created_ms))
+    return latencies
+
+
+def _baseline(wallet: WalletClient, players: list[str], calls: int) -> dict[str, float]:
+    """Direct ApplyBatch of the same kind of batch (a 4-player start phase), sequentially."""
+    timings = []
+    for i in range(calls):
+        table = f"bench-direct-{uuid.uuid4().hex[:12]}"
+        seated = [players[(i * 4 + k) % len(players)] for k in range(4)]
+        entry = parse_phase_record(phase_entry(table, 1, "start", round_record(seated), 0))
+        postings = compute_postings(entry)
+        t0 = time.perf_counter()
+        wallet.apply_batch(f"kishpa:{table}:1:start", postings)
+        timings.append((time.perf_counter() - t0) * 1000)
+    return {
+        "per_second": calls / (sum(timings) / 1000),
+        "p50": statistics.median(timings),
+        "p99": _percentile(timings, 0.99),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
