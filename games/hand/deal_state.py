@@ -8,7 +8,7 @@ top first; the discard pile lists them bottom first (its top is the last card).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -131,8 +131,19 @@ class DealState:
         return state
 
     def copy(self) -> DealState:
-        """An independent copy (the engine never mutates a state it was handed)."""
-        return DealState.from_dict(self.to_dict())
+        """An independent copy (the engine never mutates a state it was handed).
+
+        Melds are immutable and the undo snapshot is never mutated, so both are shared.
+        """
+        return replace(
+            self,
+            hands=[list(h) for h in self.hands],
+            stock=list(self.stock),
+            discard_pile=list(self.discard_pile),
+            melds=list(self.melds),
+            opened_turn=list(self.opened_turn),
+            scores=None if self.scores is None else list(self.scores),
+        )
 
 
 def _opt_int(value: Any) -> int | None:

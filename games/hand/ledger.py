@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from games.hand.pot import split_pot
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
@@ -19,13 +20,22 @@ POT_BUY_IN = "pot_buy_in"
 POT_PAYOUT = "pot_payout"
 
 
-class Posting(NamedTuple):
-    """One movement of tokens between two accounts."""
+@dataclass(frozen=True, slots=True)
+class Posting:
+    """One movement of ``amount`` (> 0) tokens from one account to another."""
 
     from_account: str
     to_account: str
     amount: int
     reason: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.amount, bool) or not isinstance(self.amount, int) or self.amount <= 0:
+            raise ValueError(f"a posting moves a positive whole number of tokens: {self.amount!r}")
+        if self.from_account == self.to_account:
+            raise ValueError(f"a posting cannot move tokens from {self.from_account} to itself")
+        if self.reason not in (POT_BUY_IN, POT_PAYOUT):
+            raise ValueError(f"unknown posting reason {self.reason!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The record form: ``{"from", "to", "amount", "reason"}``."""
