@@ -12,11 +12,21 @@ from hypothesis import strategies as st
 from cli.demo import play_demo_round
 from games.fair import SERVER_SEED_BYTES, FairStream, commitment
 from games.kishpa.bot import BOT_TAG, choose_action
+from games.kishpa.errors import IllegalMoveError
 from games.kishpa.record import end_postings, settle_record, start_postings
 from games.kishpa.round import (
+    DISCARD,
     ENDED,
+    PILE,
+    Action,
     CloseWindow,
+    Discard,
+    Draw,
+    Pass,
+    Reveal,
     RoundState,
+    TurnTimeout,
+    Win,
     apply,
     end_record,
     new_round,
@@ -107,3 +117,40 @@ def test_the_demo_narrates_a_whole_round_and_its_postings() -> None:
     assert "bowl_contribution" in text
     assert "round over" in text
     assert seed.hex() in text
+
+
+ACTION_KINDS = ("draw_pile", "draw_discard", "discard", "win", "reveal", "pass", "close", "timeout")
+
+
+@settings(max_examples=20)
+@given(seed=st.binary(min_size=SERVER_SEED_BYTES, max_size=SERVER_SEED_BYTES), data=st.data())
+def test_random_actions_are_applied_or_refused_cleanly(seed: bytes, data: st.DataObject) -> None:
+    """Any action from any seat either applies keeping every invariant, or raises
+    IllegalMoveError leaving the state unchanged."""
+    state, _ = new_round(PLAYERS, 0, seed)
+    for _ in range(150):
+        if state.phase == ENDED:
+            break
+        seat = data.draw(st.integers(0, 3))
+        kind = data.draw(st.sampled_from(ACTION_KINDS))
+        some_tile = data.draw(st.integers(0, 105))
+        own = state.hands[seat]
+        tile = own[some_tile % len(own)] if data.draw(st.booleans()) else some_tile
+        action: Action = {
+            "draw_pile": Draw(seat, PILE),
+            "draw_discard": Draw(seat, DISCARD),
+            "discard": Discard(seat, tile),
+            "win": Win(seat, tile),
+            "reveal": Reveal(seat),
+            "pass": Pass(seat),
+            "close": CloseWindow(),
+            "timeout": TurnTimeout(seat),
+        }[kind]
+        before = state.to_dict()
+        try:
+            state, _ = apply(state, action)
+        except IllegalMoveError:
+            assert state.to_dict() == before
+            continue
+        tile_places(state)
+        assert sum(len(h) for h in state.hands) in (56, 57)
