@@ -216,8 +216,16 @@ class Tables:
 
     async def _answer(self, player_id: str, table_id: str, committed: Committed) -> ActResult:
         answer = json.loads(committed.answer) if committed.answer else {}
-        view = await self.view(player_id, table_id)
         event_id = committed.event_ids[-1] if committed.event_ids else ""
+        if committed.transition is not None and event_id:
+            # The state just committed is the view's source: no second read. Its last event
+            # is this commit's last one (the commit was atomic at this version).
+            table = Table.from_dict(committed.transition.state)
+            view = await self._view_of(
+                table, player_id, committed.version, event_id, table_id=table_id
+            )
+        else:
+            view = await self.view(player_id, table_id)
         return ActResult(view, answer.get("result", {}), event_id, committed.replayed)
 
     def _seat(self, table: Table, player_id: str) -> int:
@@ -451,6 +459,18 @@ class Tables:
         if snapshot is None:
             raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND")
         table = Table.from_dict(snapshot.state)
+        return await self._view_of(table, player_id, snapshot.version, last_event_id)
+
+    async def _view_of(
+        self,
+        table: Table,
+        player_id: str,
+        version: int,
+        last_event_id: str,
+        *,
+        table_id: str | None = None,
+    ) -> TableView:
+        table_id = table_id or table.table_id
         seat = table.seat_of(player_id)
         game = self._engine(table.game_name).view(table, seat) if table.game else None
         tiles: list[int] = []
@@ -459,7 +479,7 @@ class Tables:
             rack = [t for t in table.rack_orders.get(player_id, []) if t in set(hand)]
             tiles = rack + [t for t in hand if t not in set(rack)]
         balances = await self.store.balances(table_id)
-        return TableView(table, seat, tiles, game, balances, snapshot.version, last_event_id)
+        return TableView(table, seat, tiles, game, balances, version, last_event_id)
 
     async def hint(self, player_id: str, table_id: str) -> Hint:
         """A suggested move for the caller (the solver's best arrangement)."""

@@ -48,6 +48,7 @@ class Snapshot:
     table_id: str
     version: int
     state: dict[str, Any]
+    deadline_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +107,13 @@ class TableStore:
 
     async def load(self, table_id: str) -> Snapshot | None:
         """The table's state and version, or None when there is no such table."""
-        fields: Any = await self.redis.hmget(keys.state(table_id), ["version", "state"])
-        version, raw = fields
+        fields: Any = await self.redis.hmget(keys.state(table_id), ["version", "state", "deadline"])
+        version, raw, deadline = fields
         if version is None or raw is None:
             return None
-        return Snapshot(table_id, int(version), json.loads(raw))
+        return Snapshot(
+            table_id, int(version), json.loads(raw), None if deadline is None else int(deadline)
+        )
 
     async def load_view(self, table_id: str) -> tuple[Snapshot | None, str]:
         """The state and the id of the last event it includes, read atomically (MULTI)."""
@@ -137,8 +140,12 @@ class TableStore:
         transition: Transition,
         *,
         request: str = "",
+        index_deadline: bool = True,
     ) -> Committed | None:
-        """Commit a transition if the version is unchanged; None on a version conflict."""
+        """Commit a transition if the version is unchanged; None on a version conflict.
+
+        ``index_deadline`` false skips updating the deadline index (it did not change).
+        """
         args: list[str | int] = [
             expected_version,
             json.dumps(transition.state, separators=(",", ":")),
@@ -171,7 +178,8 @@ class TableStore:
         if code == 2:
             return Committed(expected_version, (), _text(result[1]), True, None)
         # The deadline index is global (not in the table's hash slot); it is rebuildable.
-        await self.set_deadline(table_id, transition.deadline_ms)
+        if index_deadline:
+            await self.set_deadline(table_id, transition.deadline_ms)
         return Committed(
             int(result[1]),
             tuple(_text(i) for i in result[2:]),
@@ -193,8 +201,9 @@ class TableStore:
         ``compute`` raises to refuse (nothing is written). With ``create`` the table must
         not exist yet and ``compute`` receives an empty snapshot of version 0.
         """
-        for _ in range(COMMIT_MAX_ATTEMPTS):
-            if request:
+        for attempt in range(COMMIT_MAX_ATTEMPTS):
+            if request and attempt > 0:
+                # commit.lua answers replays too; after a conflict, check before computing.
                 replay = await self.answer(table_id, request)
                 if replay is not None:
                     return Committed(0, (), replay, True, None)
@@ -207,7 +216,13 @@ class TableStore:
                 raise LookupError(table_id)
             outcome = compute(snapshot)
             transition = outcome if isinstance(outcome, Transition) else await outcome
-            committed = await self.commit(table_id, snapshot.version, transition, request=request)
+            committed = await self.commit(
+                table_id,
+                snapshot.version,
+                transition,
+                request=request,
+                index_deadline=snapshot.deadline_ms != transition.deadline_ms,
+            )
             if committed is not None:
                 return committed
         raise TableBusyError(f"table {table_id} is busy; try again")

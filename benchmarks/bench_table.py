@@ -1,0 +1,254 @@
+"""Throughput and latency of the table service under many concurrent tables.
+
+Starts ONE ``kishpa serve table`` process on the machine's Redis (``REDIS_URL``, default
+``redis://127.0.0.1:6379/0``) and drives N tables of 4 simple players concurrently from this
+process (draw from the pile, discard the drawn tile, decline every reveal: cheap decisions,
+so the client measures the service and not the solver). Every player action is one
+versioned commit (load, rules, compare-version script, stream event, view back).
+
+Baseline in the same run: a raw Redis round trip (PING) with the same concurrency.
+Reports actions/s, p50/p99 latency of player actions, and Redis memory per table
+(MEMORY USAGE of a table's keys). Tables created here are deleted at the end.
+
+    .venv/bin/python benchmarks/bench_table.py [tables] [seconds]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from redis.asyncio import Redis
+
+from kishpa.common.v1 import common_pb2
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.auth import TokenAuthority, bearer_metadata
+from services.table import keys
+from services.table.store import TableStore
+
+ROOT = Path(__file__).resolve().parents[1]
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+PLAYING = (table_pb2.ROUND_PHASE_FIRST_DISCARD, table_pb2.ROUND_PHASE_TURNS)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def _wait_serving(address: str, process: subprocess.Popen[bytes]) -> None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for _ in range(150):
+            if process.poll() is not None:
+                raise SystemExit("the table service exited")
+            try:
+                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.2)
+    raise SystemExit("the table service did not start")
+
+
+async def redis_baseline(redis: Redis, concurrency: int, seconds: float) -> list[float]:
+    """Latencies (ms) of PING round trips from ``concurrency`` tasks for ``seconds``."""
+    samples: list[float] = []
+    until = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        while time.perf_counter() < until:
+            start = time.perf_counter()
+            await redis.ping()
+            samples.append((time.perf_counter() - start) * 1000)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return samples
+
+
+class BenchTable:
+    """One table of 4 simple players driven by one task."""
+
+    def __init__(self, stub: Any, metadata: list[Any]) -> None:
+        self.stub = stub
+        self.md = metadata
+        self.table_id = ""
+
+    async def open(self) -> None:
+        created = await self.stub.CreateTable(
+            table_pb2.CreateTableRequest(
+                settings=table_pb2.TableSettings(
+                    game=common_pb2.GAME_KISHPA,
+                    seats=4,
+                    turn_seconds=120,
+                    reveal_window_seconds=60,
+                    next_round_pause_ms=1,
+                ),
+                request_id=uuid.uuid4().hex,
+            ),
+            metadata=self.md[0],
+        )
+        self.table_id = created.table.table_id
+        for md in self.md[1:]:
+            await self.stub.JoinTable(
+                table_pb2.JoinTableRequest(table_id=self.table_id, request_id=uuid.uuid4().hex),
+                metadata=md,
+            )
+        await self.stub.StartGame(
+            table_pb2.StartGameRequest(table_id=self.table_id, request_id=uuid.uuid4().hex),
+            metadata=self.md[0],
+        )
+
+    async def _action(self, view: table_pb2.TableView) -> tuple[Any, Any] | None:
+        tid = self.table_id
+        rid = uuid.uuid4().hex
+        actions = view.available_actions
+        if table_pb2.PLAYER_ACTION_DECLINE_REVEAL in actions:
+            return self.stub.DeclineReveal, table_pb2.DeclineRevealRequest(
+                table_id=tid, request_id=rid
+            )
+        if table_pb2.PLAYER_ACTION_DRAW_PILE in actions:
+            return self.stub.Draw, table_pb2.DrawRequest(
+                table_id=tid, source=table_pb2.DRAW_SOURCE_PILE, request_id=rid
+            )
+        if table_pb2.PLAYER_ACTION_DISCARD in actions:
+            tile = view.round.my_rack.tiles[-1].id  # the drawn tile is appended last
+            return self.stub.Discard, table_pb2.DiscardRequest(
+                table_id=tid, tile_id=tile, request_id=rid
+            )
+        return None
+
+    async def run(self, until: float, latencies: list[float], reads: list[float]) -> None:
+        """Play until the deadline: whoever may act acts; wait while the next round deals."""
+        seat = 0
+        while time.perf_counter() < until:
+            start = time.perf_counter()
+            view = (
+                await self.stub.GetTable(
+                    table_pb2.GetTableRequest(table_id=self.table_id), metadata=self.md[seat]
+                )
+            ).table
+            reads.append((time.perf_counter() - start) * 1000)
+            chosen = await self._action(view)
+            if chosen is None:
+                r = view.round
+                if r.phase in PLAYING and r.turn_seat >= 0:
+                    seat = r.turn_seat
+                elif r.phase == table_pb2.ROUND_PHASE_ENDED:
+                    await asyncio.sleep(0.05)  # the deadline loop deals the next round
+                else:
+                    seat = (seat + 1) % 4  # a window: ask the next seat
+                continue
+            call, request = chosen
+            start = time.perf_counter()
+            await call(request, metadata=self.md[seat])
+            latencies.append((time.perf_counter() - start) * 1000)
+
+
+async def main(tables: int, seconds: float) -> None:
+    token_secret = secrets.token_urlsafe(48)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "REDIS_URL": REDIS_URL,
+        "KISHPA_TOKEN_SECRET": token_secret,
+        "KISHPA_SERVICE_SECRET": secrets.token_urlsafe(48),
+        "KISHPA_GRPC_HOST": "127.0.0.1",
+        "KISHPA_GRPC_PORT": str(port),
+        "KISHPA_METRICS_PORT": str(_free_port()),
+        "KISHPA_TABLE_ENQUEUE": "0",
+        "KISHPA_LOG_FORMAT": "json",
+        "KISHPA_LOG_LEVEL": "WARNING",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "table"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    redis = Redis.from_url(REDIS_URL)
+    address = f"127.0.0.1:{port}"
+    runners: list[BenchTable] = []
+    try:
+        await _wait_serving(address, process)
+        base = await redis_baseline(redis, tables, min(5.0, seconds))
+        authority = TokenAuthority(token_secret)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = table_pb2_grpc.TableServiceStub(channel)
+            for n in range(tables):
+                md = [
+                    bearer_metadata(authority.issue_player_token(f"bench-{n}-{s}", "b").token)
+                    for s in range(4)
+                ]
+                runners.append(BenchTable(stub, md))
+            await asyncio.gather(*(r.open() for r in runners))
+            latencies: list[float] = []
+            reads: list[float] = []
+            until = time.perf_counter() + seconds
+            started = time.perf_counter()
+            await asyncio.gather(*(r.run(until, latencies, reads) for r in runners))
+            elapsed = time.perf_counter() - started
+        store = TableStore(redis)
+        memory = [await store.memory_usage(r.table_id) for r in runners[:20]]
+        ping_rate = len(base) / min(5.0, seconds)
+        rate = len(latencies) / elapsed
+        print(f"tables={tables} seconds={seconds:.0f} (one table-service process, 2 shared cores)")
+        print(f"{'what':<34}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
+        print(
+            f"{'redis PING (baseline)':<34}{ping_rate:>10.0f}"
+            f"{_pct(base, 0.5):>10.2f}{_pct(base, 0.99):>10.2f}"
+        )
+        print(
+            f"{'player action (Draw/Discard/...)':<34}{rate:>10.0f}"
+            f"{_pct(latencies, 0.5):>10.2f}{_pct(latencies, 0.99):>10.2f}"
+        )
+        print(
+            f"{'GetTable (read)':<34}{len(reads) / elapsed:>10.0f}"
+            f"{_pct(reads, 0.5):>10.2f}{_pct(reads, 0.99):>10.2f}"
+        )
+        print(
+            f"action p50 / PING p50 = x{_pct(latencies, 0.5) / _pct(base, 0.5):.1f}; "
+            f"action p99 / PING p99 = x{_pct(latencies, 0.99) / _pct(base, 0.99):.1f}"
+        )
+        print(f"redis memory per table: mean {statistics.mean(memory) / 1024:.1f} KiB")
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        for r in runners:
+            if r.table_id:
+                await redis.delete(
+                    keys.state(r.table_id),
+                    keys.events(r.table_id),
+                    keys.requests(r.table_id),
+                    keys.outbox(r.table_id),
+                )
+                await redis.zrem(keys.deadlines(), r.table_id)
+        await redis.aclose()
+
+
+if __name__ == "__main__":
+    n_tables = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    n_seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 20.0
+    asyncio.run(main(n_tables, n_seconds))
