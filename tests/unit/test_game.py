@@ -159,3 +159,24 @@ def test_tokens_are_conserved_and_the_bowl_matches_the_ledger(
             assert game.streaks[winner] == 1
     assert game.closed
     assert balances[BOWL] == 0
+
+
+def test_two_wins_in_a_row_take_the_bowl_and_restart_the_streak() -> None:
+    seed = seed_of("twice")
+    first, _, _ = play_round(new_game(PLAYERS), seed)
+    assert first.round is not None
+    assert first.round.winner is not None
+    winner = PLAYERS[first.round.winner]
+    # Replay the same round (same seed, same starter, same bots) for a player one win short.
+    game = new_game(PLAYERS)
+    game.streaks[winner] = 1
+    game.bowl = 10
+    game, start, end = play_round(game, seed)
+    assert game.round is not None
+    assert game.round.previous_winner == winner
+    assert game.round.winner == first.round.winner
+    taken = [p for p in end if p.reason.value == "bowl_win"]
+    contributions = sum(p.amount for p in start if p.to_account == BOWL)
+    assert [(p.to_account, p.amount) for p in taken] == [(winner, 10 + contributions)]
+    assert game.bowl == 0
+    assert game.streaks == dict.fromkeys(PLAYERS, 0)
