@@ -14,6 +14,7 @@ servicers ask :func:`current_player` or :func:`require_service`.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Sequence
 from contextvars import ContextVar
@@ -96,6 +97,7 @@ class TokenAuthority:
         self.service_token_ttl_seconds = service_token_ttl_seconds
         self._clock = clock
         self._verified: dict[str, tuple[Caller, int]] = {}
+        self._verified_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TokenAuthority:
@@ -181,9 +183,10 @@ class TokenAuthority:
             caller, expires_at = self._service(token)
         else:
             caller, expires_at = self._player(token)
-        if len(self._verified) >= VERIFIED_CACHE_SIZE:
-            self._verified.pop(next(iter(self._verified)))  # the oldest entry
-        self._verified[token] = (caller, expires_at)
+        with self._verified_lock:  # servicers may verify from worker threads too
+            if len(self._verified) >= VERIFIED_CACHE_SIZE:
+                self._verified.pop(next(iter(self._verified)))  # the oldest entry
+            self._verified[token] = (caller, expires_at)
         return caller
 
     # -- internals -----------------------------------------------------------------------

@@ -4,7 +4,8 @@ Servicers just raise: a :class:`ServiceError` (or a subclass such as :class:`Not
 or a rules error from ``games.kishpa.errors``. :class:`ErrorInterceptor` turns it into the
 canonical status code with a ``google.rpc.ErrorInfo`` detail carrying the machine-readable
 ``reason`` (``NOT_YOUR_TURN``, ``INSUFFICIENT_FUNDS``...) in the domain ``kishpa.dev``.
-A backing store that cannot be reached (Redis, a socket) becomes ``UNAVAILABLE`` (retryable).
+A backing store or service that cannot be reached (Redis, a socket, another service's
+UNAVAILABLE or DEADLINE_EXCEEDED) becomes ``UNAVAILABLE`` (retryable).
 Anything unexpected becomes ``INTERNAL`` with a generic message and is logged with its
 traceback on the server only. Clients read the reason back with :func:`error_reason`.
 """
@@ -38,6 +39,7 @@ _DEPENDENCY_ERRORS = (
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
 )
+_UNREACHABLE_RPC_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 
 _log = get_logger(__name__)
 
@@ -144,12 +146,21 @@ def failure_of(exc: BaseException) -> RpcFailure | None:
         return RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, exc.reason, str(exc))
     if isinstance(exc, IllegalMoveError | RulesError):
         return RpcFailure(grpc.StatusCode.FAILED_PRECONDITION, exc.reason, str(exc))
-    if isinstance(exc, _DEPENDENCY_ERRORS):
+    if isinstance(exc, _DEPENDENCY_ERRORS) or _is_unreachable_rpc(exc):
         # Retryable for the client; the details (hosts, ports) stay in the server's log.
         return RpcFailure(
             grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE", UNAVAILABLE_MESSAGE
         )
     return None
+
+
+def _is_unreachable_rpc(exc: BaseException) -> bool:
+    # A call to another service (the wallet, the table) that could not be answered in time;
+    # any other failed downstream call is a bug in how we called it and stays INTERNAL.
+    if not isinstance(exc, grpc.RpcError):
+        return False
+    code = getattr(exc, "code", None)
+    return callable(code) and code() in _UNREACHABLE_RPC_CODES
 
 
 @contextlib.contextmanager

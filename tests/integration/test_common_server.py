@@ -78,6 +78,10 @@ class Probe:
             case "parse":
                 with validating("seats"):
                     int("four")
+            case "service-down":
+                # A real call to another "service" that is not running.
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{unused_port()}") as channel:
+                    await channel.unary_unary(f"/{PROBE}/Whoami")(b"", timeout=2)
             case "redis-down":
                 # A real connection attempt to a port nothing listens on.
                 client = redis.asyncio.Redis(
@@ -242,6 +246,7 @@ async def test_client_interceptors_attach_the_token(harness: Harness) -> None:
         ("table", grpc.StatusCode.NOT_FOUND, "TABLE_NOT_FOUND"),
         ("parse", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
         ("redis-down", grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE"),
+        ("service-down", grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE"),
     ],
 )
 async def test_domain_errors_map_to_code_and_reason(
