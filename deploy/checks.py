@@ -324,6 +324,22 @@ def _check_workload(
             )
 
 
+def workload_environment(objects: list[Manifest], name: str) -> tuple[dict[str, str], set[str]]:
+    """What the rendered pod of workload ``name`` sees: plain values, and the secret variables.
+
+    Plain values merge its ConfigMaps with its ``env`` entries the way the kubelet does
+    (``env`` wins); secret variables are only named, since their values live in the cluster.
+    """
+    for owner, template in pods(objects):
+        if app_name(template) == name:
+            container = template["spec"]["containers"][0]
+            values, refs, problems = _container_env(owner, container, _config_maps(objects))
+            if problems:
+                raise ValueError("; ".join(problems))
+            return values, set(refs)
+    raise KeyError(f"no workload named {name} in the render")
+
+
 def check_workloads(objects: list[Manifest]) -> list[str]:
     """Each process runs once, with the right command, ports, probes, settings and secrets."""
     problems = []
