@@ -149,6 +149,34 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _parse_field(name: str) -> tuple[int, str] | None:
+    round_text, _, phase = name.partition(":")
+    if not round_text.isdigit() or not phase:
+        return None
+    return int(round_text), phase
+
+
+def unsettled_earlier_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRef]:
+    """Phases of the same table before ``ref`` (by round, start before end) not yet settled.
+
+    Settling out of order could pay out a bowl before the contributions that filled it.
+    """
+    pipe = client.pipeline(transaction=False)
+    pipe.hkeys(keys.outbox(ref.table_id))
+    pipe.hkeys(keys.settled(ref.table_id))
+    outbox_fields, settled_fields = pipe.execute()
+    settled = {_text(f) for f in settled_fields}
+    order = phase_order(ref.round_no, ref.phase)
+    earlier = []
+    for field in outbox_fields:
+        name = _text(field)
+        parsed = _parse_field(name)
+        if parsed is None or name in settled or phase_order(*parsed) >= order:
+            continue
+        earlier.append(PhaseRef(ref.table_id, *parsed))
+    return sorted(earlier, key=lambda r: phase_order(r.round_no, r.phase))
+
+
 def table_id_of_outbox(key: bytes | str) -> str:
     """The table id inside an outbox key ``kishpa:table:{<id>}:outbox``."""
     text = _text(key)
@@ -179,9 +207,9 @@ def unsettled_phases(
                 record = parse_phase_record(raw)
             except BadPhaseRecord:
                 # Still worth a task: it will put the record in the dead-letter list.
-                round_text, _, phase = name.partition(":")
-                if round_text.isdigit() and phase:
-                    yield PhaseRef(table_id, int(round_text), phase)
+                parsed = _parse_field(name)
+                if parsed is not None:
+                    yield PhaseRef(table_id, *parsed)
                 continue
             if record.created_ms < created_before_ms:
                 yield PhaseRef(table_id, record.round_no, record.phase)

@@ -30,11 +30,18 @@ from games.kishpa.record import end_postings, start_postings
 from services.common.errors import error_reason
 from services.common.logging import get_logger
 from workers import metrics
-from workers.celery_app import is_transient, kishpa_task
+from workers.celery_app import TransientError, is_transient, kishpa_task
 from workers.config import worker_config
 from workers.deadletter import is_dead_lettered, push_dead_letter
-from workers.outbox import BadPhaseRecord, PhaseRecord, PhaseRef, mark_settled, read_phase
-from workers.outbox import read_settlement as read_settlement
+from workers.outbox import (
+    BadPhaseRecord,
+    PhaseRecord,
+    PhaseRef,
+    mark_settled,
+    read_phase,
+    read_settlement,
+    unsettled_earlier_phases,
+)
 from workers.wallet_client import WalletClient, WalletPosting
 
 log = get_logger(__name__)
@@ -63,6 +70,10 @@ PERMANENT_GRPC_CODES = frozenset(
         grpc.StatusCode.OUT_OF_RANGE,
     }
 )
+
+
+class EarlierPhaseUnsettled(TransientError):
+    """An earlier phase of the table is not settled yet: settle this one after it."""
 
 
 class PermanentSettlementError(Exception):
@@ -176,6 +187,7 @@ def settle(
         record = read_phase(client, ref)
         if record is None:
             raise PermanentSettlementError("PHASE_RECORD_MISSING", "no outbox record")
+        _require_earlier_phases_settled(client, ref)
         batch_id, balances = _apply(wallet, ref, record)
     except BadPhaseRecord as exc:
         return _dead_letter(
@@ -196,6 +208,17 @@ def settle(
         latency_ms=settled_ms - record.created_ms,
     )
     return Outcome("settled", batch_id=batch_id)
+
+
+def _require_earlier_phases_settled(client: redis.Redis, ref: PhaseRef) -> None:
+    # A dead-lettered phase waits for an operator; later phases go ahead without it.
+    waiting = [p for p in unsettled_earlier_phases(client, ref) if not is_dead_lettered(client, p)]
+    if waiting:
+        first = waiting[0]
+        raise EarlierPhaseUnsettled(
+            f"{ref.table_id} round {ref.round_no} {ref.phase} waits for round "
+            f"{first.round_no} {first.phase} to settle"
+        )
 
 
 def _dead_letter(

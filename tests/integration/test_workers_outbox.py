@@ -19,7 +19,13 @@ from workers.deadletter import (
     push_dead_letter,
     release_dead_letter,
 )
-from workers.outbox import PhaseRef, mark_settled, read_settlement, unsettled_phases
+from workers.outbox import (
+    PhaseRef,
+    mark_settled,
+    read_settlement,
+    unsettled_earlier_phases,
+    unsettled_phases,
+)
 from workers.samples import phase_entry, round_record
 from workers.sweeper import enqueued_marker, sweep
 
@@ -135,3 +141,24 @@ def test_sweep_sends_an_unreadable_record_to_a_task_which_dead_letters_it(
     client.hset(keys.outbox(table_id), "4:end", json.dumps({"garbage": True}))
     found = [r for r in unsettled_phases(client, created_before_ms=0) if r.table_id == table_id]
     assert found == [PhaseRef(table_id, 4, "end")]
+
+
+def test_earlier_unsettled_phases_of_the_table_are_found_in_order(
+    client: redis.Redis, table_id: str
+) -> None:
+    record = round_record(["ann", "ben"])
+    for round_no in (1, 2, 3):
+        for phase in ("start", "end"):
+            entry = phase_entry(table_id, round_no, phase, record, 1)
+            client.hset(keys.outbox(table_id), keys.phase_field(round_no, phase), entry)
+    mark_settled(client, PhaseRef(table_id, 1, "start"), batch_id="1", balances={}, settled_ms=1)
+    mark_settled(client, PhaseRef(table_id, 2, "start"), batch_id="2", balances={}, settled_ms=1)
+
+    assert unsettled_earlier_phases(client, PhaseRef(table_id, 3, "start")) == [
+        PhaseRef(table_id, 1, "end"),
+        PhaseRef(table_id, 2, "end"),
+    ]
+    assert unsettled_earlier_phases(client, PhaseRef(table_id, 1, "end")) == []
+    assert unsettled_earlier_phases(client, PhaseRef(table_id, 2, "end")) == [
+        PhaseRef(table_id, 1, "end")
+    ]

@@ -382,6 +382,29 @@ def test_a_poisoned_record_is_dead_lettered_without_blocking_the_others(
         assert _wallet_balances(client, players) == _expected_balances(players, [("start", record)])
 
 
+def test_an_end_delivered_before_its_start_waits_for_it(
+    worker: Worker, wallet: Wallet, tables: Tables
+) -> None:
+    # The last round pays the whole bowl out at its end: settled before the start's
+    # contributions reached the bowl, it would find the bowl short.
+    sender = worker.sender()
+    table, players = tables.new(3)
+    record = round_record(players, bowl=0, last_round=True)
+    start = tables.write_phase(table, 1, "start", record)
+    end = tables.write_phase(table, 1, "end", record)
+    end_result = _send(sender, end)
+    time.sleep(1.5)
+    assert tables.settled(end) is None
+    assert _send(sender, start).get(timeout=30)["outcome"] == "settled"
+    assert end_result.get(timeout=60)["outcome"] == "settled"
+    assert [e.data["phase"] for e in tables.settled_events(table)] == ["start", "end"]
+    assert wallet.client().balance(f"bowl:{table}") == 0
+    assert tables.client.hgetall(keys.balances(table)) == {
+        p.encode(): str(b).encode()
+        for p, b in _expected_balances(players, [("start", record), ("end", record)]).items()
+    }
+
+
 def test_a_last_round_leaves_the_bowl_account_at_zero(
     worker: Worker, wallet: Wallet, tables: Tables
 ) -> None:
