@@ -32,7 +32,8 @@ GroupKind = Literal["run", "set"]
 _JOKER = "joker"
 
 
-def valid_groups(rules: RuleSet = DEFAULT_RULES) -> list[tuple[GroupKind, tuple[Face, ...]]]:
+@functools.cache
+def valid_groups(rules: RuleSet = DEFAULT_RULES) -> tuple[tuple[GroupKind, tuple[Face, ...]], ...]:
     """Every valid group as the faces of its places, in play order."""
     groups: list[tuple[GroupKind, tuple[Face, ...]]] = []
     for colour in COLOURS:
@@ -50,16 +51,25 @@ def valid_groups(rules: RuleSet = DEFAULT_RULES) -> list[tuple[GroupKind, tuple[
                 continue
             for colours in combinations(COLOURS, size):
                 groups.append(("set", tuple(Face(c, number) for c in colours)))
-    return groups
+    return tuple(groups)
+
+
+_JOKER_CODE = 52
+"""Face index standing for a joker in the search (plain faces are 0-51)."""
 
 
 @functools.cache
-def _homes(rules: RuleSet) -> dict[Face, list[tuple[GroupKind, tuple[Face, ...], int]]]:
-    """For each plain face, every (kind, places, index of its place) it can stand in."""
-    homes: dict[Face, list[tuple[GroupKind, tuple[Face, ...], int]]] = {}
-    for kind, places in valid_groups(rules):
-        for index, face in enumerate(places):
-            homes.setdefault(face, []).append((kind, places, index))
+def _homes(rules: RuleSet) -> list[list[tuple[GroupKind, tuple[int, ...], int]]]:
+    """For each face index (and the joker), every (kind, places, index of its place).
+
+    A joker may stand in any place of any group.
+    """
+    homes: list[list[tuple[GroupKind, tuple[int, ...], int]]] = [[] for _ in range(_JOKER_CODE + 1)]
+    for kind, faces in valid_groups(rules):
+        places = tuple(f.index for f in faces)
+        for index, code in enumerate(places):
+            homes[code].append((kind, places, index))
+            homes[_JOKER_CODE].append((kind, places, index))
     return homes
 
 
@@ -96,31 +106,26 @@ def reference_winning_arrangement(
     """
     if len(hand) != rules.hand_size:
         return None
-    # What each tile can be: the joker (wild) or exactly one plain face.
-    what: list[Face | str] = [_JOKER if f == joker else (joker if f.is_doll else f) for f in hand]
+    # What each tile can be: the joker (wild) or exactly one plain face, as a face index.
+    what = [_JOKER_CODE if f == joker else (joker if f.is_doll else f).index for f in hand]
     homes = _homes(rules)
-    failed: set[tuple[tuple[str, ...], bool]] = set()
+    failed: set[tuple[tuple[int, ...], bool]] = set()
 
     def solve(
         left: frozenset[int], has_long: bool
     ) -> list[tuple[GroupKind, tuple[int, ...]]] | None:
         if not left:
             return [] if has_long else None
-        key = (tuple(sorted(str(what[p]) for p in left)), has_long)
+        key = (tuple(sorted(what[p] for p in left)), has_long)
         if key in failed:
             return None
         # Cover a plain tile first (a joker if only jokers are left: it may stand anywhere).
-        first = min(left, key=lambda p: (what[p] == _JOKER, p))
-        own = what[first]
+        first = min(left, key=lambda p: (what[p] == _JOKER_CODE, p))
         rest_left = left - {first}
-        available: dict[Face | str, list[int]] = {}
+        available: list[list[int]] = [[] for _ in range(_JOKER_CODE + 1)]
         for p in sorted(rest_left):
-            available.setdefault(what[p], []).append(p)
-        if isinstance(own, Face):
-            candidates = homes.get(own, [])
-        else:
-            candidates = [(k, g, i) for k, g in valid_groups(rules) for i in range(len(g))]
-        for kind, places, index in candidates:
+            available[what[p]].append(p)
+        for kind, places, index in homes[what[first]]:
             long_run = kind == "run" and len(places) >= rules.min_long_run
             for filling in fill(places, index, first, available):
                 rest = solve(rest_left - set(filling), has_long or long_run)
@@ -130,9 +135,9 @@ def reference_winning_arrangement(
         return None
 
     def fill(
-        places: tuple[Face, ...], fixed: int, first: int, available: dict[Face | str, list[int]]
+        places: tuple[int, ...], fixed: int, first: int, available: list[list[int]]
     ) -> list[tuple[int, ...]]:
-        """Every way to fill the other places from ``available`` (its tiles by kind)."""
+        """Every way to fill the other places from ``available`` (its tiles by face index)."""
         options: list[tuple[int, ...]] = [()]
         for place, face in enumerate(places):
             grown: list[tuple[int, ...]] = []
@@ -141,8 +146,8 @@ def reference_winning_arrangement(
                     grown.append((*partial, first))
                     continue
                 # Identical tiles are interchangeable: try the first unused one of each kind.
-                for wanted in (face, _JOKER):
-                    for p in available.get(wanted, ()):
+                for wanted in (face, _JOKER_CODE):
+                    for p in available[wanted]:
                         if p not in partial:
                             grown.append((*partial, p))
                             break
@@ -183,6 +188,14 @@ def sample_random_hand(rng: Chooser, kishpa: Face, size: int = 14) -> list[Face]
     return hand
 
 
+@functools.cache
+def _groups_by_shape(rules: RuleSet) -> dict[tuple[str, int], list[tuple[Face, ...]]]:
+    shapes: dict[tuple[str, int], list[tuple[Face, ...]]] = {}
+    for kind, places in valid_groups(rules):
+        shapes.setdefault((kind, len(places)), []).append(places)
+    return shapes
+
+
 def sample_winning_hand(
     rng: Chooser,
     kishpa: Face,
@@ -200,20 +213,24 @@ def sample_winning_hand(
     jokers = free.count(joker)
     free = [f for f in free if f != joker]
     dolls = [f for f in free if f.is_doll]
-    runs = [g for g in valid_groups(rules) if g[0] == "run"]
-    sets = [g for g in valid_groups(rules) if g[0] == "set"]
+    by_shape = _groups_by_shape(rules)
     hand: list[Face] = []
-    long_first = True
     while len(hand) < size:
         want = size - len(hand)
-        if want < rules.min_group_size:
+        # The first group is the long run; no group may leave too few tiles for another.
+        first = not hand
+        kind = "run" if first or rng.random() < 0.6 else "set"
+        lengths = [
+            n
+            for (k, n) in by_shape
+            if k == kind
+            and (rules.min_long_run if first else rules.min_group_size) <= n <= want
+            and (n == want or want - n >= rules.min_group_size)
+        ]
+        if not lengths:
             return None
-        pool = runs if long_first or rng.random() < 0.6 else sets
-        _, places = pool[rng.randrange(0, len(pool))]
-        minimum = rules.min_long_run if long_first else rules.min_group_size
-        if not minimum <= len(places) <= want or want - len(places) in (1, 2):
-            continue
-        long_first = False
+        pool = by_shape[kind, lengths[rng.randrange(0, len(lengths))]]
+        places = pool[rng.randrange(0, len(pool))]
         for face in places:
             if jokers and rng.random() < joker_rate:
                 jokers -= 1
