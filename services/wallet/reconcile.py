@@ -9,7 +9,9 @@ is negative.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -104,37 +106,55 @@ def reconcile(engine: Engine) -> ReconcileReport:
                     f"balance {balances[account][1]} but its postings sum to {expected}",
                 )
 
-        rows_by_batch: dict[int, list[tuple[str, str, int, str]]] = {}
-        query = select(
-            p.batch_id, p.from_account, p.to_account, p.amount, p.reason, p.seq
-        ).order_by(p.batch_id, p.seq)
-        for row in conn.execute(query):
-            report.postings += 1
-            if row.amount <= 0 or row.from_account == row.to_account:
-                report.add(
-                    "batch_balanced", f"batch {row.batch_id}", f"posting {row.seq} is malformed"
-                )
-            rows_by_batch.setdefault(int(row.batch_id), []).append(
-                (row.from_account, row.to_account, int(row.amount), row.reason)
-            )
-        for batch in conn.execute(select(b.id, b.idempotency_key, b.result).order_by(b.id)):
+        # Both streams are ordered by batch id and merged, so memory stays one batch deep.
+        stream = {"stream_results": True, "yield_per": 2_000}
+        postings_query = (
+            select(p.batch_id, p.from_account, p.to_account, p.amount, p.reason, p.seq)
+            .order_by(p.batch_id, p.seq)
+            .execution_options(**stream)
+        )
+        groups = _postings_by_batch(conn.execute(postings_query), report)
+        current = next(groups, None)
+        batches_query = (
+            select(b.id, b.idempotency_key, b.result).order_by(b.id).execution_options(**stream)
+        )
+        for batch in conn.execute(batches_query):
             report.batches += 1
+            while current is not None and current[0] < batch.id:
+                report.add("batch_balanced", f"batch {current[0]}", "postings of no batch")
+                current = next(groups, None)
+            recorded: list[tuple[str, str, int, str]] = []
+            if current is not None and current[0] == batch.id:
+                recorded = current[1]
+                current = next(groups, None)
             listed = [
                 (x["from_account"], x["to_account"], int(x["amount"]), x["reason"])
                 for x in json.loads(batch.result)["applied"]
             ]
-            recorded = rows_by_batch.pop(int(batch.id), [])
             if recorded != listed:
                 report.add(
                     "batch_balanced",
                     f"batch {batch.id} ({batch.idempotency_key})",
                     f"{len(recorded)} postings recorded, {len(listed)} in its result",
                 )
-        for batch_id in sorted(rows_by_batch):
-            report.add(
-                "batch_balanced", f"batch {batch_id}", "postings of a batch that does not exist"
-            )
+        while current is not None:
+            report.add("batch_balanced", f"batch {current[0]}", "postings of no batch")
+            current = next(groups, None)
     return report
+
+
+def _postings_by_batch(
+    rows: Iterable[Any], report: ReconcileReport
+) -> Iterator[tuple[int, list[tuple[str, str, int, str]]]]:
+    """Group a posting stream ordered by batch id; counts and sanity-checks each posting."""
+    for batch_id, group in itertools.groupby(rows, key=lambda row: int(row.batch_id)):
+        recorded = []
+        for row in group:
+            report.postings += 1
+            if row.amount <= 0 or row.from_account == row.to_account:
+                report.add("batch_balanced", f"batch {batch_id}", f"posting {row.seq} is malformed")
+            recorded.append((row.from_account, row.to_account, int(row.amount), row.reason))
+        yield batch_id, recorded
 
 
 def reconcile_url(url: str) -> ReconcileReport:
