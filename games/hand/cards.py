@@ -68,11 +68,18 @@ def is_joker(card_id: int) -> bool:
 
 def face_of(card_id: int) -> Face:
     """The face shown by the card with this id."""
+    if type(card_id) is int and 0 <= card_id < CARD_COUNT:
+        return _FACES[card_id]
     check_id(card_id)
-    if is_joker(card_id):
-        return JOKER_FACE
-    index = card_id % PACK_SIZE
-    return Face(index % 13 + 1, SUITS[index // 13])
+    return _FACES[card_id]
+
+
+_FACES: tuple[Face, ...] = (
+    *(Face(i % 13 + 1, SUITS[i // 13]) for i in range(PACK_SIZE)),
+    *(Face(i % 13 + 1, SUITS[i // 13]) for i in range(PACK_SIZE)),
+    JOKER_FACE,
+    JOKER_FACE,
+)
 
 
 def check_id(card_id: int) -> None:

@@ -185,16 +185,19 @@ def make_meld(
     jokers any order is accepted. When the cards could be either (one real card and jokers)
     a set is chosen unless ``kind`` says otherwise.
     """
-    shown = " ".join(card_text(c) for c in cards)
+
+    def shown() -> str:
+        return " ".join(card_text(c) for c in cards)
+
     if len(cards) < rules.min_meld_size:
-        raise _refuse(f"a meld needs at least {rules.min_meld_size} cards: {shown}")
+        raise _refuse(f"a meld needs at least {rules.min_meld_size} cards: {shown()}")
     if len(set(cards)) != len(cards):
-        raise _refuse(f"a card appears twice in {shown}", Reason.DUPLICATE_CARD)
+        raise _refuse(f"a card appears twice in {shown()}", Reason.DUPLICATE_CARD)
     jokers = sum(1 for c in cards if is_joker(c))
     if jokers > rules.max_jokers_per_meld:
-        raise _refuse(f"a meld holds at most {rules.max_jokers_per_meld} jokers: {shown}")
+        raise _refuse(f"a meld holds at most {rules.max_jokers_per_meld} jokers: {shown()}")
     if rules.meld_needs_real_card and jokers == len(cards):
-        raise _refuse(f"a meld needs at least one real card: {shown}")
+        raise _refuse(f"a meld needs at least one real card: {shown()}")
     meld = None
     if kind in (None, MeldKind.SET):
         meld = _as_set(cards, owner, rules)
@@ -202,7 +205,7 @@ def make_meld(
         meld = _as_run(cards, owner, rules)
     if meld is None:
         raise _refuse(
-            f"{shown} is neither a set (3-4 cards of one rank, different suits) nor a run "
+            f"{shown()} is neither a set (3-4 cards of one rank, different suits) nor a run "
             "(3+ cards of one suit in sequence, the ace only at an end)"
         )
     return meld

@@ -7,7 +7,7 @@ scatters an ``if`` for a ruling anywhere else.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -68,16 +68,16 @@ class RuleSet:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable values, for storing with a table's state."""
-        return asdict(self)
+        return {name: getattr(self, name) for name in _FIELD_NAMES}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RuleSet:
         """Rebuild from :meth:`to_dict`; unknown keys are refused, missing ones default."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
+        unknown = set(data) - set(_FIELD_NAMES)
         if unknown:
             raise ValueError(f"unknown Hand rulings: {sorted(unknown)}")
         return cls(**data)
 
 
+_FIELD_NAMES = tuple(f.name for f in fields(RuleSet))
 DEFAULT_RULES = RuleSet()
