@@ -33,6 +33,7 @@ from services.common.auth import (
     current_player,
 )
 from services.common.errors import INTERNAL_MESSAGE, NotFound, error_reason, validating
+from services.common.health_client import check_health, wait_until_serving
 from services.common.metrics import GrpcMetrics
 from services.common.server import KishpaServer, ServiceRegistration, create_server
 from services.common.settings import load_settings
@@ -371,3 +372,11 @@ async def test_a_taken_port_is_refused(harness: Harness) -> None:
     settings = load_settings("probe", token_secret=TOKEN_KEY)
     with pytest.raises(RuntimeError, match="could not bind"):
         create_server([], settings, address=f"127.0.0.1:{harness.server.port}")
+
+
+async def test_health_client_waits_for_serving(harness: Harness) -> None:
+    address = f"127.0.0.1:{harness.server.port}"
+    await wait_until_serving(address, PROBE, deadline_seconds=5)
+    assert await check_health(harness.channel, PROBE) == health_pb2.HealthCheckResponse.SERVING
+    with pytest.raises(TimeoutError):
+        await wait_until_serving(f"127.0.0.1:{unused_port()}", deadline_seconds=0.3)
