@@ -10,16 +10,26 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import grpc
+from prometheus_client import Counter
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import Player, Service, current_caller, current_player, require_service
 from services.common.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
-from services.wallet.accounts import ils, player_account
+from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
 from services.wallet.errors import WalletError
 from services.wallet.ledger import BatchResult, Ledger, Transfer, TransferFilter
 
 T = TypeVar("T")
+
+BATCHES = Counter(
+    "kishpa_wallet_batches",
+    "Ledger batches answered, by kind (apply, open, load) and outcome (applied, replayed).",
+    ("kind", "outcome"),
+)
+BANK_LOADS = Counter(
+    "kishpa_wallet_bank_loads", "Automatic 50-token bank loads recorded to cover a player's debt."
+)
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -30,6 +40,12 @@ def _as_service_errors() -> Iterator[None]:
         yield
     except WalletError as exc:
         raise ServiceError(grpc.StatusCode[exc.code], exc.reason, str(exc)) from exc
+
+
+def _count(kind: str, result: BatchResult) -> None:
+    BATCHES.labels(kind, "replayed" if result.replayed else "applied").inc()
+    if not result.replayed:
+        BANK_LOADS.inc(sum(1 for p in result.applied if p.reason == Reason.BANK_LOAD))
 
 
 def _caller() -> Player | Service:
@@ -110,6 +126,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         with _as_service_errors():
             account = player_account(player_id)
         tokens, created = await self._run(self._ledger.open_wallet, player_id)
+        BATCHES.labels("open", "applied" if created else "replayed").inc()
         return wallet_pb2.OpenWalletResponse(balance=_balance(account, tokens), created=created)
 
     async def GetBalance(
@@ -136,6 +153,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         result: BatchResult = await self._run(
             self._ledger.load_tokens, player.player_id, request.request_id
         )
+        _count("load", result)
         account = _own_account(player)
         loaded = sum(p.amount for p in result.applied if p.to_account == account)
         return wallet_pb2.LoadTokensResponse(
@@ -176,6 +194,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         result: BatchResult = await self._run(
             self._ledger.apply_batch, request.request_id, postings
         )
+        _count("apply", result)
         return wallet_pb2.ApplyBatchResponse(
             batch_id=result.batch_id,
             applied=[_posting_pb(p) for p in result.applied],

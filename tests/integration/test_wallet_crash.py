@@ -234,3 +234,12 @@ async def test_kill_9_mid_storm_loses_no_acknowledged_batch_and_half_applies_non
             a: v for a, v in plan_batch(sent[key], expected).balances.items() if a in expected
         }
     assert final == expected
+
+
+def test_serve_refuses_a_postgres_database_that_is_not_migrated(tmp_path: Path) -> None:
+    with temporary_postgres_database(TEST_DATABASE_URL) as url:
+        wallet = WalletProcess(url, tmp_path / "wallet.log")
+        wallet.start()
+        assert wallet.proc is not None
+        assert wallet.proc.wait(timeout=60) == 2
+    assert "run `kishpa migrate` first" in wallet.log.read_text()

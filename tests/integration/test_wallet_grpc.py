@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
+from prometheus_client import REGISTRY
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
@@ -179,7 +180,11 @@ async def test_batch_covers_player_shortfall_with_bank_loads_and_replays(
     assert after[f"player:{a}"] == 49
     assert after[f"player:{b}"] == 4100
     assert after[f"bowl:{table}"] == 1
+    assert REGISTRY.get_sample_value("kishpa_wallet_bank_loads_total") is not None
+    loads_before = REGISTRY.get_sample_value("kishpa_wallet_bank_loads_total") or 0
     again = await stub.ApplyBatch(request, metadata=svc)
+    # A replay records no new loads.
+    assert REGISTRY.get_sample_value("kishpa_wallet_bank_loads_total") == loads_before
     assert again.replayed
     assert not first.replayed
     assert again.batch_id == first.batch_id
@@ -209,6 +214,29 @@ async def test_concurrent_replays_apply_once(
     assert sum(not r.replayed for r in replies) == 1
     assert await balance(stub, svc, f"player:{a}") == 1993
     assert await balance(stub, svc, f"player:{b}") == 2007
+
+
+async def test_concurrent_batches_with_one_key_and_different_bodies_apply_one(
+    stub: wallet_pb2_grpc.WalletServiceStub, svc: tuple[tuple[str, str], ...]
+) -> None:
+    a, b = await open_players(stub, svc, 2)
+    key = uid("k")
+    requests = [
+        wallet_pb2.ApplyBatchRequest(
+            request_id=key, postings=[pb(f"player:{a}", f"player:{b}", amount, "win")]
+        )
+        for amount in range(1, 9)
+    ]
+    outcomes = await asyncio.gather(
+        *(stub.ApplyBatch(r, metadata=svc) for r in requests), return_exceptions=True
+    )
+    applied = [o for o in outcomes if isinstance(o, wallet_pb2.ApplyBatchResponse)]
+    refused = [o for o in outcomes if isinstance(o, grpc.aio.AioRpcError)]
+    assert len(applied) == 1
+    assert len(refused) == 7
+    assert {error_reason(e) for e in refused} == {"IDEMPOTENCY_KEY_REUSED"}
+    moved = applied[0].applied[0].amount
+    assert await balance(stub, svc, f"player:{b}") == 2000 + moved
 
 
 async def test_bowl_shortfall_is_refused_and_changes_nothing(
