@@ -44,6 +44,8 @@ from services.wallet.errors import (
 
 # Keys the wallet uses for its own batches; clients may not use this namespace.
 INTERNAL_KEY_PREFIX = "wallet:"
+# Keeps "wallet:load:<player id>:<request id>" within the 200-character key column.
+MAX_LOAD_REQUEST_ID = 64
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 
@@ -120,9 +122,15 @@ class Ledger:
 
         Returns (balance now, True if this call granted the starting tokens)."""
         account = player_account(player_id)
-        self._ensure_accounts([account])
         grant = Posting(BANK, account, STARTING_TOKENS, Reason.OPENING_GRANT.value)
-        result = self._apply(f"{INTERNAL_KEY_PREFIX}open:{player_id}", [grant])
+        key = f"{INTERNAL_KEY_PREFIX}open:{player_id}"
+        # Services open wallets before every settlement: answer an opened one with reads.
+        with self._read() as conn:
+            opened = self._find(conn, key, body_hash([grant])) is not None
+        if opened:
+            return self.balance(account), False
+        self._ensure_accounts([account])
+        result = self._apply(key, [grant])
         if not result.replayed:
             return result.balances[account], True
         return self.balance(account), False
@@ -130,8 +138,10 @@ class Ledger:
     def load_tokens(self, player_id: str, request_id: str) -> BatchResult:
         """Load 50 tokens from the bank into an opened wallet; idempotent per request id."""
         account = player_account(player_id)
-        if not request_id or len(request_id) > 100 or not request_id.isprintable():
-            raise InvalidRequest("request_id (1 to 100 printable characters) is required")
+        if not request_id or len(request_id) > MAX_LOAD_REQUEST_ID or not request_id.isprintable():
+            raise InvalidRequest(
+                f"request_id (1 to {MAX_LOAD_REQUEST_ID} printable characters) is required"
+            )
         load = Posting(BANK, account, LOAD_TOKENS, Reason.PLAYER_LOAD.value)
         return self._apply(f"{INTERNAL_KEY_PREFIX}load:{player_id}:{request_id}", [load])
 

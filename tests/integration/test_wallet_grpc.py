@@ -152,10 +152,19 @@ async def test_load_tokens_is_idempotent_per_request_id(
     assert (a.loaded, a.balance.tokens) == (50, 2050)
     assert (b.batch_id, b.balance.tokens) == (a.batch_id, 2050)
     assert c.balance.tokens == 2100
-    await expect_error(
-        stub.LoadTokens(wallet_pb2.LoadTokensRequest(request_id=""), metadata=md),
-        grpc.StatusCode.INVALID_ARGUMENT,
+    for bad in ("", "x" * 65):
+        await expect_error(
+            stub.LoadTokens(wallet_pb2.LoadTokensRequest(request_id=bad), metadata=md),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        )
+    # The longest player id with the longest request id still fits the key column.
+    longest = "L" + uid("p").ljust(99, "x")
+    md_long = player_md(authority, longest)
+    await stub.OpenWallet(wallet_pb2.OpenWalletRequest(), metadata=md_long)
+    reply = await stub.LoadTokens(
+        wallet_pb2.LoadTokensRequest(request_id="r" * 64), metadata=md_long
     )
+    assert reply.balance.tokens == 2050
 
 
 async def test_batch_covers_player_shortfall_with_bank_loads_and_replays(
