@@ -21,6 +21,7 @@ from games.kishpa.round import (
     Action,
     Discard,
     Draw,
+    Pass,
     Reveal,
     Win,
 )
@@ -39,7 +40,9 @@ def choose_action(
     seat = int(view["seat"])
     phase = view["phase"]
     if phase in (START_REVEAL, END_REVEAL):
-        return Reveal(seat) if view.get("may_reveal") else None
+        if view.get("may_reveal"):
+            return Reveal(seat)
+        return Pass(seat) if view.get("window_waits_for_me") else None
     if phase not in (FIRST_DISCARD, TURNS) or view.get("turn") != seat:
         return None
     ids = [int(t["id"]) for t in view["hand"]]

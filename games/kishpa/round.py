@@ -309,10 +309,29 @@ def eligible_to_reveal(state: RoundState) -> list[int]:
     return [s for s in holders if s not in state.window_acted]
 
 
+def window_waits_for(state: RoundState) -> list[int]:
+    """Seats whose reveal-or-pass the open window still waits for.
+
+    With ``reveal_window_waits_for_all`` this is every seat that could be a holder as far as
+    the table knows, so the window's timing reveals nothing about anybody's hand.
+    """
+    if state.phase == END_REVEAL and state.start_reveal is not None:
+        return []  # the kishpa was revealed publicly at the start: nothing is left to hide
+    if not state.ruleset.reveal_window_waits_for_all:
+        return eligible_to_reveal(state)
+    if state.phase == START_REVEAL:
+        candidates = list(range(state.seats))
+    elif state.phase == END_REVEAL:
+        candidates = [s for s in range(state.seats) if s != state.winner]
+    else:
+        return []
+    return [s for s in candidates if s not in state.window_acted]
+
+
 def seats_to_act(state: RoundState) -> list[int]:
     """Who the round waits for (the service sets deadlines on these seats)."""
     if state.phase in (START_REVEAL, END_REVEAL):
-        return eligible_to_reveal(state)
+        return window_waits_for(state)
     if state.phase in (FIRST_DISCARD, TURNS):
         return [state.turn]
     return []
@@ -360,6 +379,7 @@ def view_for(state: RoundState, seat: int | None) -> dict[str, Any]:
         view["seat"] = seat
         view["hand"] = _tiles(state.hands[seat])
         view["may_reveal"] = seat in eligible_to_reveal(state)
+        view["window_waits_for_me"] = seat in window_waits_for(state)
     return view
 
 
@@ -588,7 +608,8 @@ def _window_action(state: RoundState, seat: int, *, reveal: bool) -> list[Event]
     _check_seat(state, seat)
     if state.phase not in (START_REVEAL, END_REVEAL):
         raise IllegalMoveError("no reveal window is open", "WINDOW_CLOSED")
-    if seat not in eligible_to_reveal(state):
+    passing_without_kishpa = not reveal and seat in window_waits_for(state)
+    if seat not in eligible_to_reveal(state) and not passing_without_kishpa:
         if seat in state.window_acted:
             raise IllegalMoveError("you already acted in this window", "ALREADY_ACTED")
         if state.phase == END_REVEAL and state.start_reveal is not None:
@@ -616,7 +637,7 @@ def _window_action(state: RoundState, seat: int, *, reveal: bool) -> list[Event]
         ]
     else:
         events = [Event("reveal_declined", seat=seat, private_seat=seat, public=False)]
-    if not eligible_to_reveal(state):
+    if not window_waits_for(state) or (reveal and not eligible_to_reveal(state)):
         events += _close_window(state)
     return events
 
@@ -626,10 +647,9 @@ def _open_window(state: RoundState, moment: str) -> list[Event]:
     state.drew = False
     state.drawn_tile = None
     events = [Event("reveal_window_opened", data={"moment": moment})]
-    eligible = eligible_to_reveal(state)
-    if not eligible:
+    if not window_waits_for(state):
         return events + _close_window(state)
-    for seat in eligible:
+    for seat in eligible_to_reveal(state):
         events.append(
             Event(
                 "may_reveal",

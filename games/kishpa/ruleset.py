@@ -30,6 +30,10 @@ class RuleSet:
     # The kishpa (sections 2, 6, 7).
     max_kishpa_replacements: int = 1
     reveal_window_seconds: int = 15
+    reveal_window_waits_for_all: bool = True
+    """Ruling (RULES.md is silent): a reveal window closes early only when every seat that
+    could hold the kishpa has revealed or passed, not merely every holder. Otherwise a window
+    that closes at once would tell the table that nobody holds the kishpa's twin."""
     turn_seconds: int = 30
     timeouts_before_autoplay: int = 3
 

@@ -42,6 +42,7 @@ def bot_view(view: table_pb2.TableView) -> dict[str, Any] | None:
         "kishpa": r.kishpa.kishpa.face,
         "joker": r.kishpa.joker_face,
         "may_reveal": table_pb2.PLAYER_ACTION_REVEAL_KISHPA in view.available_actions,
+        "window_waits_for_me": table_pb2.PLAYER_ACTION_DECLINE_REVEAL in view.available_actions,
     }
 
 

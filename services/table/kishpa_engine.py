@@ -365,6 +365,8 @@ class KishpaEngine:
         if seat is not None:
             if raw.get("may_reveal"):
                 actions = ["reveal", "decline_reveal"]
+            elif raw.get("window_waits_for_me"):
+                actions = ["decline_reveal"]  # every seat passes, so nobody learns who holds it
             elif state.phase in (rnd.FIRST_DISCARD, rnd.TURNS) and state.turn == seat:
                 if state.phase == rnd.TURNS and not state.drew:
                     actions = ["draw"]

@@ -41,7 +41,7 @@ from games.kishpa.round import (
     tile_places,
     view_for,
 )
-from games.kishpa.ruleset import DEFAULT_RULES
+from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.tiles import TILE_COUNT, face_of, parse_face, tile_ids_of
 
 pytestmark = pytest.mark.unit
@@ -69,6 +69,7 @@ def build(
     replacement: str | None = None,
     pile_top: list[str] | None = None,
     starter: int = 0,
+    rules: RuleSet = DEFAULT_RULES,
 ) -> RoundState:
     """A dealt round: named tiles in hand (filled up with FILLER), ``pile_top`` drawn next."""
     free = list(range(TILE_COUNT))
@@ -99,7 +100,7 @@ def build(
         round_no=1,
         players=PLAYERS[: len(hands)],
         starter=starter,
-        rules=asdict(DEFAULT_RULES),
+        rules=asdict(rules),
         server_seed=SEED.hex(),
         client_seeds=[],
         commitment=commitment(SEED),
@@ -200,7 +201,22 @@ def test_the_starter_may_win_at_once() -> None:
     assert state.winner == 0
     won = next(e for e in events if e.type == "won")
     assert won.data["payout_per_loser"] == 2
-    assert state.phase == ENDED  # nobody holds the kishpa R5: the end window closes at once
+    # Nobody holds the kishpa R5, yet the end window waits for every loser so that its
+    # timing does not tell the table so.
+    assert state.phase == END_REVEAL
+    assert seats_to_act(state) == [1, 2, 3]
+    refused(state, Reveal(1), "NOT_HOLDING_KISHPA")
+    state, _ = play(state, Pass(1), Pass(2))
+    assert state.phase == END_REVEAL
+    state, _ = play(state, Pass(3))
+    assert state.phase == ENDED
+
+
+def test_with_the_literal_ruling_an_empty_window_closes_at_once() -> None:
+    literal = replace(DEFAULT_RULES, reveal_window_waits_for_all=False)
+    state = build([[*WIN_14, "R3"], [], [], []], rules=literal)
+    state, _ = play(state, Win(0, tile(state, 0, "R3")))
+    assert state.phase == ENDED
 
 
 # --- turns -----------------------------------------------------------------------------
@@ -285,7 +301,7 @@ def test_jokers_are_wild_and_the_winner_gets_the_win_table() -> None:
 def test_start_window_reveal_then_the_kishpa_is_replaced_and_the_joker_changes() -> None:
     state = build([[], [], ["R5"], []], replacement="B9")
     assert state.phase == START_REVEAL
-    assert seats_to_act(state) == [2]
+    assert seats_to_act(state) == [0, 1, 2, 3]  # everyone, so nobody learns who holds it
     assert view_for(state, 2)["may_reveal"]
     assert not view_for(state, 1)["may_reveal"]
     assert "B9" not in json.dumps(view_for(state, 1))
@@ -315,6 +331,8 @@ def test_declining_or_the_deadline_closes_the_start_window_without_pay() -> None
     passed, events = play(state, Pass(2))
     assert events[0].public is False
     assert events[0].private_seat == 2
+    assert passed.phase == START_REVEAL  # still waiting for the other seats
+    passed, _ = play(passed, Pass(0), Pass(1), Pass(3))
     closed, _ = play(state, CloseWindow())
     for after in (passed, closed):
         assert after.start_reveal is None
@@ -326,7 +344,7 @@ def test_end_window_after_a_win_lets_the_holder_reveal_but_not_the_winner() -> N
     state = build([[*WIN_14, "R3"], [], [], ["R5"]])
     state, _ = play(state, Win(0, tile(state, 0, "R3")))
     assert state.phase == END_REVEAL
-    assert seats_to_act(state) == [3]
+    assert seats_to_act(state) == [1, 2, 3]
     refused(state, Reveal(0), "WINNER_CANNOT_REVEAL")
     refused(state, Discard(1, state.hands[1][0]), "WINDOW_OPEN")
     state, events = play(state, Reveal(3))
@@ -359,6 +377,7 @@ def test_pile_exhausted_ends_the_round_with_no_winner() -> None:
     while state.phase == TURNS:
         state, new = play(state, TurnTimeout(state.turn))
         events += new
+    state, _ = play(state, CloseWindow())  # the end window's deadline
     assert state.phase == ENDED
     assert state.winner is None
     assert "pile_exhausted" in types(events)
