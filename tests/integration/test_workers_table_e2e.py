@@ -1,0 +1,182 @@
+"""The whole settlement path with the real table service: bots play a two-round game through
+``kishpa serve table``; the table service writes the outbox and enqueues with
+``workers.enqueue``; a ``kishpa worker`` settles every phase into ``kishpa serve wallet``.
+
+All three are real subprocesses on Redis db 13 (see test_workers_settlement.py) and free
+ports; the bots are the table service's own gRPC bot players.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import grpc
+import pytest
+import redis
+
+from games.kishpa.ledger import net_movements
+from games.kishpa.record import end_postings, start_postings
+from kishpa.common.v1 import common_pb2
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.auth import TokenAuthority, bearer_metadata
+from services.table import events, keys
+from services.table.botclient import BotPlayer
+from tests.integration.test_workers_settlement import (
+    KISHPA,
+    STARTING_TOKENS,
+    WORKERS_REDIS_URL,
+    Process,
+    Wallet,
+    Worker,
+    _base_env,
+    _free_port,
+    _wait,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TOKEN_SECRET = secrets.token_urlsafe(48)
+
+
+def _start_table_service(tmp: Path, worker: Worker, wallet: Wallet) -> tuple[Process, int]:
+    port = _free_port()
+    env = _base_env(
+        KISHPA_TOKEN_SECRET=TOKEN_SECRET,
+        KISHPA_GRPC_PORT=str(port),
+        KISHPA_GRPC_HOST="127.0.0.1",
+        KISHPA_METRICS_PORT=str(_free_port()),
+        KISHPA_WORKER_QUEUE=worker.queue,
+        KISHPA_WALLET_ADDR=wallet.addr,
+    )
+    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
+
+    def accepting() -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    _wait(accepting, 30, "the table service to listen")
+    return process, port
+
+
+async def _play_two_round_game(port: int, players: list[str]) -> str:
+    authority = TokenAuthority(TOKEN_SECRET)
+    md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        created = await stub.CreateTable(
+            table_pb2.CreateTableRequest(
+                settings=table_pb2.TableSettings(
+                    game=common_pb2.GAME_KISHPA,
+                    seats=len(players),
+                    turn_seconds=60,
+                    reveal_window_seconds=1,  # a window nobody acts in closes soon
+                    next_round_pause_ms=30,
+                ),
+                request_id=uuid.uuid4().hex,
+            ),
+            metadata=md[players[0]],
+        )
+        table_id = created.table.table_id
+        for p in players[1:]:
+            await stub.JoinTable(
+                table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+                metadata=md[p],
+            )
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[players[0]],
+        )
+        # Pressed during round 1: round 2 is the last, and its end empties the bowl.
+        await stub.PressLastRound(
+            table_pb2.PressLastRoundRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[players[0]],
+        )
+        bots = [
+            BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 40]) * 80)
+            for n, p in enumerate(players)
+        ]
+        idle_since = time.monotonic()
+        while time.monotonic() - idle_since < 60:
+            view = await bots[0].view(table_id)
+            if view.status == table_pb2.TABLE_STATUS_CLOSED:
+                return table_id
+            moved = False
+            for bot in bots:
+                if await bot.play(table_id, await bot.view(table_id)) is not None:
+                    moved = True
+            if moved:
+                idle_since = time.monotonic()
+            else:
+                await asyncio.sleep(0.05)  # the table's deadline loop closes windows, starts rounds
+    raise AssertionError(f"the game stalled: {view}")
+
+
+async def test_a_game_played_through_the_table_service_is_settled_into_the_wallet(
+    tmp_path: Path,
+) -> None:
+    wallet = Wallet(_free_port(), tmp_path / "wallet.sqlite3").start(tmp_path / "wallet.log")
+    worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
+    table_process, port = _start_table_service(tmp_path, worker, wallet)
+    client = redis.Redis.from_url(WORKERS_REDIS_URL)
+    suffix = uuid.uuid4().hex[:8]
+    players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
+    table_id = ""
+    try:
+        table_id = await _play_two_round_game(port, players)
+        outbox = {
+            k.decode(): json.loads(v) for k, v in client.hgetall(keys.outbox(table_id)).items()
+        }
+        assert sorted(outbox) == ["1:end", "1:start", "2:end", "2:start"]
+        _wait(
+            lambda: all(client.hexists(keys.settled(table_id), f) for f in outbox),
+            60,
+            "every phase of the game to be settled",
+        )
+
+        expected = dict.fromkeys(players, STARTING_TOKENS)
+        for field in ("1:start", "1:end", "2:start", "2:end"):
+            rules = start_postings if field.endswith("start") else end_postings
+            for account, change in net_movements(rules(outbox[field]["record"])).items():
+                if account in expected:
+                    expected[account] += change
+        wallet_client = wallet.client()
+        assert {p: wallet_client.balance(f"player:{p}") for p in players} == expected
+        assert wallet_client.balance(f"bowl:{table_id}") == 0
+        assert sum(expected.values()) == STARTING_TOKENS * len(players)
+
+        stored = client.hgetall(keys.balances(table_id))
+        assert {k.decode(): int(v) for k, v in stored.items()} == expected
+        settled = [
+            events.decode(f)
+            for _, f in client.xrange(keys.events(table_id))
+            if f[b"type"] == b"settled"
+        ]
+        assert [(e.round, e.data["phase"]) for e in settled] == [
+            (1, "start"),
+            (1, "end"),
+            (2, "start"),
+            (2, "end"),
+        ]
+        assert settled[-1].data["balances"] == expected
+    finally:
+        for process in (table_process, worker.process, wallet.process):
+            if process is not None:
+                process.stop()
+        if table_id:
+            for key in (
+                keys.state,
+                keys.events,
+                keys.requests,
+                keys.outbox,
+                keys.settled,
+                keys.balances,
+            ):
+                client.delete(key(table_id))
+            client.zrem(keys.deadlines(), table_id)
+        client.close()
