@@ -69,7 +69,7 @@ def sweep(
     return enqueued
 
 
-@kishpa_task(SWEEP_TASK, max_retries=0)
+@kishpa_task(SWEEP_TASK, max_retries=0, ignore_result=True)
 def sweep_outboxes() -> dict[str, Any]:
     """Celery task ``kishpa.sweep_outboxes``: one sweep of every table's outbox."""
     refs = sweep(
@@ -89,7 +89,7 @@ def reconcile(database_url: str) -> list[str]:
     return [f"{d.check} {d.subject}: {d.detail}" for d in report.discrepancies]
 
 
-@kishpa_task(RECONCILE_TASK, max_retries=0)
+@kishpa_task(RECONCILE_TASK, max_retries=0, ignore_result=True)
 def reconcile_wallet() -> dict[str, Any]:
     """Celery task ``kishpa.reconcile_wallet``: check the ledger, report what is wrong."""
     try:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -162,3 +165,34 @@ def test_earlier_unsettled_phases_of_the_table_are_found_in_order(
     assert unsettled_earlier_phases(client, PhaseRef(table_id, 2, "end")) == [
         PhaseRef(table_id, 1, "end")
     ]
+
+
+def _kishpa(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KISHPA_")}
+    env["REDIS_URL"] = WORKERS_REDIS_URL
+    kishpa = str(Path(sys.executable).with_name("kishpa"))
+    return subprocess.run(
+        [kishpa, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_operators_list_and_release_dead_letters_from_the_command_line(
+    client: redis.Redis, table_id: str
+) -> None:
+    push_dead_letter(client, PhaseRef(table_id, 2, "end"), reason="INVALID_RECORD: x", time_ms=7)
+    listed = _kishpa("worker", "deadletters", "--json", "--limit", "100000")
+    assert listed.returncode == 0, listed.stderr
+    mine = [json.loads(line) for line in listed.stdout.splitlines() if table_id in line]
+    assert mine == [
+        {
+            "table_id": table_id,
+            "round": 2,
+            "phase": "end",
+            "reason": "INVALID_RECORD: x",
+            "time_ms": 7,
+        }
+    ]
+    released = _kishpa("worker", "release", table_id, "2", "end")
+    assert released.returncode == 0, released.stderr
+    assert not is_dead_lettered(client, PhaseRef(table_id, 2, "end"))
+    assert _kishpa("worker", "release", table_id, "2", "end").returncode == 1
