@@ -31,14 +31,15 @@ def seed_of(k: int) -> bytes:
     return hashlib.sha512(f"bench-hand-{k}".encode()).digest() + bytes(16)
 
 
-def per_call(fn: Callable[[], object], repeat: int) -> float:
-    """Best of 5 rounds, seconds per call."""
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(repeat):
+def interleaved(fns: list[Callable[[], object]], rounds: int = 7) -> list[float]:
+    """Best time of each function over ``rounds`` passes, the functions taking turns in each
+    pass so that the machine's load (shared, noisy) weighs on all of them alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
             fn()
-        best = min(best, (time.perf_counter() - start) / repeat)
+            best[i] = min(best[i], time.perf_counter() - start)
     return best
 
 
@@ -57,9 +58,7 @@ def bot_deal(k: int) -> list[tuple[dict[str, Any], Action]]:
 
 def main() -> int:
     deals = int(sys.argv[1]) if len(sys.argv) > 1 else 30
-    start = time.perf_counter()
     recorded = [bot_deal(k) for k in range(deals)]
-    t_deal = (time.perf_counter() - start) / deals
     moves = [m for r in recorded for m in r]
     texts = [json.dumps(raw) for raw, _ in moves]
 
@@ -79,19 +78,23 @@ def main() -> int:
         for state in states:
             next_action(seat_view(state, state.turn), state.rules, stream)
 
+    def play() -> None:
+        for k in range(deals):
+            bot_deal(k)
+
     n = len(moves)
-    t_json = per_call(replay_json, 1) / n
-    t_action = per_call(replay_actions, 1) / n
-    t_decide = per_call(decide, 1) / n
+    totals = interleaved([replay_json, replay_actions, decide, play])
+    t_json, t_action, t_decide = (t / n for t in totals[:3])
+    t_deal = totals[3] / deals
+    rows = [
+        ("baseline: json round trip of a state", t_json, t_json, "of the baseline"),
+        ("one action (load + apply + dump)", t_action, t_json, "of the baseline"),
+        ("one bot decision (next_action)", t_decide, t_action, "of an action"),
+        ("one whole bot deal", t_deal, t_action, "of an action"),
+    ]
     print(f"{deals} bot deals, 4 seats, {n / deals:.0f} actions per deal on average")
-    print(f"baseline json round trip of a state: {t_json * 1e6:.0f} us")
-    print(f"one action (load + apply + dump):    {t_action * 1e6:.0f} us  x{t_action / t_json:.2f}")
-    print(
-        f"one bot decision:                    {t_decide * 1e6:.0f} us  x{t_decide / t_action:.2f} of an action"
-    )
-    print(
-        f"one whole bot deal:                  {t_deal * 1e3:.1f} ms  x{t_deal / t_action:.0f} of an action"
-    )
+    for label, seconds, base, unit in rows:
+        print(f"{label:<38} {seconds * 1e6:>9.0f} us  x{seconds / base:.2f} {unit}")
     return 0
 
 
