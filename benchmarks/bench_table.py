@@ -48,6 +48,18 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _profiler() -> list[str]:
+    """``BENCH_TABLE_PROFILE=<file>`` runs the service under cProfile (to find its hot spots)."""
+    out = os.environ.get("BENCH_TABLE_PROFILE")
+    return ["-m", "cProfile", "-o", out] if out else []
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -55,7 +67,7 @@ def _pct(samples: list[float], q: float) -> float:
 
 async def _wait_serving(address: str, process: subprocess.Popen[bytes]) -> None:
     async with grpc.aio.insecure_channel(address) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
+        health: Any = health_pb2_grpc.HealthStub(channel)
         for _ in range(150):
             if process.poll() is not None:
                 raise SystemExit("the table service exited")
@@ -139,17 +151,20 @@ class BenchTable:
     async def run(self, until: float, latencies: list[float], reads: list[float]) -> None:
         """Play until the deadline: whoever may act acts; wait while the next round deals."""
         seat = 0
+        view: table_pb2.TableView | None = None
         while time.perf_counter() < until:
-            start = time.perf_counter()
-            view = (
-                await self.stub.GetTable(
-                    table_pb2.GetTableRequest(table_id=self.table_id), metadata=self.md[seat]
-                )
-            ).table
-            reads.append((time.perf_counter() - start) * 1000)
+            if view is None:
+                start = time.perf_counter()
+                view = (
+                    await self.stub.GetTable(
+                        table_pb2.GetTableRequest(table_id=self.table_id), metadata=self.md[seat]
+                    )
+                ).table
+                reads.append((time.perf_counter() - start) * 1000)
             chosen = await self._action(view)
+            current, view = view, None
             if chosen is None:
-                r = view.round
+                r = current.round
                 if r.phase in PLAYING and r.turn_seat >= 0:
                     seat = r.turn_seat
                 elif r.phase == table_pb2.ROUND_PHASE_ENDED:
@@ -159,8 +174,10 @@ class BenchTable:
                 continue
             call, request = chosen
             start = time.perf_counter()
-            await call(request, metadata=self.md[seat])
+            response = await call(request, metadata=self.md[seat])
             latencies.append((time.perf_counter() - start) * 1000)
+            if response.HasField("table") and response.table.round.turn_seat == seat:
+                view = response.table  # the same player goes on (discard after his draw)
 
 
 async def main(tables: int, seconds: float) -> None:
@@ -178,12 +195,13 @@ async def main(tables: int, seconds: float) -> None:
         "KISHPA_LOG_FORMAT": "json",
         "KISHPA_LOG_LEVEL": "WARNING",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "table"],
+    log = Path(os.environ.get("BENCH_TABLE_LOG", os.devnull)).open("wb")  # noqa: ASYNC230, SIM115
+    process = subprocess.Popen(  # noqa: ASYNC220 - started once, before the measurement
+        [sys.executable, *_profiler(), "-m", "cli.main", "serve", "table"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log,
     )
     redis = Redis.from_url(REDIS_URL)
     address = f"127.0.0.1:{port}"
@@ -205,8 +223,10 @@ async def main(tables: int, seconds: float) -> None:
             reads: list[float] = []
             until = time.perf_counter() + seconds
             started = time.perf_counter()
+            cpu_before = _cpu_seconds(process.pid)
             await asyncio.gather(*(r.run(until, latencies, reads) for r in runners))
             elapsed = time.perf_counter() - started
+            server_cpu = _cpu_seconds(process.pid) - cpu_before
         store = TableStore(redis)
         memory = [await store.memory_usage(r.table_id) for r in runners[:20]]
         ping_rate = len(base) / min(5.0, seconds)
@@ -229,6 +249,12 @@ async def main(tables: int, seconds: float) -> None:
             f"action p50 / PING p50 = x{_pct(latencies, 0.5) / _pct(base, 0.5):.1f}; "
             f"action p99 / PING p99 = x{_pct(latencies, 0.99) / _pct(base, 0.99):.1f}"
         )
+        rpcs = len(latencies) + len(reads)
+        print(
+            f"service CPU: {server_cpu:.1f} s over {elapsed:.1f} s "
+            f"({100 * server_cpu / elapsed:.0f}% of one core), "
+            f"{1000 * server_cpu / max(1, rpcs):.2f} ms per RPC"
+        )
         print(f"redis memory per table: mean {statistics.mean(memory) / 1024:.1f} KiB")
     finally:
         process.terminate()
@@ -246,6 +272,7 @@ async def main(tables: int, seconds: float) -> None:
                 )
                 await redis.zrem(keys.deadlines(), r.table_id)
         await redis.aclose()
+        log.close()
 
 
 if __name__ == "__main__":

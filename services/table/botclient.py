@@ -100,7 +100,14 @@ class BotPlayer:
                 metadata=md,
             )
             return won.table
-        revealed = await self.stub.RevealKishpa(
-            table_pb2.RevealKishpaRequest(table_id=table_id, request_id=rid), metadata=md
-        )
-        return revealed.table
+        if isinstance(move, rnd.Pass):
+            declined = await self.stub.DeclineReveal(
+                table_pb2.DeclineRevealRequest(table_id=table_id, request_id=rid), metadata=md
+            )
+            return declined.table
+        if isinstance(move, rnd.Reveal):
+            revealed = await self.stub.RevealKishpa(
+                table_pb2.RevealKishpaRequest(table_id=table_id, request_id=rid), metadata=md
+            )
+            return revealed.table
+        return None  # a move only the service makes (timeouts, closing windows)

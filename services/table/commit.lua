@@ -8,6 +8,7 @@ KEYS[1]  state hash     fields: version (int), state (JSON), deadline (ms or abs
 KEYS[2]  events stream  the table's Redis Stream
 KEYS[3]  requests hash  "<player>:<request_id>" -> first answer
 KEYS[4]  outbox hash    "<round>:<phase>" -> JSON phase record for settlement
+KEYS[5]  balances hash  player -> balance (read only: returned so the answer needs no extra read)
 
 ARGV[1]  expected version ("0": the table must not exist yet)
 ARGV[2]  new state JSON
@@ -21,7 +22,7 @@ then E events, each as: n, key1, value1, ..., keyn, valuen
 then P outbox records, each as: field, JSON
 
 Returns
-  {1, new_version, event_id_1, ..., event_id_E}  committed
+  {1, new_version, {player, balance, ...}, event_id_1, ..., event_id_E}  committed
   {0, current_version}                           version conflict: reload and retry
   {2, answer}                                    the request was already answered: nothing changed
 ]]
@@ -46,7 +47,7 @@ else
   redis.call('HDEL', KEYS[1], 'deadline')
 end
 
-local result = {1, version}
+local result = {1, version, redis.call('HGETALL', KEYS[5])}
 local i = 9
 for _ = 1, tonumber(ARGV[7]) do
   local n = tonumber(ARGV[i])

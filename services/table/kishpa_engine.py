@@ -46,6 +46,7 @@ AUTOPLAY_DELAY_MS = 1000
 """A seat on auto-play is played this soon (never later than its turn timer)."""
 AUTOPLAY_TAG = "kishpa/table/v1/autoplay"
 BETWEEN_ROUNDS = "between_rounds"
+FACES = tuple(str(face_of(t)) for t in range(TILE_COUNT))
 
 
 def _rules(settings: TableSettings) -> RuleSet:
@@ -444,4 +445,4 @@ class KishpaEngine:
 
     def face(self, tile_id: int) -> str:
         """``R7``, ``DR``..."""
-        return str(face_of(tile_id))
+        return FACES[tile_id]

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
@@ -47,9 +47,26 @@ def settlement_enqueue() -> Enqueue | None:
     return enqueue
 
 
-def build_tables(redis: Redis, enqueue: Enqueue | None) -> Tables:
-    """The use cases over a Redis connection."""
-    return Tables(TableStore(redis), engines(), enqueue=enqueue)
+COMMAND_CONNECTIONS = 128
+"""Redis connections for commands; callers beyond it wait (up to a timeout) for one."""
+WATCH_CONNECTIONS = 20_000
+"""Redis connections for blocked WatchTable reads (one per live watcher)."""
+
+
+def redis_clients(url: str) -> tuple[Redis, Redis]:
+    """A bounded pool for commands and a separate one for blocking stream reads."""
+    commands = Redis(
+        connection_pool=BlockingConnectionPool.from_url(
+            url, max_connections=COMMAND_CONNECTIONS, timeout=10
+        )
+    )
+    streams = Redis(connection_pool=ConnectionPool.from_url(url, max_connections=WATCH_CONNECTIONS))
+    return commands, streams
+
+
+def build_tables(redis: Redis, enqueue: Enqueue | None, streams: Redis | None = None) -> Tables:
+    """The use cases over Redis connections."""
+    return Tables(TableStore(redis, streams=streams), engines(), enqueue=enqueue)
 
 
 def registration(tables: Tables) -> ServiceRegistration:
@@ -66,6 +83,7 @@ class TableServer:
     server: KishpaServer
     tables: Tables
     redis: Redis
+    streams: Redis
     timers: bool = True
     _stop: asyncio.Event | None = None
     _task: asyncio.Task[None] | None = None
@@ -90,6 +108,7 @@ class TableServer:
                 await self._task
         await self.server.stop(grace)
         await self.redis.aclose()
+        await self.streams.aclose()
 
 
 def create_table_server(
@@ -101,15 +120,15 @@ def create_table_server(
     options: Sequence[tuple[str, object]] = (),
 ) -> TableServer:
     """A ready-to-start table server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
-    redis = Redis.from_url(settings.redis_url, max_connections=None)
-    tables = build_tables(redis, enqueue)
+    redis, streams = redis_clients(settings.redis_url)
+    tables = build_tables(redis, enqueue, streams)
     server = create_server([registration(tables)], settings, address=address, options=options)
-    return TableServer(server, tables, redis, timers)
+    return TableServer(server, tables, redis, streams, timers)
 
 
 async def _serve(settings: Settings) -> int:
-    redis = Redis.from_url(settings.redis_url)
-    tables = build_tables(redis, settlement_enqueue())
+    redis, streams = redis_clients(settings.redis_url)
+    tables = build_tables(redis, settlement_enqueue(), streams)
     stop_timers = asyncio.Event()
     task: asyncio.Task[None] | None = None
 
@@ -123,6 +142,7 @@ async def _serve(settings: Settings) -> int:
         if task is not None:
             await task
         await redis.aclose()
+        await streams.aclose()
 
     return await serve(settings, factory, cleanup=cleanup)
 

@@ -221,8 +221,8 @@ class Tables:
             # The state just committed is the view's source: no second read. Its last event
             # is this commit's last one (the commit was atomic at this version).
             table = Table.from_dict(committed.transition.state)
-            view = await self._view_of(
-                table, player_id, committed.version, event_id, table_id=table_id
+            view = self._view_of(
+                table, player_id, committed.version, event_id, committed.balances or {}
             )
         else:
             view = await self.view(player_id, table_id)
@@ -455,22 +455,20 @@ class Tables:
 
     async def view(self, player_id: str, table_id: str) -> TableView:
         """The caller's view: his own tiles in his rack order, and public facts."""
-        snapshot, last_event_id = await self.store.load_view(table_id)
+        snapshot, last_event_id, balances = await self.store.load_view(table_id)
         if snapshot is None:
             raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND")
         table = Table.from_dict(snapshot.state)
-        return await self._view_of(table, player_id, snapshot.version, last_event_id)
+        return self._view_of(table, player_id, snapshot.version, last_event_id, balances)
 
-    async def _view_of(
+    def _view_of(
         self,
         table: Table,
         player_id: str,
         version: int,
         last_event_id: str,
-        *,
-        table_id: str | None = None,
+        balances: Mapping[str, int],
     ) -> TableView:
-        table_id = table_id or table.table_id
         seat = table.seat_of(player_id)
         game = self._engine(table.game_name).view(table, seat) if table.game else None
         tiles: list[int] = []
@@ -478,7 +476,6 @@ class Tables:
             hand = list(game.my_tiles)
             rack = [t for t in table.rack_orders.get(player_id, []) if t in set(hand)]
             tiles = rack + [t for t in hand if t not in set(rack)]
-        balances = await self.store.balances(table_id)
         return TableView(table, seat, tiles, game, balances, version, last_event_id)
 
     async def hint(self, player_id: str, table_id: str) -> Hint:

@@ -81,6 +81,8 @@ class Committed:
     answer: str
     replayed: bool
     transition: Transition | None
+    balances: dict[str, int] | None = None
+    """The table's balances as of the commit (None for a replayed answer)."""
 
 
 def _load_script(name: str) -> str:
@@ -99,8 +101,17 @@ def request_field(player_id: str, request_id: str) -> str:
 class TableStore:
     """Reads and atomically writes tables in Redis (redis-py asyncio, EVALSHA scripts)."""
 
-    def __init__(self, redis: Redis, *, finished_ttl_s: int = FINISHED_TABLE_TTL_S) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        streams: Redis | None = None,
+        finished_ttl_s: int = FINISHED_TABLE_TTL_S,
+    ) -> None:
         self.redis = redis
+        # Blocking stream reads hold a connection each: a separate pool keeps them from
+        # starving the commits.
+        self.streams = streams or redis
         self.finished_ttl_s = finished_ttl_s
         self._commit = redis.register_script(_load_script("commit.lua"))
         self._claim = redis.register_script(_load_script("claim.lua"))
@@ -115,16 +126,18 @@ class TableStore:
             table_id, int(version), json.loads(raw), None if deadline is None else int(deadline)
         )
 
-    async def load_view(self, table_id: str) -> tuple[Snapshot | None, str]:
-        """The state and the id of the last event it includes, read atomically (MULTI)."""
+    async def load_view(self, table_id: str) -> tuple[Snapshot | None, str, dict[str, int]]:
+        """The state, the id of the last event it includes and the balances (one MULTI)."""
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hmget(keys.state(table_id), ["version", "state"])
             pipe.xrevrange(keys.events(table_id), count=1)
-            (version, raw), last = await pipe.execute()
+            pipe.hgetall(keys.balances(table_id))
+            (version, raw), last, balances = await pipe.execute()
         last_id = _text(last[0][0]) if last else "0-0"
         if version is None or raw is None:
-            return None, last_id
-        return Snapshot(table_id, int(version), json.loads(raw)), last_id
+            return None, last_id, {}
+        snapshot = Snapshot(table_id, int(version), json.loads(raw))
+        return snapshot, last_id, {_text(k): int(v) for k, v in balances.items()}
 
     async def answer(self, table_id: str, field_name: str) -> str | None:
         """The remembered answer of a request, if it was already answered."""
@@ -169,6 +182,7 @@ class TableStore:
                 keys.events(table_id),
                 keys.requests(table_id),
                 keys.outbox(table_id),
+                keys.balances(table_id),
             ],
             args=args,
         )
@@ -180,12 +194,15 @@ class TableStore:
         # The deadline index is global (not in the table's hash slot); it is rebuildable.
         if index_deadline:
             await self.set_deadline(table_id, transition.deadline_ms)
+        flat = result[2]
+        balances = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         return Committed(
             int(result[1]),
-            tuple(_text(i) for i in result[2:]),
+            tuple(_text(i) for i in result[3:]),
             transition.answer,
             False,
             transition,
+            balances,
         )
 
     async def transact(
@@ -231,7 +248,7 @@ class TableStore:
         self, table_id: str, after_id: str, *, block_ms: int | None = None, count: int = 200
     ) -> list[StoredEvent]:
         """Events after ``after_id`` ("0-0" for all), waiting up to ``block_ms`` for new ones."""
-        reply: Any = await self.redis.xread(
+        reply: Any = await self.streams.xread(
             {keys.events(table_id): after_id or "0-0"}, count=count, block=block_ms
         )
         out: list[StoredEvent] = []

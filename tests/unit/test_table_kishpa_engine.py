@@ -57,6 +57,8 @@ def _bot_action(table: Table, stream: FairStream) -> tuple[int, Action] | None:
             return seat, Action("win", {"tile": move.tile, "arrangement": move.arrangement})
         if isinstance(move, rnd.Reveal):
             return seat, Action("reveal")
+        if isinstance(move, rnd.Pass):
+            return seat, Action("decline_reveal")
     return None
 
 
