@@ -46,6 +46,7 @@ _JOKERS = 3  # (_JOKERS, size): a run made of jokers only
 _SKIP = 4  # (_SKIP, slot): best_arrangement leaves this tile out of every group
 
 _Step = tuple[int, ...]
+_State = tuple[bytes, int, bool]  # (plain-tile counts, jokers left, has a long run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +152,13 @@ class _WinSearch:
 
     __slots__ = ("counts", "failed", "max_run", "min_group", "min_long", "path", "wrap")
 
-    def __init__(self, counts: list[int], rules: RuleSet) -> None:
+    def __init__(
+        self, counts: list[int], rules: RuleSet, failed: set[_State] | None = None
+    ) -> None:
         self.counts = counts
-        self.failed: set[tuple[bytes, int, bool]] = set()
+        # A state's failure depends only on the state and the rules, so searches of hands
+        # that differ by one tile (the 15 discards of a hand) may share this set.
+        self.failed = failed if failed is not None else set()
         self.path: list[_Step] = []
         self.min_group = rules.min_group_size
         self.min_long = rules.min_long_run
@@ -297,10 +302,16 @@ def find_winning_arrangement(
     ``rules.min_long_run`` or more tiles (jokers count toward its length). Both tiles of the
     ``joker`` face are wild; a doll plays only as a plain tile of the joker's face.
     """
+    return _find(hand, joker, rules, set())
+
+
+def _find(
+    hand: Sequence[Face], joker: Face, rules: RuleSet, failed: set[_State]
+) -> list[Group] | None:
     if len(hand) != rules.hand_size:
         return None
     tiles = _Hand(hand, joker)
-    search = _WinSearch(tiles.counts, rules)
+    search = _WinSearch(tiles.counts, rules, failed)
     if not search.solve(0, tiles.jokers, False):
         return None
     return tiles.groups(search.path)
@@ -319,12 +330,13 @@ def winning_discards(
     joker = joker_of(kishpa)
     result: list[WinningDiscard] = []
     seen: set[Face] = set()
+    failed: set[_State] = set()
     for position, discard in enumerate(hand):
         if discard in seen:
             continue
         seen.add(discard)
         rest = [*hand[:position], *hand[position + 1 :]]
-        groups = find_winning_arrangement(rest, joker, rules)
+        groups = _find(rest, joker, rules, failed)
         if groups is None:
             continue
         # Positions past the discard shift back by one in ``rest``.
@@ -342,7 +354,7 @@ class _BestSearch:
 
     def __init__(self, counts: list[int], rules: RuleSet) -> None:
         self.counts = counts
-        self.best: dict[tuple[bytes, int, bool], tuple[int, _Step | None]] = {}
+        self.best: dict[_State, tuple[int, _Step | None]] = {}
         self.min_group = rules.min_group_size
         self.min_long = rules.min_long_run
         self.max_run = rules.max_run_length
