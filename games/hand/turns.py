@@ -20,7 +20,7 @@ from games.hand.actions import (
     TimeOut,
     UndoTurn,
 )
-from games.hand.cards import card_text, cards_text
+from games.hand.cards import CARD_COUNT, card_text, cards_text
 from games.hand.deal_state import DealState, EndReason, Phase
 from games.hand.errors import HandMoveError, Reason
 from games.hand.events import Event
@@ -31,6 +31,7 @@ from games.hand.scoring import deal_scores
 def apply(state: DealState, action: Action) -> tuple[DealState, list[Event]]:
     """The state after ``action`` and the events it produced (public or private to a seat)."""
     _check_turn(state, action.seat)
+    _check_card_ids(action)
     new = state.copy()
     events: list[Event] = []
     match action:
@@ -53,6 +54,21 @@ def apply(state: DealState, action: Action) -> tuple[DealState, list[Event]]:
         case _:  # pragma: no cover - the Action union is closed
             raise HandMoveError(f"unknown action {action!r}", Reason.MALFORMED_ACTION)
     return new, events
+
+
+def _check_card_ids(action: Action) -> None:
+    match action:
+        case LayMelds(melds=specs):
+            named = [c for s in specs for c in s.cards]
+        case LayOff(card=card) | Discard(card=card):
+            named = [card]
+        case ReleaseJoker(cards=cards):
+            named = list(cards)
+        case _:
+            named = []
+    bad = [c for c in named if type(c) is not int or not 0 <= c < CARD_COUNT]
+    if bad:
+        raise HandMoveError(f"no such card id: {bad}", Reason.MALFORMED_ACTION)
 
 
 def _check_turn(state: DealState, seat: int) -> None:

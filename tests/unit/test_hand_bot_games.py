@@ -136,7 +136,7 @@ def test_the_bot_opens_when_it_reaches_51() -> None:
 def random_action(data: st.DataObject, state: DealState) -> Action:
     seat = data.draw(st.sampled_from([state.turn, state.turn, state.turn, 0, 1]))
     hand = state.hands[state.turn] or [0]
-    cards = st.sampled_from(sorted(set(hand) | {0, 104}))
+    cards = st.sampled_from(sorted(set(hand) | {0, 104, 150}))
     meld_ids = st.integers(-1, len(state.melds))
     kind = data.draw(st.integers(0, 8))
     if kind == 0:

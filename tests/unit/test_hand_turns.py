@@ -478,3 +478,50 @@ def test_malformed_actions_are_refused() -> None:
         with pytest.raises(HandMoveError) as caught:
             action_from_dict(bad)
         assert caught.value.reason == "MALFORMED_ACTION"
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        Discard(0, 999),
+        Discard(0, -1),
+        LayOff(0, 0, 106),
+        ReleaseJoker(0, 0, (3, 500)),
+        LayMelds(0, (MeldSpec((1, 2, 1000)),)),
+    ],
+)
+def test_unknown_card_ids_are_refused_as_malformed(action: Action) -> None:
+    state = position([["QH", *F0], F1], melds=[(1, ["9H", "10H", "JH"])], opened=[0])
+    refused(state, action, "MALFORMED_ACTION")
+
+
+def test_a_joker_laid_off_on_a_full_set_of_three_closes_it() -> None:
+    state = position([["J1", *F0], F1], melds=[(1, ["9S", "9H", "9D"])], opened=[0])
+    state, _ = apply(state, LayOff(0, 0, parse_card("J1")))
+    assert state.melds[0].is_closed_four
+    refused(state, LayOff(0, 0, ids(state, 0, "2D")[0]), "INVALID_LAYOFF")
+
+
+def test_a_joker_is_laid_off_at_the_chosen_end_of_a_run() -> None:
+    state = position([["J1", *F0], F1], melds=[(1, ["9H", "10H", "JH"])], opened=[0])
+    low, _ = apply(state, LayOff(0, 0, parse_card("J1"), "low"))
+    assert str(low.melds[0].stands_for(0)) == "8H"
+    high, _ = apply(state, LayOff(0, 0, parse_card("J1")))
+    assert str(high.melds[0].stands_for(3)) == "QH"
+
+
+def test_two_jokers_in_a_set_of_three_are_both_released_by_the_three_missing_suits() -> None:
+    state = position([["8H", "8D", "8C", *F0], F1], melds=[(1, ["8S", "J1", "J2"])], opened=[0])
+    state, events = apply(state, ReleaseJoker(0, 0, ids(state, 0, "8H", "8D", "8C")))
+    assert sorted(events[0].data["jokers"]) == [104, 105]
+    assert {104, 105} <= set(state.hands[0])
+    assert not state.melds[0].jokers
+
+
+def test_an_ace_on_a_two_to_king_run_goes_high_unless_told_low() -> None:
+    run = ["2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "10C", "JC", "QC", "KC"]
+    state = position([["AC", *F0[:2]], F1], melds=[(1, run)], opened=[0])
+    high, _ = apply(state, LayOff(0, 0, ids(state, 0, "AC")[0]))
+    assert (high.melds[0].rank, high.melds[0].high) == (2, 14)
+    low, _ = apply(state, LayOff(0, 0, ids(state, 0, "AC")[0], "low"))
+    assert (low.melds[0].rank, low.melds[0].high) == (1, 13)
