@@ -53,7 +53,10 @@ def queue() -> Iterator[str]:
     name = f"kishpa-deploy-test-{uuid.uuid4().hex[:12]}"
     yield name
     client = redis.Redis.from_url(TEST_REDIS_URL)
-    client.delete(name)
+    # The queue itself and kombu's bookkeeping keys named after it.
+    leftovers = list(client.scan_iter(match=f"*{name}*"))
+    if leftovers:
+        client.delete(*leftovers)
     client.close()
 
 
