@@ -7,6 +7,12 @@ database, is a plain single-row INSERT per transaction from as many threads: the
 durable commit, which every batch also pays.
 
 Usage: .venv/bin/python benchmarks/bench_wallet.py [--batches N] [--concurrency C]
+
+``--compare-engines`` instead measures the ledger in-process on PostgreSQL, driven from an
+event loop two ways: the sync engine on a 16-thread pool (what the server does) and
+SQLAlchemy's asyncio engine (psycopg async, the same transaction code through ``run_sync``).
+The asyncio engine needs ``greenlet``, which is not a project dependency: install it
+somewhere and put it on PYTHONPATH for that run.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -31,7 +38,9 @@ from sqlalchemy import text
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.wallet.batch import Posting, body_hash, touched_accounts, validate_batch
 from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 
@@ -235,11 +244,76 @@ def measure(name: str, url: str, count: int, concurrency: int, say: Callable[[st
     )
 
 
+def _ledger_postings(i: int) -> list[Posting]:
+    table, winner = i % TABLES, i % 4
+    seats = [f"player:e{table}x{s}" for s in range(4)]
+    out = [
+        Posting(p, seats[winner], 2, "win", f"et{table}", i + 1, "end")
+        for p in seats
+        if p != seats[winner]
+    ]
+    out.append(Posting(seats[winner], f"bowl:et{table}", 1, "bowl_contribution", f"et{table}"))
+    return out
+
+
+async def compare_engines(url: str, count: int, concurrency: int) -> None:
+    """In-process ledger: sync engine on a thread pool vs the asyncio engine."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_wallet_engine(url, pool_size=16)
+    ledger = Ledger(engine)
+    for t in range(TABLES):
+        for s in range(4):
+            ledger.open_wallet(f"e{t}x{s}")
+    aengine = create_async_engine(url, pool_size=16, max_overflow=16)
+    executor = ThreadPoolExecutor(16)
+    loop = asyncio.get_running_loop()
+
+    async def threaded(run: str, n: int) -> None:
+        for i in range(n, count, concurrency):
+            await loop.run_in_executor(
+                executor, ledger.apply_batch, f"{run}:{i}", _ledger_postings(i)
+            )
+
+    async def asynchronous(run: str, n: int) -> None:
+        for i in range(n, count, concurrency):
+            postings, key = _ledger_postings(i), f"{run}:{i}"
+            validate_batch(key, postings)
+            async with aengine.begin() as conn:
+                await conn.run_sync(
+                    ledger._apply_locked,
+                    key,
+                    body_hash(postings),
+                    postings,
+                    touched_accounts(postings),
+                )
+
+    await asyncio.gather(*(threaded("warm", n) for n in range(concurrency)))
+    for round_no in range(2):
+        for name, worker in (("thread pool", threaded), ("asyncio", asynchronous)):
+            cpu, began = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(worker(f"{name}{round_no}", n) for n in range(concurrency)))
+            wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+            print(
+                f"ledger on {name:11s} {count / wall:6.0f} batches/s  "
+                f"CPU {cpu / count * 1000:.2f} ms/batch  (load {os.getloadavg()[0]:.1f})"
+            )
+    executor.shutdown()
+    await aengine.dispose()
+    engine.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--compare-engines", action="store_true")
     args = parser.parse_args()
+    if args.compare_engines:
+        with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
+            upgrade(url)
+            asyncio.run(compare_engines(url, args.batches, args.concurrency))
+        return 0
     print(
         f"wallet bench: {args.batches} batches, {args.concurrency} concurrent clients, "
         f"{os.cpu_count()} CPUs"
