@@ -21,6 +21,8 @@ __all__ = [
     "Chooser",
     "is_valid_group",
     "perturb",
+    "reference_best_cover",
+    "reference_partition",
     "reference_winning_arrangement",
     "sample_kishpa",
     "sample_random_hand",
@@ -106,6 +108,16 @@ def reference_winning_arrangement(
     """
     if len(hand) != rules.hand_size:
         return None
+    return reference_partition(hand, joker, rules, need_long_run=True)
+
+
+def reference_partition(
+    hand: Sequence[Face], joker: Face, rules: RuleSet = DEFAULT_RULES, need_long_run: bool = False
+) -> list[tuple[GroupKind, tuple[int, ...]]] | None:
+    """Valid groups using every tile of the hand (any size), or ``None`` if there are none.
+
+    With ``need_long_run`` one of them must be a run of ``rules.min_long_run`` or more.
+    """
     # What each tile can be: the joker (wild) or exactly one plain face, as a face index.
     what = [_JOKER_CODE if f == joker else (joker if f.is_doll else f).index for f in hand]
     homes = _homes(rules)
@@ -156,7 +168,16 @@ def reference_winning_arrangement(
             options = grown
         return options
 
-    return solve(frozenset(range(len(hand))), False)
+    return solve(frozenset(range(len(hand))), not need_long_run)
+
+
+def reference_best_cover(hand: Sequence[Face], joker: Face, rules: RuleSet = DEFAULT_RULES) -> int:
+    """The most tiles of the hand that disjoint valid groups can hold (tries every subset)."""
+    for size in range(len(hand), 0, -1):
+        for kept in combinations(range(len(hand)), size):
+            if reference_partition([hand[p] for p in kept], joker, rules) is not None:
+                return size
+    return 0
 
 
 class Chooser(Protocol):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from games.kishpa.reference import (
     is_valid_group,
     perturb,
+    reference_best_cover,
     reference_winning_arrangement,
     sample_kishpa,
     sample_random_hand,
@@ -142,3 +143,18 @@ def test_best_arrangement_is_valid_and_covers_a_winning_hand(
     if win:
         assert sum(len(g.positions) for g in groups) == len(hand)
         assert any(g.kind == "run" and len(g.positions) >= 4 for g in groups)
+
+
+@settings(FAST, max_examples=400)
+@given(seed=SEEDS, size=st.integers(3, 11), dense=st.booleans())
+def test_best_arrangement_covers_as_many_tiles_as_the_reference(
+    seed: int, size: int, dense: bool
+) -> None:
+    rng = random.Random(seed)
+    kishpa, hand = winning(rng, DEFAULT_RULES)
+    # Part of a built winning hand (most tiles fit somewhere), or a random deal.
+    hand = hand[:size] if dense else sample_random_hand(rng, kishpa, size)
+    joker = joker_of(kishpa)
+    groups = best_arrangement(hand, joker)
+    valid_groups_only(hand, groups, joker, DEFAULT_RULES)
+    assert sum(len(g.positions) for g in groups) == reference_best_cover(hand, joker)
