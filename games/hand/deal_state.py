@@ -188,6 +188,11 @@ def check_consistent(state: DealState) -> None:
         raise bad("an ended deal has no scores")
 
 
+def seats_to_act(state: DealState) -> list[int]:
+    """The seats the table service waits for (and sets a turn deadline for)."""
+    return [] if state.phase is Phase.ENDED else [state.turn]
+
+
 def seat_view(state: DealState, seat: int) -> dict[str, Any]:
     """What one seat may see: his own hand, and only public facts about the others."""
     if not 0 <= seat < state.seats:

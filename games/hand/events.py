@@ -28,6 +28,28 @@ class Event:
         """Whether this seat may see the event."""
         return self.private_to is None or self.private_to == seat
 
+    def stream_parts(self) -> dict[str, Any]:
+        """The event in the table stream's shape (``services/table/events.py``).
+
+        A public event is ``type``/``seat``/``data``; a private one becomes a wholly private
+        entry (``type`` "private", empty ``data``) whose ``private_data`` holds the event.
+        """
+        if self.private_to is None:
+            return {
+                "type": self.kind,
+                "seat": self.seat,
+                "data": self.data,
+                "private_seat": None,
+                "private_data": None,
+            }
+        return {
+            "type": "private",
+            "seat": self.seat,
+            "data": {},
+            "private_seat": self.private_to,
+            "private_data": {"type": self.kind, "seat": self.seat, "data": self.data},
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

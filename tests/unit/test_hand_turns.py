@@ -21,7 +21,7 @@ from games.hand.actions import (
 )
 from games.hand.cards import card_text, parse_card
 from games.hand.deal import deal_from_deck, new_deal
-from games.hand.deal_state import DealState, EndReason, Phase, seat_view
+from games.hand.deal_state import DealState, EndReason, Phase, seat_view, seats_to_act
 from games.hand.errors import HandMoveError
 from games.hand.events import Event
 from games.hand.melds import MeldKind
@@ -525,3 +525,28 @@ def test_an_ace_on_a_two_to_king_run_goes_high_unless_told_low() -> None:
     assert (high.melds[0].rank, high.melds[0].high) == (2, 14)
     low, _ = apply(state, LayOff(0, 0, ids(state, 0, "AC")[0], "low"))
     assert (low.melds[0].rank, low.melds[0].high) == (1, 13)
+
+
+def test_events_map_onto_the_table_stream_shape() -> None:
+    state, events = new_deal(SEED, [], 2, 0)
+    started = events[0].stream_parts()
+    assert started["type"] == "deal_started"
+    assert started["private_seat"] is None
+    dealt = events[1].stream_parts()
+    assert dealt["type"] == "private"
+    assert dealt["data"] == {}
+    assert dealt["private_seat"] == 0
+    assert dealt["private_data"]["type"] == "dealt"
+    assert dealt["private_data"]["data"]["cards"] == state.hands[0]
+    assert Event.from_dict(json.loads(json.dumps(events[1].to_dict()))) == events[1]
+    assert events[1].visible_to(0)
+    assert not events[1].visible_to(1)
+
+
+def test_only_the_seat_whose_turn_it_is_acts() -> None:
+    state, _ = new_deal(SEED, [], 3, 2)
+    assert seats_to_act(state) == [2]
+    ended = position([["QH", "5S"], F1], melds=[(1, ["9H", "10H", "JH"])], opened=[0])
+    ended, _ = apply(ended, LayOff(0, 0, ids(ended, 0, "QH")[0]))
+    ended, _ = apply(ended, Discard(0, ids(ended, 0, "5S")[0]))
+    assert seats_to_act(ended) == []
