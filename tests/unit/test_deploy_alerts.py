@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import promql_parser
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry, Metric
@@ -43,6 +44,17 @@ def test_the_metric_inventory_is_not_empty() -> None:
     names = exported_metrics()
     assert "kishpa_grpc_server_handled_total" in names
     assert "kishpa_settlement_latency_seconds_bucket" in names
+
+
+def test_every_expression_is_valid_promql() -> None:
+    for rule in rules():
+        promql_parser.parse(str(rule["expr"]))
+
+
+def test_the_promql_check_can_fail() -> None:
+    # `>` binds looser than `*`: matching a scalar comparison against a vector is an error.
+    with pytest.raises(ValueError, match="vector matching only allowed between vectors"):
+        promql_parser.parse("a > 0 * on (job) group_left b")
 
 
 def test_alerts_use_only_exported_kishpa_metrics() -> None:
