@@ -23,7 +23,7 @@ from typing import Literal
 
 from games.kishpa.payouts import win_payout
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
-from games.kishpa.tiles import COLOURS, Face, joker_of
+from games.kishpa.tiles import ALL_FACES, COLOURS, Face, joker_of
 
 __all__ = [
     "Group",
@@ -72,8 +72,12 @@ class WinningDiscard:
     payout_per_loser: int
 
 
-def _slot(face: Face) -> int:
-    return COLOURS.index(face.colour) * _STRIDE + face.number
+_DOLL_SLOT = -1
+_SLOT_OF: dict[Face, int] = {
+    face: _DOLL_SLOT if face.is_doll else COLOURS.index(face.colour) * _STRIDE + face.number
+    for face in ALL_FACES
+}
+"""Slot of each face (a dict: comparing dataclass faces field by field is slow)."""
 
 
 class _Hand:
@@ -82,17 +86,19 @@ class _Hand:
     __slots__ = ("counts", "joker_positions", "jokers", "slot_positions")
 
     def __init__(self, hand: Sequence[Face], joker: Face) -> None:
-        joker_slot = _slot(joker)
-        self.counts = [0] * _SLOTS
+        joker_slot = _SLOT_OF[joker]
+        self.counts = counts = [0] * _SLOTS
         self.slot_positions: dict[int, list[int]] = {}
         self.joker_positions: list[int] = []
         for position, face in enumerate(hand):
-            if face == joker:
+            slot = _SLOT_OF[face]
+            if slot == joker_slot:
                 self.joker_positions.append(position)
                 continue
-            # A doll is not wild: it is a plain tile of the joker's face.
-            slot = joker_slot if face.is_doll else _slot(face)
-            self.counts[slot] += 1
+            if slot == _DOLL_SLOT:
+                # A doll is not wild: it is a plain tile of the joker's face.
+                slot = joker_slot
+            counts[slot] += 1
             self.slot_positions.setdefault(slot, []).append(position)
         self.jokers = len(self.joker_positions)
 
