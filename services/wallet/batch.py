@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from services.wallet.accounts import (
@@ -48,7 +48,16 @@ class Posting:
 
     def to_json(self) -> dict[str, Any]:
         """The posting as a JSON-ready dict."""
-        return asdict(self)
+        # Spelled out: dataclasses.asdict deep-copies every field, on the hot path.
+        return {
+            "from_account": self.from_account,
+            "to_account": self.to_account,
+            "amount": self.amount,
+            "reason": self.reason,
+            "table_id": self.table_id,
+            "round": self.round,
+            "phase": self.phase,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Posting:
