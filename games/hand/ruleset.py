@@ -44,6 +44,10 @@ class RuleSet:
     """A player who has not opened may take the top discard only to put it in his opening."""
 
     # Ending a deal and scoring.
+    stock_out_ends_at_discard: bool = True
+    """Open case: the deal ends with the discard that follows the last stock card. When
+    False the next player may still take the top discard to use it, and the deal ends when
+    someone must draw from the empty stock."""
     win_score: int = 50
     hand_win_score: int = 100
     hand_penalty_multiplier: int = 2

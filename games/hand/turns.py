@@ -121,8 +121,10 @@ def _note_used(state: DealState, cards: Sequence[int]) -> None:
 def _draw_stock(state: DealState, events: list[Event]) -> None:
     if state.phase is not Phase.DRAW:
         raise HandMoveError("you have already drawn this turn", Reason.ALREADY_DREW)
-    if not state.stock:  # pragma: no cover - the deal ends when the stock runs out
-        raise HandMoveError("the stock is empty", Reason.INVALID_STATE)
+    if not state.stock:
+        # Only when the deal goes on past the last stock card (a table setting).
+        _end(state, events, None, False, EndReason.STOCK_EXHAUSTED)
+        return
     card = state.stock.pop(0)
     state.hands[state.turn].append(card)
     state.drawn_card = card
@@ -260,7 +262,7 @@ def _discard(state: DealState, card: int, events: list[Event]) -> None:
     if not state.hands[seat]:
         hand_win = state.opened_turn[seat] == state.turn_no
         _end(state, events, seat, hand_win, EndReason.WENT_OUT)
-    elif not state.stock:
+    elif not state.stock and state.rules.stock_out_ends_at_discard:
         _end(state, events, None, False, EndReason.STOCK_EXHAUSTED)
     else:
         state.turn = (seat + 1) % state.seats
@@ -330,6 +332,8 @@ def _time_out(state: DealState, events: list[Event]) -> DealState:
         state = _undo(state, events)
     if state.phase is Phase.DRAW:
         _draw_stock(state, events)
+        if state.end_reason is not None:
+            return state
     hand = state.hands[seat]
     # The drawn card if still held; on the starter's first turn, the last card dealt.
     card = state.drawn_card if state.drawn_card in hand else hand[-1]

@@ -25,7 +25,7 @@ from games.hand.deal import new_deal
 from games.hand.deal_state import DealState, Phase, card_places, check_consistent, seat_view
 from games.hand.errors import HandMoveError
 from games.hand.melds import make_meld
-from games.hand.ruleset import DEFAULT_RULES
+from games.hand.ruleset import DEFAULT_RULES, RuleSet
 from games.hand.turns import apply
 
 pytestmark = pytest.mark.unit
@@ -65,8 +65,10 @@ def check_step(before: DealState, after: DealState, undone: bool = False) -> Non
         assert all(after.hands), "only the winner's hand is ever empty"
 
 
-def play_deal(seed: bytes, seats: int, starter: int) -> tuple[DealState, list[Any]]:
-    state, events = new_deal(seed, [], seats, starter)
+def play_deal(
+    seed: bytes, seats: int, starter: int, rules: RuleSet = DEFAULT_RULES
+) -> tuple[DealState, list[Any]]:
+    state, events = new_deal(seed, [], seats, starter, rules)
     stream = FairStream(seed, [], tag="bots")
     log = [e.to_dict() for e in events]
     while state.phase is not Phase.ENDED:
@@ -196,3 +198,20 @@ def test_play_bot_turn_plays_exactly_one_seats_turn() -> None:
     state, events = play_bot_turn(state, stream)
     assert state.turn == 0 or state.phase is Phase.ENDED
     assert {e.seat for e in events if e.kind != "deal_ended"} <= {3, 0}
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        RuleSet(stock_out_ends_at_discard=False),
+        RuleSet(layoff_on_opening_turn=False),
+        RuleSet(max_jokers_per_meld=1),
+        RuleSet(discard_pick_must_be_in_opening=False, hand_size=10, opening_minimum=40),
+    ],
+    ids=["deal-goes-on", "no-layoff-when-opening", "one-joker-a-meld", "small-hands"],
+)
+def test_bots_play_legal_deals_under_other_table_settings(rules: RuleSet) -> None:
+    for n in range(4):
+        state, _ = play_deal(bytes([n + 40]) * 80, 2 + n % 3, 0, rules)
+        assert state.phase is Phase.ENDED
+        assert state.rules == rules

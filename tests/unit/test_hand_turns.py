@@ -550,3 +550,34 @@ def test_only_the_seat_whose_turn_it_is_acts() -> None:
     ended, _ = apply(ended, LayOff(0, 0, ids(ended, 0, "QH")[0]))
     ended, _ = apply(ended, Discard(0, ids(ended, 0, "5S")[0]))
     assert seats_to_act(ended) == []
+
+
+def test_a_table_may_let_the_deal_go_on_until_someone_must_draw_from_the_empty_stock() -> None:
+    rules = RuleSet(stock_out_ends_at_discard=False)
+    table = [(1, ["9H", "10H", "JH"])]
+    state = position(
+        [["KS", "3H", "QH"], ["J1", "AH"]],
+        phase=Phase.DRAW,
+        stock_top=["5D"],
+        melds=table,
+        opened=[1],
+        rules=rules,
+    )
+    state.discard_pile = state.stock[1:]
+    state.stock = state.stock[:1]
+    state, _ = apply(state, DrawStock(0))
+    state, _ = apply(state, Discard(0, ids(state, 0, "KS")[0]))
+    assert (state.phase, state.turn, state.stock) == (Phase.DRAW, 1, [])
+    # Seat 1 may still take the top discard when he uses it...
+    taken, _ = apply(state, DrawDiscard(1))
+    assert taken.must_use is not None
+    # ...but drawing from the empty stock (or timing out) ends the deal with no winner.
+    for action in (DrawStock(1), TimeOut(1)):
+        ended, events = apply(state, action)
+        assert (ended.phase, ended.winner, ended.end_reason) == (
+            Phase.ENDED,
+            None,
+            EndReason.STOCK_EXHAUSTED,
+        )
+        assert ended.scores == [-(3 + 10 + 5), -(25 + 11)]
+        assert events[-1].kind == "deal_ended"
