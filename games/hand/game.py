@@ -167,6 +167,8 @@ def record_deal(game: GameState, deal: DealState) -> tuple[GameState, list[Event
         raise HandMoveError("the game is over", Reason.GAME_OVER)
     if deal.phase is not Phase.ENDED or deal.scores is None:
         raise HandMoveError("the deal is still being played", Reason.INVALID_STATE)
+    if deal.rules != game.rules:
+        raise HandMoveError("the deal was played under other rules", Reason.INVALID_STATE)
     if deal.deal_no != game.deals_played or deal.seats != game.seats:
         raise HandMoveError(
             f"deal {deal.deal_no} is not this game's next deal ({game.deals_played})",

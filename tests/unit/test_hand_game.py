@@ -76,6 +76,9 @@ def test_deals_are_recorded_in_order_and_only_when_over() -> None:
         record_deal(game, deal)
     assert caught.value.reason == "INVALID_STATE"
     deal = play_out(deal, 1)
+    other_rules = start_game(["a", "b"], 5, RuleSet(deals_per_game=2, win_score=60))[0]
+    with pytest.raises(HandMoveError, match="other rules"):
+        record_deal(other_rules, deal)
     game, _ = record_deal(game, deal)
     with pytest.raises(HandMoveError):
         record_deal(game, deal)  # deal 0 again
