@@ -45,9 +45,17 @@ def _url(args: argparse.Namespace) -> str:
 
 
 def _reconcile(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import DBAPIError
+
     from services.wallet.reconcile import format_report, reconcile_url
 
-    report = reconcile_url(_url(args))
+    try:
+        report = reconcile_url(_url(args))
+    except DBAPIError as exc:
+        # Exit 2, not 1: "could not check" must not read as "found discrepancies".
+        print(f"kishpa wallet reconcile: cannot read the ledger: {exc.orig}", file=sys.stderr)
+        print("(is DATABASE_URL right, and has `kishpa migrate` run?)", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

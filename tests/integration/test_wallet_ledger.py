@@ -150,6 +150,11 @@ def test_reconcile_reports_every_kind_of_tampering(tmp_path: Path) -> None:
 def test_cli_migrate_reconcile_balance_history_on_a_fresh_sqlite_file(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'deep' / 'dir' / 'w.sqlite3'}"
     env_cmd = [KISHPA]
+    unmigrated = subprocess.run(
+        [*env_cmd, "wallet", "--database-url", url, "reconcile"], capture_output=True, text=True
+    )
+    assert unmigrated.returncode == 2
+    assert "kishpa migrate" in unmigrated.stderr
     migrated = subprocess.run(
         [*env_cmd, "migrate", "--database-url", url], capture_output=True, text=True
     )
