@@ -366,8 +366,11 @@ class _BestSearch:
         self.max_run = rules.max_run_length
         self.wrap = rules.allow_run_12_13_1
 
-    def score(self, jokers: int, has_long: bool) -> int:
-        """Twice the tiles still placeable, plus one if the result has a long run."""
+    def score(self, jokers: int, has_long: bool, left: int) -> int:
+        """Twice the tiles still placeable, plus one if the result has a long run.
+
+        ``left`` is the number of plain tiles still in ``counts``.
+        """
         counts = self.counts
         i = 0
         while i < _SLOTS and counts[i] == 0:
@@ -385,19 +388,27 @@ class _BestSearch:
                 self.best[key] = (int(has_long), None)
             return self.best[key][0]
         colour, number = divmod(i, _STRIDE)
+        # Nothing beats every tile grouped with a long run: stop looking once that is found.
+        ceiling = 2 * (left + jokers) + 1
         counts[i] -= 1
-        best_value = self.score(jokers, has_long)
+        best_value = -1
         best_step: _Step = (_SKIP, i)
         for step, used_jokers, taken, long_run in self._options(i, colour, number, jokers):
             for j in taken:
                 counts[j] -= 1
             value = 2 * (1 + len(taken) + used_jokers) + self.score(
-                jokers - used_jokers, has_long or long_run
+                jokers - used_jokers, has_long or long_run, left - 1 - len(taken)
             )
             for j in taken:
                 counts[j] += 1
             if value > best_value:
                 best_value, best_step = value, step
+                if value == ceiling:
+                    break
+        if best_value < ceiling:
+            skipped = self.score(jokers, has_long, left - 1)
+            if skipped > best_value:
+                best_value, best_step = skipped, (_SKIP, i)
         counts[i] += 1
         self.best[key] = (best_value, best_step)
         return best_value
@@ -498,6 +509,6 @@ def best_arrangement(
     """
     tiles = _Hand(hand, joker)
     search = _BestSearch(list(tiles.counts), rules)
-    search.score(tiles.jokers, False)
+    search.score(tiles.jokers, False, sum(tiles.counts))
     steps = search.path(tiles.jokers)
     return tiles.groups(steps)
