@@ -125,6 +125,14 @@ def test_kishpa_thirteen_makes_the_one_of_its_colour_the_joker() -> None:
     assert not wins("Y1 Y1 R7 B7 K1 K2 K3 B9 B10 B11 R1 R2 R3 R4", kishpa="Y12")
 
 
+def test_with_kishpa_thirteen_a_doll_is_a_plain_one() -> None:
+    # Kishpa Y13 -> joker Y1 -> each doll is a plain Y1: low in a run, or after 13 if allowed.
+    assert wins("DR Y2 Y3 Y4 R7 B7 K7 B9 B10 B11 R1 R2 R3 R4", kishpa="Y13")
+    hand = "Y11 Y12 Y13 DK R5 R6 R7 R8 B9 B10 B11 K2 B2 R2"
+    assert not wins(hand, kishpa="Y13")
+    assert wins(hand, kishpa="Y13", rules=WRAP)
+
+
 def test_a_doll_plays_only_as_the_joker_face() -> None:
     # Kishpa R5 -> joker R6 -> a doll is a plain R6: R4 R5 DR R7 is a run.
     assert wins("R4 R5 DR R7 B7 Y7 K7 B9 B10 B11 Y1 Y2 Y3 Y4")
