@@ -96,7 +96,7 @@ def _must_have_opened(state: DealState) -> None:
         raise HandMoveError("lay off from the turn after your opening", Reason.NOT_OPENED)
 
 
-def _take_from_hand(state: DealState, cards: Sequence[int], keep_one: bool = True) -> None:
+def _check_in_hand(state: DealState, cards: Sequence[int], keep_one: bool = True) -> None:
     hand = state.hands[state.turn]
     if len(set(cards)) != len(cards):
         raise HandMoveError("a card is named twice", Reason.DUPLICATE_CARD)
@@ -109,6 +109,11 @@ def _take_from_hand(state: DealState, cards: Sequence[int], keep_one: bool = Tru
         raise HandMoveError(
             "keep a card to discard: nobody goes out without a discard", Reason.MUST_KEEP_DISCARD
         )
+
+
+def _take_from_hand(state: DealState, cards: Sequence[int], keep_one: bool = True) -> None:
+    _check_in_hand(state, cards, keep_one)
+    hand = state.hands[state.turn]
     for card in cards:
         hand.remove(card)
 
@@ -159,8 +164,9 @@ def _lay_melds(
     if not specs:
         raise HandMoveError("lay at least one meld", Reason.INVALID_MELD)
     seat = state.turn
+    used = [c for cards, _ in specs for c in cards]
+    _check_in_hand(state, used)
     melds = [make_meld(cards, seat, state.rules, kind) for cards, kind in specs]
-    used = [c for m in melds for c in m.cards]
     opening = not state.has_opened(seat)
     value = sum(meld_value(m, state.rules) for m in melds)
     if opening and value < state.rules.opening_minimum:

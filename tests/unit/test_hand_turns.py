@@ -581,3 +581,18 @@ def test_a_table_may_let_the_deal_go_on_until_someone_must_draw_from_the_empty_s
         )
         assert ended.scores == [-(3 + 10 + 5), -(25 + 11)]
         assert events[-1].kind == "deal_ended"
+
+
+def test_melding_cards_not_in_hand_or_twice_is_refused() -> None:
+    state = opening_position(["6C", "7C", "8C"])
+    others = tuple(state.hands[1][:3])
+    refused(state, LayMelds(0, (MeldSpec(others),)), "CARD_NOT_IN_HAND")
+    kings = ids(state, 0, "KS", "KH", "KD")
+    stranger = parse_card("KC")
+    refused(state, LayMelds(0, (MeldSpec((*kings[:2], stranger)),)), "CARD_NOT_IN_HAND")
+    twice = LayMelds(0, (MeldSpec(kings), MeldSpec((kings[0], *ids(state, 0, "6C", "7C")))))
+    refused(state, twice, "DUPLICATE_CARD")
+    clubs = ids(state, 0, "6C", "7C", "8C")
+    refused(state, LayMelds(0, (MeldSpec(kings), MeldSpec(kings))), "DUPLICATE_CARD")
+    refused(state, LayMelds(0, (MeldSpec((*clubs[:2], clubs[0])),)), "DUPLICATE_CARD")
+    refused(state, LayMelds(0, ()), "INVALID_MELD")
