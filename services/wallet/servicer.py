@@ -15,12 +15,14 @@ from prometheus_client import Counter
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import Player, Service, current_caller, current_player, require_service
 from services.common.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
+from services.common.logging import get_logger
 from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
 from services.wallet.errors import WalletError
 from services.wallet.ledger import BatchResult, Ledger, Transfer, TransferFilter
 
 T = TypeVar("T")
+_log = get_logger(__name__)
 
 BATCHES = Counter(
     "kishpa_wallet_batches",
@@ -44,8 +46,18 @@ def _as_service_errors() -> Iterator[None]:
 
 def _count(kind: str, result: BatchResult) -> None:
     BATCHES.labels(kind, "replayed" if result.replayed else "applied").inc()
-    if not result.replayed:
-        BANK_LOADS.inc(sum(1 for p in result.applied if p.reason == Reason.BANK_LOAD))
+    if result.replayed:
+        return
+    loads = [p for p in result.applied if p.reason == Reason.BANK_LOAD]
+    if loads:
+        BANK_LOADS.inc(len(loads))
+        # Finance wants to see every automatic load; they are rare.
+        _log.info(
+            "wallet.bank_loads",
+            batch_id=result.batch_id,
+            accounts=sorted({p.to_account for p in loads}),
+            loads=len(loads),
+        )
 
 
 def _caller() -> Player | Service:
