@@ -1,0 +1,132 @@
+"""Outgoing calls of the matchmaking service: the table service and the wallet.
+
+Both are called with a short-lived service credential. Errors the table service returns
+for a player's request (full table, game started...) are turned into this service's own
+errors, with the reasons the player's client knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import grpc
+from redis.asyncio import Redis
+
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.auth import ServiceCredentials
+from services.common.errors import FailedPrecondition, NotFound, error_reason
+from services.table.engine import Table
+from services.table.store import TableStore
+
+SERVICE_NAME = "matchmaking"
+CALL_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedTable:
+    """A table the table service created: its id and the players in seat order."""
+
+    table_id: str
+    players: tuple[str, ...]
+
+
+class TableGateway:
+    """Creates tables and seats players through the table service's gRPC API."""
+
+    def __init__(
+        self, channel: grpc.aio.Channel, credentials: ServiceCredentials, redis: Redis
+    ) -> None:
+        self._stub = table_pb2_grpc.TableServiceStub(channel)
+        self._credentials = credentials
+        # Reads only: "is this table still live, where does he sit" (the table's own store).
+        self._store = TableStore(redis)
+
+    async def table(self, table_id: str) -> Table | None:
+        """The table's current state (read-only), or None if it is gone."""
+        snapshot = await self._store.load(table_id)
+        return None if snapshot is None else Table.from_dict(snapshot.state)
+
+    async def create_table(
+        self,
+        players: Sequence[str],
+        settings: table_pb2.TableSettings,
+        *,
+        request_id: str,
+        auto_start: bool = True,
+    ) -> CreatedTable:
+        """Create a table seating ``players`` in order (the first is its creator).
+
+        ``request_id`` makes it idempotent: a retry after a crash finds the same table.
+        """
+        response = await self._stub.CreateTable(
+            table_pb2.CreateTableRequest(
+                settings=settings,
+                request_id=request_id,
+                player_ids=list(players),
+                auto_start=auto_start,
+            ),
+            metadata=self._credentials.metadata(),
+            timeout=CALL_TIMEOUT_S,
+        )
+        view = response.table
+        return CreatedTable(view.table_id, tuple(s.player_id for s in view.seats if s.player_id))
+
+    async def join_table(self, table_id: str, player_id: str, *, request_id: str) -> int:
+        """Seat ``player_id`` at a waiting table; returns his seat.
+
+        NOT_FOUND when the table is gone, FAILED_PRECONDITION (TABLE_FULL, GAME_STARTED)
+        when it takes nobody more. A player already seated there gets his seat back.
+        """
+        try:
+            response = await self._stub.JoinTable(
+                table_pb2.JoinTableRequest(
+                    table_id=table_id, player_id=player_id, request_id=request_id
+                ),
+                metadata=self._credentials.metadata(),
+                timeout=CALL_TIMEOUT_S,
+            )
+            view = response.table
+        except grpc.aio.AioRpcError as exc:
+            reason = error_reason(exc)
+            if reason == "ALREADY_SEATED":
+                table = await self.table(table_id)
+                taken = None if table is None else table.seat_of(player_id)
+                if taken is None:
+                    raise
+                return taken
+            if reason in ("GAME_STARTED", "NOT_PLAYING", "TABLE_CLOSED"):
+                # A table that filled up started by itself: to the player it is "full".
+                table = await self.table(table_id)
+                if table is None or len(table.players) < table.settings.seats:
+                    raise FailedPrecondition(
+                        "GAME_STARTED", "the game at that table has already started"
+                    ) from None
+                reason = "TABLE_FULL"
+            if reason == "TABLE_FULL":
+                raise FailedPrecondition("TABLE_FULL", "the table is full") from None
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                raise NotFound("TABLE_NOT_FOUND", "the table of that invite has closed") from None
+            raise
+        for seat in view.seats:
+            if seat.player_id == player_id:
+                return int(seat.seat)
+        raise FailedPrecondition("NOT_SEATED", "the table did not seat the player")
+
+
+class WalletGateway:
+    """Opens players' wallets through the wallet service."""
+
+    def __init__(self, channel: grpc.aio.Channel, credentials: ServiceCredentials) -> None:
+        self._stub = wallet_pb2_grpc.WalletServiceStub(channel)
+        self._credentials = credentials
+
+    async def open_wallet(self, player_id: str) -> int:
+        """Open (or find) the player's wallet; returns his balance in tokens."""
+        response = await self._stub.OpenWallet(
+            wallet_pb2.OpenWalletRequest(player_id=player_id),
+            metadata=self._credentials.metadata(),
+            timeout=CALL_TIMEOUT_S,
+        )
+        return int(response.balance.tokens)

@@ -1,0 +1,50 @@
+"""Guest login that also opens the new player's wallet (kishpa.auth.v1 on this service).
+
+The development login: a display name in, a signed player token out. The token is the same
+JWT a real identity provider's exchange would mint later, so nothing downstream changes
+when one is added. Signing and refresh are the shared ``AuthServicer``'s; this adds the
+wallet: a player's first login grants his starting tokens (RULES.md section 5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
+from services.common.auth import TokenAuthority
+from services.common.auth_service import SERVICE_NAME, AuthServicer
+from services.common.server import ServiceRegistration
+from services.matchmaking.gateways import WalletGateway
+
+
+class LoginServicer(AuthServicer):
+    """Login = sign a token for a new guest + open his wallet (idempotent in the wallet)."""
+
+    def __init__(self, authority: TokenAuthority, wallet: WalletGateway | None) -> None:
+        super().__init__(authority)
+        self._wallet = wallet
+
+    async def Login(
+        self,
+        request: auth_pb2.LoginRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> auth_pb2.LoginResponse:
+        """Mint the guest, then open his wallet; a wallet that is down fails the login
+        (UNAVAILABLE, retryable) rather than hand out a player who cannot pay."""
+        response = await super().Login(request, context)
+        if self._wallet is not None:
+            await self._wallet.open_wallet(response.player_id)
+        return response
+
+
+def login_registration(
+    authority: TokenAuthority, wallet: WalletGateway | None
+) -> ServiceRegistration:
+    """The auth servicer with wallet opening, ready for ``create_server``."""
+    return ServiceRegistration(
+        SERVICE_NAME,
+        LoginServicer(authority, wallet),
+        auth_pb2_grpc.add_AuthServiceServicer_to_server,
+    )

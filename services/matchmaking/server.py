@@ -1,0 +1,172 @@
+"""The matchmaking gRPC server (it also hosts kishpa.auth.v1 login):
+``create_matchmaking_server`` for tests, ``main`` for ``kishpa serve matchmaking``.
+
+It needs the player-token key (to sign logins) and the service-credential key (to create
+tables and open wallets), Redis, and the table and wallet services' addresses. Every
+process also runs the sweeper (expired tickets, groups whose seating was interrupted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from dataclasses import dataclass, field
+
+import grpc
+from redis.asyncio import BlockingConnectionPool, Redis
+
+from kishpa.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
+from services.common.settings import Settings, SettingsError, load_settings
+from services.matchmaking.gateways import SERVICE_NAME as CALLER_NAME
+from services.matchmaking.gateways import TableGateway, WalletGateway
+from services.matchmaking.keys import DEFAULT_PREFIX, Keys
+from services.matchmaking.login import login_registration
+from services.matchmaking.service import Matchmaking, MatchmakingConfig
+from services.matchmaking.servicer import MatchmakingServicer
+from services.matchmaking.store import MatchStore
+
+SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
+REDIS_CONNECTIONS = 256
+"""Commands and WatchQueue subscriptions share this pool; callers beyond it wait."""
+
+
+@dataclass
+class Wiring:
+    """Everything one matchmaking process opens (closed by :meth:`close`)."""
+
+    matchmaking: Matchmaking
+    registrations: list[ServiceRegistration]
+    redis: Redis
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+
+    async def close(self) -> None:
+        """Close the channels and Redis."""
+        for channel in self.channels:
+            await channel.close()
+        await self.redis.aclose()
+
+
+def wire(
+    settings: Settings,
+    *,
+    config: MatchmakingConfig | None = None,
+    key_prefix: str = DEFAULT_PREFIX,
+    open_wallets: bool = True,
+) -> Wiring:
+    """Connect the use cases to Redis, the table service and the wallet (must run in a loop)."""
+    authority = TokenAuthority.from_settings(settings)
+    settings.require_service_secret()
+    credentials = ServiceCredentials(authority, CALLER_NAME)
+    redis = Redis(
+        connection_pool=BlockingConnectionPool.from_url(
+            settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=10
+        )
+    )
+    table_channel = grpc.aio.insecure_channel(settings.table_addr)
+    channels = [table_channel]
+    wallet = None
+    if open_wallets:
+        wallet_channel = grpc.aio.insecure_channel(settings.wallet_addr)
+        channels.append(wallet_channel)
+        wallet = WalletGateway(wallet_channel, credentials)
+    matchmaking = Matchmaking(
+        MatchStore(redis, Keys(key_prefix)),
+        TableGateway(table_channel, credentials, redis),
+        config or MatchmakingConfig(),
+    )
+    registrations = [
+        ServiceRegistration(
+            SERVICE_NAME,
+            MatchmakingServicer(matchmaking),
+            matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server,
+        ),
+        login_registration(authority, wallet),
+    ]
+    return Wiring(matchmaking, registrations, redis, channels)
+
+
+@dataclass
+class MatchmakingServer:
+    """A created matchmaking server with its connections and sweeper."""
+
+    server: KishpaServer
+    wiring: Wiring
+    sweeper: bool = True
+    _stop: asyncio.Event | None = None
+    _task: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound gRPC port."""
+        return self.server.port
+
+    @property
+    def matchmaking(self) -> Matchmaking:
+        """The use cases (tests inspect the store through it)."""
+        return self.wiring.matchmaking
+
+    async def start(self) -> None:
+        """Serve, and sweep unless created without the sweeper."""
+        await self.server.start()
+        if self.sweeper:
+            self._stop = asyncio.Event()
+            self._task = asyncio.create_task(self.wiring.matchmaking.run_sweeper(self._stop))
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop the sweeper and the server, then close connections."""
+        if self._stop is not None and self._task is not None:
+            self._stop.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.server.stop(grace)
+        await self.wiring.close()
+
+
+def create_matchmaking_server(
+    settings: Settings,
+    *,
+    address: str | None = None,
+    config: MatchmakingConfig | None = None,
+    key_prefix: str = DEFAULT_PREFIX,
+    open_wallets: bool = True,
+    sweeper: bool = True,
+) -> MatchmakingServer:
+    """A ready-to-start server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
+    wiring = wire(settings, config=config, key_prefix=key_prefix, open_wallets=open_wallets)
+    server = create_server(wiring.registrations, settings, address=address)
+    return MatchmakingServer(server, wiring, sweeper)
+
+
+async def _serve(settings: Settings) -> int:
+    wiring: Wiring | None = None
+    stop_sweeper = asyncio.Event()
+    task: asyncio.Task[None] | None = None
+
+    async def factory() -> list[ServiceRegistration]:
+        nonlocal wiring, task
+        wiring = wire(settings)
+        task = asyncio.create_task(wiring.matchmaking.run_sweeper(stop_sweeper))
+        return wiring.registrations
+
+    async def cleanup() -> None:
+        stop_sweeper.set()
+        if task is not None:
+            await task
+        if wiring is not None:
+            await wiring.close()
+
+    return await serve(settings, factory, cleanup=cleanup)
+
+
+def main() -> int:
+    """``kishpa serve matchmaking``: serve until SIGTERM/SIGINT."""
+    try:
+        settings = load_settings("matchmaking")
+        settings.require_service_secret()
+    except SettingsError as exc:
+        print(f"kishpa serve matchmaking: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(settings))

@@ -1,0 +1,369 @@
+"""The matchmaking use cases: quick-match queues, private tables, "where is my table".
+
+State lives in Redis (:mod:`services.matchmaking.store`); tables are created and seated
+through the table service's API (:mod:`services.matchmaking.gateways`). A queue join that
+completes a group seats it at once; groups whose seating failed (the table service was
+down, or this process died between popping and seating) are retried by
+:meth:`Matchmaking.sweep`, with the same idempotency key, so a group gets exactly one table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import grpc
+import structlog
+
+from kishpa.table.v1 import table_pb2
+from services.common.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    ServiceError,
+    failure_of,
+)
+from services.matchmaking import codes
+from services.matchmaking.gateways import TableGateway
+from services.matchmaking.store import (
+    CANCELLED,
+    EXPIRED,
+    FORMING,
+    MATCHED,
+    WAITING,
+    MatchStore,
+    Seating,
+    Ticket,
+)
+from services.table.convert import GAME_ENUMS
+from services.table.convert import GAMES as GAME_NAMES
+
+log = structlog.get_logger("kishpa.matchmaking")
+
+GAMES = ("kishpa",)
+"""Games the table service plays today (Hand joins when its engine is served)."""
+STAKES = (1,)
+"""Stake tiers offered (the table service refuses any other)."""
+SEAT_RANGE = (2, 4)
+MAX_REQUEST_ID = 128
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds (expiries are shared between replicas)."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class MatchmakingConfig:
+    """Tunables of the service (defaults suit production; tests shorten them)."""
+
+    ticket_ttl_s: int = 300
+    """How long a ticket waits for a table before it expires."""
+    invite_ttl_s: int = 3600
+    """How long an invite code is accepted."""
+    seating_ttl_s: int = 12 * 3600
+    """How long "the table he sits at" is remembered (a table that closes is forgotten)."""
+    stale_group_ms: int = 5000
+    """A group popped this long ago and still not seated is retried by the sweeper."""
+    max_seating_attempts: int = 5
+    """After this many failed attempts a group goes back to the front of its queue."""
+    turn_seconds: int = 0
+    """Turn timer of quick-match tables (0: the table service's default)."""
+    reveal_window_seconds: int = 0
+    next_round_pause_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateTable:
+    """A private table made by CreatePrivateTable."""
+
+    invite_code: str
+    table_id: str
+    expire_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueState:
+    """A ticket plus how many players wait in its queue now."""
+
+    ticket: Ticket
+    players_waiting: int
+
+
+def _request_id(request_id: str) -> str:
+    if len(request_id) > MAX_REQUEST_ID:
+        raise InvalidArgument("BAD_REQUEST_ID", f"request_id is longer than {MAX_REQUEST_ID}")
+    # Without one, every call is new (no retry protection), which is the caller's choice.
+    return request_id or secrets.token_hex(16)
+
+
+@dataclass
+class Matchmaking:
+    """The use cases over one store and the table service."""
+
+    store: MatchStore
+    tables: TableGateway
+    config: MatchmakingConfig = field(default_factory=MatchmakingConfig)
+    clock: Callable[[], int] = now_ms
+    _attempts: dict[str, int] = field(default_factory=dict)
+
+    # ---- quick match ---------------------------------------------------------------------
+
+    def _check_queue(self, game: str, seats: int, stake: int) -> None:
+        if game not in GAMES:
+            raise InvalidArgument("UNKNOWN_GAME", f"game must be one of {', '.join(GAMES)}")
+        low, high = SEAT_RANGE
+        if not low <= seats <= high:
+            raise InvalidArgument("BAD_SEATS", f"seats must be {low}-{high}")
+        if stake not in STAKES:
+            offered = ", ".join(str(s) for s in STAKES)
+            raise InvalidArgument("BAD_STAKE", f"stake must be one of: {offered}")
+
+    async def join_queue(
+        self, player_id: str, game: str, seats: int, stake: int, request_id: str
+    ) -> QueueState:
+        """Queue the player (one queue at a time). A player seated at a live table is sent
+        back to it: his answer is a matched ticket naming that table."""
+        self._check_queue(game, seats, stake)
+        rid = _request_id(request_id)
+        live = await self.my_table(player_id, missing_ok=True)
+        if live is not None:
+            now = self.clock()
+            ticket = Ticket(
+                "",
+                player_id,
+                live.game,
+                seats,
+                stake,
+                MATCHED,
+                live.table_id,
+                live.seat,
+                now,
+                now,
+            )
+            return QueueState(ticket, 0)
+        now = self.clock()
+        outcome = await self.store.join(
+            ticket_id=secrets.token_hex(10),
+            player_id=player_id,
+            game=game,
+            seats=seats,
+            stake=stake,
+            now_ms=now,
+            expire_ms=now + self.config.ticket_ttl_s * 1000,
+            group_id=secrets.token_hex(10),
+            request_id=rid,
+        )
+        if outcome.kind == "formed":
+            await self.seat_group(outcome.group_id)
+        return await self.queue_state(player_id, outcome.ticket_id)
+
+    async def queue_state(self, player_id: str, ticket_id: str) -> QueueState:
+        """The player's own ticket and its queue's length (NOT_FOUND for anyone else's)."""
+        ticket = await self.store.ticket(ticket_id) if ticket_id else None
+        if ticket is None or ticket.player_id != player_id:
+            raise NotFound("TICKET_NOT_FOUND", "no such ticket")
+        waiting = 0
+        if ticket.state in (WAITING, FORMING):
+            waiting = await self.store.waiting_count(ticket.game, ticket.seats, ticket.stake)
+            waiting = max(waiting, 1) if ticket.state == WAITING else waiting
+        return QueueState(ticket, waiting)
+
+    async def cancel(self, player_id: str, ticket_id: str) -> QueueState:
+        """Leave the queue. A ticket already matched (or being seated) is refused."""
+        state = await self.queue_state(player_id, ticket_id)
+        after = await self.store.leave(state.ticket, CANCELLED, self.clock(), only_if_due=False)
+        if after in (MATCHED, FORMING):
+            raise FailedPrecondition(
+                "TICKET_MATCHED", "too late to cancel: a table was found for you"
+            )
+        if after == EXPIRED:
+            raise FailedPrecondition("TICKET_EXPIRED", "the ticket had already expired")
+        return await self.queue_state(player_id, ticket_id)
+
+    async def watch(self, player_id: str, ticket_id: str) -> AsyncIterator[QueueState]:
+        """The ticket now, then each change, until it is matched, cancelled or expired."""
+        state = await self.queue_state(player_id, ticket_id)
+        yield state
+        if state.ticket.state not in (WAITING, FORMING):
+            return
+        last = state
+        pubsub = self.store.redis.pubsub()
+        await pubsub.subscribe(*self.store.channels([ticket_id]))
+        try:
+            while True:
+                # A message means "look again"; the timeout also refreshes the queue length.
+                await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                state = await self.queue_state(player_id, ticket_id)
+                if state != last:
+                    yield state
+                    last = state
+                if state.ticket.state not in (WAITING, FORMING):
+                    return
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    # ---- seating groups ------------------------------------------------------------------
+
+    def _table_settings(self, game: str, seats: int, stake: int) -> table_pb2.TableSettings:
+        return table_pb2.TableSettings(
+            game=GAME_ENUMS[game],
+            seats=seats,
+            stake=stake,
+            turn_seconds=self.config.turn_seconds,
+            reveal_window_seconds=self.config.reveal_window_seconds,
+            next_round_pause_ms=self.config.next_round_pause_ms,
+        )
+
+    async def seat_group(self, group_id: str) -> bool:
+        """Create the group's table and mark its tickets matched; True when seated.
+
+        On failure the group stays forming (the sweeper retries with the same key) or,
+        after too many attempts or a refusal, goes back to the front of its queue.
+        """
+        group = await self.store.group(group_id)
+        if group is None:
+            await self.store.forget_group(group_id)
+            return False
+        try:
+            created = await self.tables.create_table(
+                group.players,
+                self._table_settings(group.game, group.seats, group.stake),
+                request_id="mm-" + group_id,
+            )
+        except (grpc.RpcError, OSError, ServiceError) as exc:
+            failure = failure_of(exc)
+            retryable = failure is not None and failure.code == grpc.StatusCode.UNAVAILABLE
+            attempts = self._attempts.get(group_id, 0) + 1
+            self._attempts[group_id] = attempts
+            log.warning(
+                "matchmaking.seating_failed",
+                group_id=group_id,
+                attempts=attempts,
+                retryable=retryable,
+                error=str(exc),
+            )
+            if not retryable or attempts >= self.config.max_seating_attempts:
+                self._attempts.pop(group_id, None)
+                await self.store.requeue_group(group)
+            return False
+        self._attempts.pop(group_id, None)
+        seated = await self.store.seat_group(group, created.table_id, self.config.seating_ttl_s)
+        if seated:
+            log.info("matchmaking.table_formed", table_id=created.table_id, players=group.players)
+        return seated
+
+    async def sweep(self) -> tuple[int, int]:
+        """One pass of housekeeping: expire overdue tickets and retry stuck groups.
+
+        Returns (tickets expired, groups seated). Safe on every replica at once: each
+        step is a script that acts only on what is still due.
+        """
+        now = self.clock()
+        expired = 0
+        for ticket_id in await self.store.due_tickets(now):
+            ticket = await self.store.ticket(ticket_id)
+            if ticket is None:
+                await self.store.forget_expiring(ticket_id)
+                continue
+            if await self.store.leave(ticket, EXPIRED, now, only_if_due=True) == EXPIRED:
+                expired += 1
+        seated = 0
+        for group_id in await self.store.stale_groups(now - self.config.stale_group_ms):
+            if await self.seat_group(group_id):
+                seated += 1
+        return expired, seated
+
+    async def run_sweeper(self, stop: asyncio.Event, interval_s: float = 1.0) -> None:
+        """Sweep every ``interval_s`` until ``stop`` is set (errors are logged, not fatal)."""
+        while not stop.is_set():
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("matchmaking.sweep_failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval_s)
+
+    # ---- private tables ------------------------------------------------------------------
+
+    async def create_private(
+        self, player_id: str, settings: table_pb2.TableSettings, request_id: str
+    ) -> PrivateTable:
+        """Create a table with the player as creator in seat 0, and an invite code for it.
+
+        The table starts by itself when every seat is taken; its creator may also start it
+        earlier (StartGame) and is the only one who may press last round.
+        """
+        rid = _request_id(request_id)
+        answer = await self.store.answer(player_id, "private:" + rid)
+        if answer is not None:
+            return PrivateTable(answer["code"], answer["table_id"], int(answer["expire_ms"]))
+        game = GAME_NAMES.get(settings.game, "")
+        self._check_queue(game, settings.seats or 4, settings.stake or 1)
+        created = await self.tables.create_table(
+            [player_id], settings, request_id="mmp-" + rid, auto_start=True
+        )
+        ttl = self.config.invite_ttl_s
+        expire_ms = self.clock() + ttl * 1000
+        value = {"table_id": created.table_id, "creator": player_id, "game": game}
+        for _ in range(10):
+            code = codes.new_code()
+            if await self.store.claim_code(code, value, ttl):
+                break
+        else:  # pragma: no cover - 10 collisions in 887 million codes
+            raise FailedPrecondition("NO_CODE", "could not find a free invite code; retry")
+        seating = Seating(created.table_id, 0, game)
+        await self.store.remember_seating(player_id, seating, self.config.seating_ttl_s)
+        result = PrivateTable(code, created.table_id, expire_ms)
+        await self.store.remember_answer(
+            player_id,
+            "private:" + rid,
+            {"code": code, "table_id": created.table_id, "expire_ms": expire_ms},
+        )
+        return result
+
+    async def join_by_code(self, player_id: str, raw_code: str, request_id: str) -> Seating:
+        """Seat the player at the private table an invite code names.
+
+        A wrong or expired code is NOT_FOUND; a full or started table FAILED_PRECONDITION.
+        """
+        rid = _request_id(request_id)
+        answer = await self.store.answer(player_id, "code:" + rid)
+        if answer is not None:
+            return Seating(answer["table_id"], int(answer["seat"]), answer["game"])
+        code = codes.normalize(raw_code)
+        found = None if code is None else await self.store.invite(code)
+        if found is None:
+            raise NotFound(
+                "INVITE_NOT_FOUND",
+                "no table has that invite code (it may be mistyped or expired)",
+            )
+        invite, _ = found
+        table_id = str(invite["table_id"])
+        seat = await self.tables.join_table(table_id, player_id, request_id="mmj-" + rid)
+        seating = Seating(table_id, seat, str(invite["game"]))
+        await self.store.remember_seating(player_id, seating, self.config.seating_ttl_s)
+        await self.store.remember_answer(
+            player_id, "code:" + rid, {"table_id": table_id, "seat": seat, "game": seating.game}
+        )
+        return seating
+
+    # ---- where am I ----------------------------------------------------------------------
+
+    async def my_table(self, player_id: str, *, missing_ok: bool = False) -> Seating | None:
+        """The live table the player sits at (NOT_FOUND, or None with ``missing_ok``)."""
+        seating = await self.store.seating(player_id)
+        if seating is not None:
+            table = await self.tables.table(seating.table_id)
+            if table is not None and table.status != "closed":
+                seat = table.seat_of(player_id)
+                if seat is not None:
+                    return Seating(seating.table_id, seat, seating.game)
+            await self.store.forget_seating(player_id, seating.table_id)
+        if missing_ok:
+            return None
+        raise NotFound("NO_TABLE", "you are not seated at a live table")
