@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,23 @@ def _cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _server_means(metrics_port: int) -> dict[str, float]:
+    """Mean handling time per RPC method (ms) from the service's Prometheus histogram."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
+    sums: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    for line in text.decode().splitlines():
+        if not line.startswith("kishpa_grpc_server_handling_seconds_"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        method = name.split('grpc_method="', 1)[1].split('"', 1)[0] if "grpc_method" in name else ""
+        if name.startswith("kishpa_grpc_server_handling_seconds_sum"):
+            sums[method] = float(value)
+        elif name.startswith("kishpa_grpc_server_handling_seconds_count"):
+            counts[method] = float(value)
+    return {m: 1000 * sums[m] / counts[m] for m in sums if counts.get(m)}
 
 
 def _pct(samples: list[float], q: float) -> float:
@@ -256,6 +274,8 @@ async def main(tables: int, seconds: float) -> None:
             f"{1000 * server_cpu / max(1, rpcs):.2f} ms per RPC"
         )
         print(f"redis memory per table: mean {statistics.mean(memory) / 1024:.1f} KiB")
+        for method, mean_ms in _server_means(int(env["KISHPA_METRICS_PORT"])).items():
+            print(f"server-side mean handling time {method}: {mean_ms:.2f} ms")
     finally:
         process.terminate()
         try:

@@ -181,8 +181,14 @@ class Tables:
         table_id: str,
         request_id: str,
         compute: Callable[[Table], tuple[Step | None, dict[str, Any]]],
+        *,
+        viewer: str | None = None,
     ) -> ActResult:
-        """Run one versioned mutation and answer with the caller's view after it."""
+        """Run one versioned mutation and answer with the caller's view after it.
+
+        ``viewer`` is whose view answers (default the player; ``""`` a spectator's, for a
+        service acting for a player, which must never see his hand).
+        """
         _check_request_id(request_id)
 
         def build(snapshot: Snapshot) -> Transition:
@@ -197,7 +203,7 @@ class Tables:
         except LookupError:
             raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND") from None
         await self._after_commit(table_id, committed)
-        return await self._answer(player_id, table_id, committed)
+        return await self._answer(player_id if viewer is None else viewer, table_id, committed)
 
     async def _after_commit(self, table_id: str, committed: Committed) -> None:
         """Hand every phase the commit reached to settlement (the outbox already holds it)."""
@@ -257,6 +263,7 @@ class Tables:
         auto_start: bool = False,
         request_id: str = "",
         table_id: str | None = None,
+        viewer: str | None = None,
     ) -> ActResult:
         """Open a table with ``players`` (id, display name) seated in order, creator first.
 
@@ -292,7 +299,8 @@ class Tables:
             remembered = await self.store.redis.get(keys.create_request(creator, request_id))
             if remembered is not None:
                 tid = remembered.decode() if isinstance(remembered, bytes) else str(remembered)
-                return ActResult(await self.view(creator, tid), {"table_id": tid}, "", True)
+                who = creator if viewer is None else viewer
+                return ActResult(await self.view(who, tid), {"table_id": tid}, "", True)
 
         def build(snapshot: Snapshot) -> Transition:
             table = Table(
@@ -324,7 +332,7 @@ class Tables:
                 keys.create_request(creator, request_id), table_id, ex=self.store.finished_ttl_s
             )
         await self._after_commit(table_id, committed)
-        return await self._answer(creator, table_id, committed)
+        return await self._answer(creator if viewer is None else viewer, table_id, committed)
 
     def _maybe_auto_start(self, table: Table, step: Step) -> Step:
         """Deal the first round in the same commit when an auto-start table is full."""
@@ -343,6 +351,7 @@ class Tables:
         name: str = "",
         client_seed: str = "",
         request_id: str = "",
+        viewer: str | None = None,
     ) -> ActResult:
         """Take the next free seat at a table that has not started."""
         _check_client_seed(client_seed)
@@ -364,7 +373,7 @@ class Tables:
             step = self._maybe_auto_start(table, Step(game=table.game, events=[event]))
             return step, {"seat": seat}
 
-        return await self._mutate(player_id, table_id, request_id, compute)
+        return await self._mutate(player_id, table_id, request_id, compute, viewer=viewer)
 
     async def leave(self, player_id: str, table_id: str, *, request_id: str = "") -> ActResult:
         """Leave a waiting table; during a game the seat goes on auto-play instead."""

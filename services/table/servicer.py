@@ -35,16 +35,17 @@ def _player() -> tuple[str, str]:
     return player.player_id, player.name
 
 
-def _seating(explicit: str) -> tuple[str, str]:
-    """Who sits down: the caller, or for a service caller (matchmaking) the named player."""
+def _seating(explicit: str) -> tuple[str, str, str | None]:
+    """Who sits down (the caller, or for a service caller the named player), his name, and
+    whose view answers: a service sees the table as a spectator, never a hand."""
     if isinstance(current_caller(), Service):
         if not explicit:
             raise InvalidArgument("PLAYER_REQUIRED", "a service must name the player to seat")
-        return explicit, ""
+        return explicit, "", ""
     player_id, name = _player()
     if explicit and explicit != player_id:
         raise PermissionDenied("NOT_YOURSELF", "a player may only seat himself")
-    return player_id, name
+    return player_id, name, None
 
 
 class TableServicer(table_pb2_grpc.TableServiceServicer):
@@ -69,10 +70,12 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         game, settings = settings_from(request.settings)
         if not game:
             raise InvalidArgument("BAD_GAME", "settings.game must name a game")
+        viewer: str | None = None
         if isinstance(current_caller(), Service):
             if not request.player_ids:
                 raise InvalidArgument("PLAYER_REQUIRED", "a service must name the players")
             players = [(p, "") for p in request.player_ids]
+            viewer = ""
         else:
             if request.player_ids or request.auto_start:
                 raise PermissionDenied(
@@ -87,19 +90,21 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             client_seed=request.client_seed,
             auto_start=request.auto_start,
             request_id=request.request_id,
+            viewer=viewer,
         )
         return table_pb2.CreateTableResponse(table=self._view(result))
 
     async def JoinTable(
         self, request: table_pb2.JoinTableRequest, context: Context
     ) -> table_pb2.JoinTableResponse:
-        player_id, name = _seating(request.player_id)
+        player_id, name, viewer = _seating(request.player_id)
         result = await self.tables.join(
             player_id,
             _table_id(request.table_id),
             name=name,
             client_seed=request.client_seed,
             request_id=request.request_id,
+            viewer=viewer,
         )
         return table_pb2.JoinTableResponse(table=self._view(result))
 

@@ -697,3 +697,103 @@ async def _refused_without_change(
             assert error_reason(err) == reason, (request, err.details())
         assert await _hidden(redis, table_id) == (version, state), "bad input changed state"
         assert await _stream_len(redis, table_id) == length
+
+
+async def test_timers_play_late_turns_and_put_an_absent_seat_on_autoplay(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    pair = players[:2]
+    table_id = await _open_table(stub, md, pair, turn_seconds=1)
+    try:
+        for _ in range(100):  # nobody plays: the deadline loop plays every turn
+            types = [f[b"type"] for _, f in await redis.xrange(keys.events(table_id))]
+            if b"autoplay_on" in types:
+                break
+            await asyncio.sleep(0.1)
+        events = [
+            (f[b"type"].decode(), int(f[b"seat"]), json.loads(f[b"data"]))
+            for _, f in await redis.xrange(keys.events(table_id))
+        ]
+        timed_out = [(seat, data["in_a_row"]) for t, seat, data in events if t == "turn_timed_out"]
+        autoplay = [seat for t, seat, _ in events if t == "autoplay_on"]
+        assert autoplay, "three missed turns in a row put the seat on auto-play"
+        first = autoplay[0]
+        assert [n for s, n in timed_out if s == first][:3] == [1, 2, 3]
+        _, state = await _hidden(redis, table_id)
+        assert first in state["autoplay"]
+        # Its player comes back: acting takes the seat off auto-play.
+        me = pair[first]
+        for _ in range(60):
+            view = (
+                await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[me])
+            ).table
+            if table_pb2.PLAYER_ACTION_DRAW_PILE in view.available_actions:
+                try:
+                    await stub.Draw(
+                        table_pb2.DrawRequest(
+                            table_id=table_id, source=table_pb2.DRAW_SOURCE_PILE, request_id="back"
+                        ),
+                        metadata=md[me],
+                    )
+                except grpc.aio.AioRpcError:  # the timer played the turn first: try again
+                    await asyncio.sleep(0.05)
+                    continue
+                break
+            await asyncio.sleep(0.05)
+        _, state = await _hidden(redis, table_id)
+        assert first not in state["autoplay"]
+        assert str(first) not in state["timeouts"]
+    finally:
+        await _cleanup(redis, table_id)
+
+
+async def test_a_service_seats_a_whole_table_that_starts_when_full(
+    stub: table_pb2_grpc.TableServiceStub,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    service = bearer_metadata(authority.issue_service_token("matchmaking").token)
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=table_pb2.TableSettings(game=common_pb2.GAME_KISHPA, seats=3),
+            player_ids=players[:2],
+            auto_start=True,
+            request_id=uuid.uuid4().hex,
+        ),
+        metadata=service,
+    )
+    table_id = created.table.table_id
+    try:
+        assert created.table.status == table_pb2.TABLE_STATUS_WAITING
+        assert created.table.creator_player_id == players[0]
+        assert created.table.my_seat == -1, "the service sits nowhere and sees no hand"
+        joined = await stub.JoinTable(
+            table_pb2.JoinTableRequest(
+                table_id=table_id, player_id=players[2], request_id=uuid.uuid4().hex
+            ),
+            metadata=service,
+        )
+        assert joined.table.status == table_pb2.TABLE_STATUS_PLAYING
+        assert joined.table.round.round == 1
+        assert not joined.table.round.my_rack.tiles
+        mine = await stub.GetTable(
+            table_pb2.GetTableRequest(table_id=table_id), metadata=md[players[2]]
+        )
+        assert mine.table.my_seat == 2
+        assert len(mine.table.round.my_rack.tiles) in (14, 15)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.CreateTable(
+                table_pb2.CreateTableRequest(
+                    settings=table_pb2.TableSettings(game=common_pb2.GAME_KISHPA),
+                    player_ids=players[:2],
+                ),
+                metadata=md[players[0]],
+            )
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        await _cleanup(redis, table_id)
