@@ -206,6 +206,7 @@ async def test_players_who_cancel_are_never_seated(
     players = new_players(60)
     mds = {p: md_for(authority, p) for p in players}
     quitters = set(players[::2])
+    refusals: list[tuple[grpc.StatusCode, str | None]] = []
 
     async def one(player: str, delay: float) -> tuple[str, mm_pb2.QueueTicket, bool]:
         await asyncio.sleep(delay)  # spread the joins so cancels race with group pops
@@ -220,8 +221,7 @@ async def test_players_who_cancel_are_never_seated(
                 cancelled = True
             except grpc.aio.AioRpcError as exc:
                 # Too late is the only acceptable refusal: he was matched first.
-                assert exc.code() == grpc.StatusCode.FAILED_PRECONDITION
-                assert error_reason(exc) == "TICKET_MATCHED"
+                refusals.append((exc.code(), error_reason(exc)))
         return player, ticket, cancelled
 
     # The first three quitters cancel before anyone else arrives: those cancels must win.
@@ -248,6 +248,7 @@ async def test_players_who_cancel_are_never_seated(
             assert now.state == mm_pb2.TICKET_STATE_WAITING
             waiting += 1
     cleanup.update(seated.values())
+    assert set(refusals) <= {(grpc.StatusCode.FAILED_PRECONDITION, "TICKET_MATCHED")}
     assert waiting < 4, "a full group left waiting in the queue"
     assert len(seated) % 4 == 0
     everyone_at_tables = [p for t in set(seated.values()) for p in await table_players(redis, t)]
