@@ -576,14 +576,14 @@ async def test_bad_input_gets_a_clear_status_and_changes_nothing(
                 table_pb2.DrawRequest(table_id=table_id, source=pile),
                 bearer_metadata(expired.token),
                 grpc.StatusCode.UNAUTHENTICATED,
-                None,
+                "TOKEN_EXPIRED",
             ),
             (
                 stub.Draw,
                 table_pb2.DrawRequest(table_id=table_id, source=pile),
                 (),
                 grpc.StatusCode.UNAUTHENTICATED,
-                None,
+                "TOKEN_MISSING",
             ),
             (
                 stub.GetTable,
