@@ -17,6 +17,7 @@ from services.common.settings import (
     SERVICE_SECRET_ENV,
     TOKEN_SECRET_ENV,
     Settings,
+    environment_variables,
 )
 
 DATABASE_URL_ENV = "DATABASE_URL"
@@ -57,6 +58,11 @@ class Workload:
         return self.secret_sources.get(env, SECRETS[env])
 
 
+# Secrets a service's main() demands beyond REQUIRED_SECRETS: matchmaking creates tables
+# through the table service with a service credential (services/matchmaking/server.py).
+EXTRA_SECRETS: dict[str, frozenset[str]] = {"matchmaking": frozenset({SERVICE_SECRET_ENV})}
+
+
 def _grpc(name: str, health_service: str) -> Workload:
     return Workload(
         name=name,
@@ -64,7 +70,9 @@ def _grpc(name: str, health_service: str) -> Workload:
         grpc_port=DEFAULT_GRPC_PORTS[name],
         metrics_port=DEFAULT_METRICS_PORTS[name],
         health_service=health_service,
-        secrets=frozenset(REQUIRED_SECRETS[name]) | _database(name),
+        secrets=frozenset(REQUIRED_SECRETS[name])
+        | EXTRA_SECRETS.get(name, frozenset())
+        | _database(name),
     )
 
 
@@ -125,12 +133,7 @@ def worker_env_vars() -> frozenset[str]:
 
 def settings_env_vars() -> frozenset[str]:
     """Every environment variable the processes read: ``Settings`` and the workers' knobs."""
-    names = set(worker_env_vars())
-    prefix = str(Settings.model_config.get("env_prefix") or "")
-    for field_name, info in Settings.model_fields.items():
-        alias = info.validation_alias
-        names.add(alias if isinstance(alias, str) else f"{prefix}{field_name}".upper())
-    return frozenset(names)
+    return frozenset(environment_variables()) | worker_env_vars()
 
 
 def default_shutdown_grace_seconds() -> float:
