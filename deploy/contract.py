@@ -120,7 +120,8 @@ EXTERNAL = "<outside the namespace>"
 REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
     ("postgres", 5432): frozenset({"wallet", "migrate", "reconcile"}),
     ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat"}),
-    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker"}),
+    # Workers settle rounds; matchmaking's login opens the player's wallet.
+    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker", "matchmaking"}),
     ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", EXTERNAL}),
     ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({EXTERNAL}),
 }
