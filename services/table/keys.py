@@ -57,8 +57,3 @@ def deadlines() -> str:
 def phase_field(round_no: int, phase: str) -> str:
     """Field name of a round phase in the outbox and settled hashes."""
     return f"{round_no}:{phase}"
-
-
-def create_request(player_id: str, request_id: str) -> str:
-    """The table a player's CreateTable request created (its id is what the request makes)."""
-    return f"{PREFIX}:create:{player_id}:{request_id}"

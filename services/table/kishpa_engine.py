@@ -253,10 +253,27 @@ class KishpaEngine:
 
     def _start_round(self, table: Table, seed: bytes, now_ms: int) -> Step:
         game = dict(table.game)
+        abandoned = bool(table.players) and len(set(table.autoplay)) == len(table.players)
+        pressed_now = abandoned and not game.get("last_round_pressed")
+        if pressed_now:
+            # Nobody plays any more: the next round is the last, so the bowl is paid out
+            # and the table closes instead of bots playing it forever.
+            game["last_round_pressed"] = True
         state, events = self._new_round(table, game, seed)
         table.game = game
         table.deadline = None
-        return self._step(table, state, events, now_ms)
+        step = self._step(table, state, events, now_ms)
+        if pressed_now:
+            step.events.insert(
+                0,
+                TableEvent(
+                    "last_round_pressed",
+                    state.round_no - 1,
+                    NO_SEAT,
+                    {"next_round": state.round_no, "reason": "every seat on auto-play"},
+                ),
+            )
+        return step
 
     def act(self, table: Table, seat: int, action: Action, now_ms: int) -> Step:
         """A player's move, checked by the round's rules."""

@@ -19,6 +19,7 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
 from services.table.engine import GameEngine
+from services.table.hand_engine import HandEngine
 from services.table.kishpa_engine import KishpaEngine
 from services.table.service import Enqueue, Tables
 from services.table.servicer import TableServicer
@@ -32,7 +33,7 @@ ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
 
 def engines() -> dict[str, GameEngine]:
     """The games this service plays, by name."""
-    return {"kishpa": KishpaEngine()}
+    return {"kishpa": KishpaEngine(), "hand": HandEngine()}
 
 
 def settlement_enqueue() -> Enqueue | None:

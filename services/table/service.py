@@ -9,6 +9,8 @@ apply against the same version. Settlement tasks are enqueued only after the com
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import os
 import secrets
@@ -20,7 +22,6 @@ from typing import Any
 import grpc
 import structlog
 
-from services.table import keys
 from services.table.engine import (
     SEAT_LIMITS,
     Action,
@@ -40,6 +41,7 @@ from services.table.store import (
     Committed,
     PhaseRecord,
     Snapshot,
+    TableExistsError,
     TableStore,
     Transition,
     request_field,
@@ -63,6 +65,14 @@ class TableNotFoundError(TableError):
 
 class NotDueError(Exception):
     """The claimed deadline has moved: nothing to do."""
+
+
+def _table_id_for(creator: str, request_id: str) -> str:
+    """A fresh random id, or with a request id one derived from (creator, request id)."""
+    if not request_id:
+        return secrets.token_urlsafe(12)
+    digest = hashlib.sha256(f"kishpa/table\0{creator}\0{request_id}".encode()).digest()
+    return base64.urlsafe_b64encode(digest[:12]).decode()
 
 
 def now_ms() -> int:
@@ -293,14 +303,10 @@ class Tables:
         if any(not p or len(p) > 128 for p in ids):
             raise BadRequestError("a player id must be 1-128 characters", "BAD_PLAYERS")
         engine.check_settings(settings)
-        table_id = table_id or secrets.token_urlsafe(12)
-        # A replayed CreateTable must find the table it created: remembered per creator.
-        if request_id:
-            remembered = await self.store.redis.get(keys.create_request(creator, request_id))
-            if remembered is not None:
-                tid = remembered.decode() if isinstance(remembered, bytes) else str(remembered)
-                who = creator if viewer is None else viewer
-                return ActResult(await self.view(who, tid), {"table_id": tid}, "", True)
+        # A replayed CreateTable must find the table it created: with a request id, the
+        # table's id is derived from it, so "create" is atomic and idempotent in one step.
+        table_id = table_id or _table_id_for(creator, request_id)
+        who = creator if viewer is None else viewer
 
         def build(snapshot: Snapshot) -> Transition:
             table = Table(
@@ -326,13 +332,14 @@ class Tables:
             step = self._maybe_auto_start(table, Step(game={}, events=events))
             return self._transition(table, step, {"result": {"table_id": table_id}})
 
-        committed = await self.store.transact(table_id, build, create=True)
-        if request_id:
-            await self.store.redis.set(
-                keys.create_request(creator, request_id), table_id, ex=self.store.finished_ttl_s
-            )
+        try:
+            committed = await self.store.transact(table_id, build, create=True)
+        except TableExistsError:
+            if not request_id:
+                raise
+            return ActResult(await self.view(who, table_id), {"table_id": table_id}, "", True)
         await self._after_commit(table_id, committed)
-        return await self._answer(creator if viewer is None else viewer, table_id, committed)
+        return await self._answer(who, table_id, committed)
 
     def _maybe_auto_start(self, table: Table, step: Step) -> Step:
         """Deal the first round in the same commit when an auto-start table is full."""

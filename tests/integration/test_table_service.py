@@ -758,17 +758,18 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
     redis: Redis,
 ) -> None:
     service = bearer_metadata(authority.issue_service_token("matchmaking").token)
-    created = await stub.CreateTable(
-        table_pb2.CreateTableRequest(
-            settings=table_pb2.TableSettings(game=common_pb2.GAME_KISHPA, seats=3),
-            player_ids=players[:2],
-            auto_start=True,
-            request_id=uuid.uuid4().hex,
-        ),
-        metadata=service,
+    request = table_pb2.CreateTableRequest(
+        settings=table_pb2.TableSettings(game=common_pb2.GAME_KISHPA, seats=3),
+        player_ids=players[:2],
+        auto_start=True,
+        request_id=uuid.uuid4().hex,
     )
+    created = await stub.CreateTable(request, metadata=service)
     table_id = created.table.table_id
     try:
+        replayed = await stub.CreateTable(request, metadata=service)
+        assert replayed.table.table_id == table_id, "a retried create finds its table"
+        assert replayed.table.version == created.table.version
         assert created.table.status == table_pb2.TABLE_STATUS_WAITING
         assert created.table.creator_player_id == players[0]
         assert created.table.my_seat == -1, "the service sits nowhere and sees no hand"

@@ -179,3 +179,26 @@ def test_malformed_moves_are_refused_as_bad_input() -> None:
         engine.act(table, 0, Action("draw", {"source": "sky"}), 1)
     with pytest.raises(BadRequestError):
         engine.act(table, 0, Action("dance"), 1)
+
+
+def test_a_table_where_every_seat_is_on_autoplay_plays_one_last_round_and_closes() -> None:
+    engine = KishpaEngine()
+    table = _table()
+    _apply(table, engine.start(table, _seed(11), 0))
+    table.autoplay = [0, 1, 2, 3]  # everybody left
+    steps: list[Step] = []
+    for now in range(1, 2000):
+        if table.status == "closed":
+            break
+        step = engine.on_deadline(table, _seed(now), now)
+        _apply(table, step)
+        steps.append(step)
+    assert table.status == "closed"
+    state = rnd.RoundState.from_dict(table.game["round"])
+    assert state.round_no == 2
+    assert state.last_round
+    pressed = [e for s in steps for e in s.events if e.type == "last_round_pressed"]
+    assert len(pressed) == 1
+    ends = [p.record for s in steps for p in s.phases if p.phase == "end"]
+    assert [r["last_round"] for r in ends] == [False, True]
+    assert table.game["bowl_after"] == 0
