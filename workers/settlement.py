@@ -25,11 +25,12 @@ from typing import Any
 import grpc
 import redis
 
+from games.hand.ledger import Posting as HandPosting
 from games.kishpa.ledger import Posting
 from games.kishpa.record import end_postings, start_postings
 from services.common.errors import error_reason
 from services.common.logging import get_logger
-from workers import metrics
+from workers import hand_postings, metrics
 from workers.celery_app import TransientError, is_transient, kishpa_task
 from workers.config import worker_config
 from workers.deadletter import is_dead_lettered, push_dead_letter
@@ -48,7 +49,7 @@ log = get_logger(__name__)
 
 TASK_NAME = "kishpa.settle_phase"
 
-PostingsOf = Callable[[dict[str, Any]], Sequence[Posting]]
+PostingsOf = Callable[[dict[str, Any]], Sequence[Posting | HandPosting]]
 
 # Which rules compute each phase's postings, per game. Each takes the round record (a JSON
 # object) and returns postings between player ids and the table's own accounts; a new game
@@ -56,6 +57,8 @@ PostingsOf = Callable[[dict[str, Any]], Sequence[Posting]]
 PHASE_POSTINGS: Mapping[tuple[str, str], PostingsOf] = {
     ("kishpa", "start"): start_postings,
     ("kishpa", "end"): end_postings,
+    ("hand", "buy_in"): hand_postings.buy_in_postings,
+    ("hand", "payout"): hand_postings.payout_postings,
 }
 # Accounts of a table in the rules' postings, and the wallet account each becomes.
 TABLE_ACCOUNTS: Mapping[str, str] = {"bowl": "bowl", "pot": "pot"}
@@ -142,7 +145,7 @@ def compute_postings(record: PhaseRecord) -> list[WalletPosting]:
             from_account=wallet_account(record.table_id, p.from_account),
             to_account=wallet_account(record.table_id, p.to_account),
             amount=int(p.amount),
-            reason=p.reason.value,
+            reason=str(p.reason),  # Kishpa's reasons are a StrEnum, Hand's plain text
             table_id=record.table_id,
             round_no=record.round_no,
             phase=record.phase,
