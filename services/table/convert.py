@@ -29,6 +29,8 @@ PHASES = {
     "end_reveal": table_pb2.ROUND_PHASE_END_REVEAL,
     "ended": table_pb2.ROUND_PHASE_ENDED,
     "between_rounds": table_pb2.ROUND_PHASE_ENDED,
+    "draw": table_pb2.ROUND_PHASE_TURNS,  # Hand: the seat to act draws ...
+    "play": table_pb2.ROUND_PHASE_TURNS,  # ... then melds, lays off and discards
 }
 STATUSES = {
     "waiting": table_pb2.TABLE_STATUS_WAITING,
@@ -41,7 +43,12 @@ ACTIONS = {
     "win": table_pb2.PLAYER_ACTION_WIN,
     "reveal": table_pb2.PLAYER_ACTION_REVEAL_KISHPA,
     "decline_reveal": table_pb2.PLAYER_ACTION_DECLINE_REVEAL,
+    "lay_melds": table_pb2.PLAYER_ACTION_LAY_MELDS,
+    "lay_off": table_pb2.PLAYER_ACTION_LAY_OFF,
+    "release_joker": table_pb2.PLAYER_ACTION_RELEASE_JOKER,
+    "undo_turn": table_pb2.PLAYER_ACTION_UNDO_TURN,
 }
+RUN_ENDS = {table_pb2.RUN_END_LOW: "low", table_pb2.RUN_END_HIGH: "high"}
 SOURCES = {table_pb2.DRAW_SOURCE_PILE: "pile", table_pb2.DRAW_SOURCE_DISCARD: "discard"}
 
 
@@ -147,7 +154,8 @@ class Converter:
                     out.append(table_pb2.PLAYER_ACTION_DRAW_DISCARD)
             elif action in ACTIONS:
                 out.append(ACTIONS[action])
-        if creator and not view.game.public.get("last_round_pressed"):
+        pressable = table.game_name == "kishpa"  # a Hand game always plays all its deals
+        if creator and pressable and not view.game.public.get("last_round_pressed"):
             out.append(table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND)
         return out
 
@@ -191,6 +199,31 @@ class Converter:
             if len(ids) > 1:
                 kishpa.replaced_kishpa.CopyFrom(self.tile(name, ids[0]))
             msg.kishpa.CopyFrom(kishpa)
+        elif name == "hand":
+            msg.hand.CopyFrom(self._hand_round(name, public))
+        return msg
+
+    def _hand_round(self, name: str, public: Mapping[str, Any]) -> table_pb2.HandRound:
+        """The melds on the table and the pot: public to every viewer."""
+        msg = table_pb2.HandRound(
+            melds=[
+                table_pb2.Meld(
+                    meld_id=int(m["id"]),
+                    kind=GROUP_KINDS.get(str(m["kind"]), common_pb2.GROUP_KIND_UNSPECIFIED),
+                    cards=self.tiles(name, m["cards"]),
+                    seat=int(m["owner"]),
+                )
+                for m in public.get("melds", [])
+            ],
+            opened_seats=[s for s, opened in enumerate(public.get("opened", [])) if opened],
+            pot=int(public.get("pot", 0)),
+            deals_per_game=int(public.get("deals", 0)),
+            hand_win=bool(public.get("hand_win", False)),
+            deal_scores=list(public.get("deal_scores") or []),
+            payouts=list(public.get("payouts") or []),
+        )
+        if public.get("must_use") is not None:
+            msg.must_use.CopyFrom(self.tile(name, int(public["must_use"])))
         return msg
 
     def result(self, game: str, public: Mapping[str, Any]) -> table_pb2.RoundResult:

@@ -12,14 +12,16 @@ from typing import Any
 
 import grpc
 
+from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import Service, current_caller, current_player
 from services.common.errors import InvalidArgument, PermissionDenied
-from services.table.convert import SOURCES, Converter, groups_from, settings_from
+from services.table.convert import RUN_ENDS, SOURCES, Converter, groups_from, settings_from
 from services.table.engine import Action
 from services.table.service import ActResult, Tables
 
 MAX_TABLE_ID = 64
+GROUP_KIND_NAMES = {common_pb2.GROUP_KIND_RUN: "run", common_pb2.GROUP_KIND_SET: "set"}
 EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -209,6 +211,46 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         hint = await self.tables.hint(player_id, table_id)
         game = (await self.tables.view(player_id, table_id)).table.game_name
         return self.convert.hint(game, hint)
+
+    async def LayMelds(
+        self, request: table_pb2.LayMeldsRequest, context: Context
+    ) -> table_pb2.LayMeldsResponse:
+        melds = [
+            {"cards": list(m.tile_ids), "kind": GROUP_KIND_NAMES.get(m.kind)} for m in request.melds
+        ]
+        result = await self._act(request.table_id, "lay_melds", request.request_id, melds=melds)
+        return table_pb2.LayMeldsResponse(table=self._view(result))
+
+    async def LayOff(
+        self, request: table_pb2.LayOffRequest, context: Context
+    ) -> table_pb2.LayOffResponse:
+        result = await self._act(
+            request.table_id,
+            "lay_off",
+            request.request_id,
+            meld_id=request.meld_id,
+            tile=request.tile_id,
+            end=RUN_ENDS.get(request.end),
+        )
+        return table_pb2.LayOffResponse(table=self._view(result))
+
+    async def ReleaseJoker(
+        self, request: table_pb2.ReleaseJokerRequest, context: Context
+    ) -> table_pb2.ReleaseJokerResponse:
+        result = await self._act(
+            request.table_id,
+            "release_joker",
+            request.request_id,
+            meld_id=request.meld_id,
+            tiles=list(request.tile_ids),
+        )
+        return table_pb2.ReleaseJokerResponse(table=self._view(result))
+
+    async def UndoTurn(
+        self, request: table_pb2.UndoTurnRequest, context: Context
+    ) -> table_pb2.UndoTurnResponse:
+        result = await self._act(request.table_id, "undo_turn", request.request_id)
+        return table_pb2.UndoTurnResponse(table=self._view(result))
 
     async def WatchTable(
         self, request: table_pb2.WatchTableRequest, context: Context

@@ -106,6 +106,7 @@ async def _open_table(
     players: list[str],
     *,
     turn_seconds: int = 60,
+    window_seconds: int = 30,
     pause_ms: int = 30,
     start: bool = True,
 ) -> str:
@@ -115,7 +116,7 @@ async def _open_table(
                 game=common_pb2.GAME_KISHPA,
                 seats=len(players),
                 turn_seconds=turn_seconds,
-                reveal_window_seconds=30,
+                reveal_window_seconds=window_seconds,
                 next_round_pause_ms=pause_ms,
             ),
             request_id=uuid.uuid4().hex,
@@ -706,9 +707,9 @@ async def test_timers_play_late_turns_and_put_an_absent_seat_on_autoplay(
     redis: Redis,
 ) -> None:
     pair = players[:2]
-    table_id = await _open_table(stub, md, pair, turn_seconds=1)
+    table_id = await _open_table(stub, md, pair, turn_seconds=1, window_seconds=1)
     try:
-        for _ in range(100):  # nobody plays: the deadline loop plays every turn
+        for _ in range(150):  # nobody plays: the deadline loop plays every turn
             types = [f[b"type"] for _, f in await redis.xrange(keys.events(table_id))]
             if b"autoplay_on" in types:
                 break
