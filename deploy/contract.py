@@ -58,9 +58,6 @@ class Workload:
         return self.secret_sources.get(env, SECRETS[env])
 
 
-# Secrets a service's main() demands beyond REQUIRED_SECRETS: matchmaking creates tables
-# through the table service with a service credential (services/matchmaking/server.py).
-EXTRA_SECRETS: dict[str, frozenset[str]] = {"matchmaking": frozenset({SERVICE_SECRET_ENV})}
 
 
 def _grpc(name: str, health_service: str) -> Workload:
@@ -71,7 +68,6 @@ def _grpc(name: str, health_service: str) -> Workload:
         metrics_port=DEFAULT_METRICS_PORTS[name],
         health_service=health_service,
         secrets=frozenset(REQUIRED_SECRETS[name])
-        | EXTRA_SECRETS.get(name, frozenset())
         | _database(name),
     )
 

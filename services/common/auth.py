@@ -24,6 +24,7 @@ from typing import Any, Final
 import grpc
 import jwt
 import structlog
+from pydantic import SecretStr
 
 from services.common.errors import PermissionDenied, Unauthenticated, abort_with
 from services.common.handlers import wrap_handler
@@ -79,6 +80,10 @@ class IssuedToken:
     expires_at: int
 
 
+def _revealed(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret else None
+
+
 class TokenAuthority:
     """Signs and verifies player tokens and service credentials with the configured keys."""
 
@@ -90,9 +95,17 @@ class TokenAuthority:
         token_ttl_seconds: int = 3600,
         service_token_ttl_seconds: int = 300,
         clock: Callable[[], float] = time.time,
+        previous_token_secret: str | None = None,
+        previous_service_secret: str | None = None,
     ) -> None:
         self._token_secret = token_secret
         self._service_secret = service_secret
+        # Verification-only keys during a rotation; new tokens are always signed with the
+        # current key.
+        self._previous: dict[str | None, str | None] = {
+            token_secret: previous_token_secret,
+            service_secret: previous_service_secret,
+        }
         self.token_ttl_seconds = token_ttl_seconds
         self.service_token_ttl_seconds = service_token_ttl_seconds
         self._clock = clock
@@ -107,6 +120,8 @@ class TokenAuthority:
             settings.service_secret.get_secret_value() if settings.service_secret else None,
             token_ttl_seconds=settings.token_ttl_seconds,
             service_token_ttl_seconds=settings.service_token_ttl_seconds,
+            previous_token_secret=_revealed(settings.token_secret_previous),
+            previous_service_secret=_revealed(settings.service_secret_previous),
         )
 
     # -- player tokens -------------------------------------------------------------------
@@ -204,23 +219,29 @@ class TokenAuthority:
         return IssuedToken(jwt.encode(payload, key, algorithm=ALGORITHM), expires_at)
 
     def _decode(self, token: str, key: str, typ: str) -> dict[str, Any]:
-        try:
-            claims: dict[str, Any] = jwt.decode(
-                token,
-                key,
-                algorithms=[ALGORITHM],
-                issuer=ISSUER,
-                # Times are checked below against the injectable clock.
-                options={
-                    "require": ["exp", "iat", "iss", "sub"],
-                    "verify_exp": False,
-                    "verify_iat": False,
-                },
-            )
-        except jwt.InvalidSignatureError:
-            raise Unauthenticated("TOKEN_INVALID", "the token's signature is invalid") from None
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated("TOKEN_INVALID", f"the token is invalid: {exc}") from None
+        keys = [key] + [k for k in (self._previous.get(key),) if k]
+        claims: dict[str, Any] | None = None
+        for candidate in keys:
+            try:
+                claims = jwt.decode(
+                    token,
+                    candidate,
+                    algorithms=[ALGORITHM],
+                    issuer=ISSUER,
+                    # Times are checked below against the injectable clock.
+                    options={
+                        "require": ["exp", "iat", "iss", "sub"],
+                        "verify_exp": False,
+                        "verify_iat": False,
+                    },
+                )
+                break
+            except jwt.InvalidSignatureError:
+                continue  # during a key rotation, try the previous key
+            except jwt.PyJWTError as exc:
+                raise Unauthenticated("TOKEN_INVALID", f"the token is invalid: {exc}") from None
+        if claims is None:
+            raise Unauthenticated("TOKEN_INVALID", "the token's signature is invalid")
         if claims.get("typ") != typ:
             raise Unauthenticated("TOKEN_INVALID", f"a {typ} token is required here")
         try:

@@ -30,7 +30,7 @@ SERVICE_SECRET_ENV = "KISHPA_SERVICE_SECRET"  # noqa: S105 - the variable's name
 REQUIRED_SECRETS: Mapping[str, tuple[str, ...]] = {
     "wallet": (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV),
     "table": (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV),
-    "matchmaking": (TOKEN_SECRET_ENV,),
+    "matchmaking": (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV),
     "worker": (SERVICE_SECRET_ENV,),
     "beat": (SERVICE_SECRET_ENV,),
 }
@@ -80,6 +80,13 @@ class Settings(BaseSettings):
     )
     token_secret: SecretStr | None = Field(default=None, validation_alias=TOKEN_SECRET_ENV)
     service_secret: SecretStr | None = Field(default=None, validation_alias=SERVICE_SECRET_ENV)
+    # Key rotation: tokens signed with the previous key still verify until they expire.
+    token_secret_previous: SecretStr | None = Field(
+        default=None, validation_alias=TOKEN_SECRET_ENV + "_PREVIOUS"
+    )
+    service_secret_previous: SecretStr | None = Field(
+        default=None, validation_alias=SERVICE_SECRET_ENV + "_PREVIOUS"
+    )
     grpc_host: str = Field(default="[::]", validation_alias="KISHPA_GRPC_HOST")
     grpc_port: int = Field(
         default_factory=_default_grpc_port, ge=0, le=65535, validation_alias="KISHPA_GRPC_PORT"

@@ -52,6 +52,7 @@ def test_serve_runs_until_sigterm_then_exits_cleanly() -> None:
     env = {
         **os.environ,
         "KISHPA_TOKEN_SECRET": "t" * 40,
+        "KISHPA_SERVICE_SECRET": "s" * 40,
         "KISHPA_GRPC_HOST": "127.0.0.1",
         "KISHPA_GRPC_PORT": str(grpc_port),
         "KISHPA_METRICS_PORT": str(metrics_port),

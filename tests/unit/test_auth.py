@@ -221,3 +221,30 @@ def test_verified_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         auth.verify(token)
     assert len(auth._verified) == 3
     assert auth.verify(tokens[0]) == Player("p0", "A")  # evicted, verified again
+
+
+def test_key_rotation_verifies_tokens_of_the_previous_key_and_signs_with_the_new() -> None:
+    clock = Clock()
+    old = TokenAuthority("o" * 40, "w" * 40, clock=clock)
+    rotated = TokenAuthority(
+        TOKEN_KEY,
+        SERVICE_KEY,
+        clock=clock,
+        previous_token_secret="o" * 40,
+        previous_service_secret="w" * 40,
+    )
+    player_token = old.issue_player_token("p1", "A").token
+    service_token = old.issue_service_token("workers").token
+    assert rotated.verify_player_token(player_token).player_id == "p1"
+    assert isinstance(rotated.verify(service_token), Service)
+    fresh = rotated.issue_player_token("p1", "A").token
+    assert rotated.verify_player_token(fresh).player_id == "p1"
+    with pytest.raises(Unauthenticated):
+        old.verify(fresh)  # signed with the new key only
+    # Once the previous key is dropped, its tokens are refused.
+    with pytest.raises(Unauthenticated, match="signature"):
+        TokenAuthority(TOKEN_KEY, SERVICE_KEY, clock=clock).verify(player_token)
+    # The previous player key never verifies a service credential.
+    forged = TokenAuthority(TOKEN_KEY, "o" * 40, clock=clock).issue_service_token("x").token
+    with pytest.raises(Unauthenticated):
+        rotated.verify(forged)

@@ -35,6 +35,8 @@ ENV_VARS = (
     "KISHPA_SERVICE_TOKEN_TTL_SECONDS",
     "KISHPA_SHUTDOWN_GRACE_SECONDS",
     "KISHPA_SERVICE",
+    "KISHPA_TOKEN_SECRET_PREVIOUS",
+    "KISHPA_SERVICE_SECRET_PREVIOUS",
 )
 
 
@@ -60,6 +62,7 @@ def test_documented_defaults() -> None:
 def test_per_service_default_ports(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
     monkeypatch.setenv("KISHPA_SERVICE_SECRET", SECRET)
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET", SECRET)
     settings = load_settings(service)
     assert settings.grpc_port == DEFAULT_GRPC_PORTS[service]
     assert settings.metrics_port == DEFAULT_METRICS_PORTS[service]
@@ -78,6 +81,7 @@ def test_docs_port_table() -> None:
 
 def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET", SECRET)
     monkeypatch.setenv("REDIS_URL", "redis://redis.example:6380/3")
     monkeypatch.setenv("KISHPA_GRPC_PORT", "6000")
     monkeypatch.setenv("KISHPA_METRICS_PORT", "6001")
@@ -117,20 +121,25 @@ def test_missing_secret_fails_fast_naming_the_variable(service: str, missing: st
         load_settings(service)
 
 
-def test_service_secret_required_by_wallet(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("service", ["wallet", "matchmaking"])
+def test_service_secret_required_by_wallet_and_matchmaking(
+    monkeypatch: pytest.MonkeyPatch, service: str
+) -> None:
     monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
     with pytest.raises(SettingsError, match="KISHPA_SERVICE_SECRET"):
-        load_settings("wallet")
+        load_settings(service)
 
 
 def test_short_secret_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KISHPA_TOKEN_SECRET", "short")
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET", SECRET)
     with pytest.raises(SettingsError, match="too short"):
         load_settings("matchmaking")
 
 
 def test_bad_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET", SECRET)
     monkeypatch.setenv("KISHPA_GRPC_PORT", "not-a-port")
     with pytest.raises(SettingsError, match="KISHPA_GRPC_PORT") as info:
         load_settings("matchmaking")
@@ -139,6 +148,7 @@ def test_bad_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_secrets_are_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET", SECRET)
     settings = load_settings("matchmaking")
     assert SECRET not in repr(settings)
     assert SECRET not in str(settings.model_dump())
