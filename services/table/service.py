@@ -37,6 +37,7 @@ from services.table.engine import (
     TableSettings,
 )
 from services.table.events import NO_SEAT, StoredEvent, TableEvent
+from services.table.metrics import DEADLINES, ENQUEUE_FAILURES, PHASES
 from services.table.store import (
     Committed,
     PhaseRecord,
@@ -217,12 +218,17 @@ class Tables:
 
     async def _after_commit(self, table_id: str, committed: Committed) -> None:
         """Hand every phase the commit reached to settlement (the outbox already holds it)."""
-        if committed.transition is None or self.enqueue is None:
+        if committed.transition is None:
+            return
+        for phase in committed.transition.phases:
+            PHASES.labels(phase.phase).inc()
+        if self.enqueue is None:
             return
         for phase in committed.transition.phases:
             try:
                 await asyncio.to_thread(self.enqueue, table_id, phase.round_no, phase.phase)
             except Exception:  # the sweeper re-enqueues from the outbox
+                ENQUEUE_FAILURES.inc()
                 log.exception(
                     "settlement_enqueue_failed",
                     table_id=table_id,
@@ -533,6 +539,7 @@ class Tables:
 
     async def handle_deadline(self, table_id: str) -> bool:
         """Apply a passed deadline through the versioned commit; False when nothing was due."""
+        applied: list[str] = []  # the kind of the deadline the last attempt applied
 
         def build(snapshot: Snapshot) -> Transition:
             table = Table.from_dict(snapshot.state)
@@ -540,6 +547,7 @@ class Tables:
             if table.status != "playing" or table.deadline is None or table.deadline.at_ms > now:
                 raise NotDueError
             engine = self._engine(table.game_name)
+            applied.append(table.deadline.kind)
             step = engine.on_deadline(table, new_server_seed(), now)
             if step.timed_out_seat is not None:
                 key = str(step.timed_out_seat)
@@ -567,6 +575,7 @@ class Tables:
         except LookupError:
             await self.store.set_deadline(table_id, None)
             return False
+        DEADLINES.labels(applied[-1]).inc()
         await self._after_commit(table_id, committed)
         return True
 

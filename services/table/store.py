@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from services.common.errors import Aborted, AlreadyExists
 from services.table import keys
 from services.table.events import StoredEvent, TableEvent, decode, flatten
+from services.table.metrics import COMMITS
 
 COMMIT_MAX_ATTEMPTS = 16
 """Conflicting commits on one table retried this many times before giving up (busy)."""
@@ -188,9 +189,12 @@ class TableStore:
         )
         code = int(result[0])
         if code == 0:
+            COMMITS.labels("conflict").inc()
             return None
         if code == 2:
+            COMMITS.labels("replayed").inc()
             return Committed(expected_version, (), _text(result[1]), True, None)
+        COMMITS.labels("committed").inc()
         # The deadline index is global (not in the table's hash slot); it is rebuildable.
         if index_deadline:
             await self.set_deadline(table_id, transition.deadline_ms)
@@ -223,6 +227,7 @@ class TableStore:
                 # commit.lua answers replays too; after a conflict, check before computing.
                 replay = await self.answer(table_id, request)
                 if replay is not None:
+                    COMMITS.labels("replayed").inc()
                     return Committed(0, (), replay, True, None)
             snapshot = await self.load(table_id)
             if create:

@@ -1,0 +1,26 @@
+"""Prometheus metrics of the table service (served on KISHPA_METRICS_PORT by the server)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+
+COMMITS = Counter(
+    "kishpa_table_commits",
+    "Table commits by outcome: committed, replayed (a request id answered again), conflict "
+    "(the version moved; reloaded and retried).",
+    ["outcome"],
+)
+DEADLINES = Counter(
+    "kishpa_table_deadlines_applied",
+    "Deadlines applied by this replica's timer loop, by kind (turn, window, next_round).",
+    ["kind"],
+)
+PHASES = Counter(
+    "kishpa_table_phases_recorded",
+    "Settlement phase records written to the outbox, by phase.",
+    ["phase"],
+)
+ENQUEUE_FAILURES = Counter(
+    "kishpa_table_settlement_enqueue_failures",
+    "Settlement tasks that could not be enqueued (the sweeper re-enqueues them).",
+)
