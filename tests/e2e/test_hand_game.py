@@ -1,0 +1,203 @@
+"""A whole Hand game through the real stack: four bots play 7 deals over gRPC against
+``kishpa serve table``; the table writes the pot's ``buy_in`` and ``payout`` to its outbox and
+enqueues them; a ``kishpa worker`` settles them into ``kishpa serve wallet`` (SQLite in a temp
+dir). The pot is bought in and paid out exactly once, by ``games.hand``'s payout; the pot
+account ends at zero and the wallet reconciles clean.
+
+Real processes on Redis db 13 (the workers' test database; every key is the table's own) and
+free ports, reusing the process helpers of the settlement tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import grpc
+import pytest
+import redis
+
+from games.hand.game import GameState
+from games.hand.ledger import net_movements
+from games.hand.record import postings_for_phase
+from kishpa.common.v1 import common_pb2
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.auth import TokenAuthority, bearer_metadata
+from services.table import events, keys
+from services.table.hand_botclient import HandBotPlayer
+from services.wallet.reconcile import reconcile_url
+from tests.integration.test_workers_settlement import (
+    KISHPA,
+    STARTING_TOKENS,
+    WORKERS_REDIS_URL,
+    Process,
+    Wallet,
+    Worker,
+    _base_env,
+    _free_port,
+    _wait,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TOKEN_SECRET = secrets.token_urlsafe(48)
+PHASES = ["0:buy_in", "7:payout"]
+
+
+def start_table_service(tmp: Path, worker: Worker, wallet: Wallet) -> tuple[Process, int]:
+    port = _free_port()
+    env = _base_env(
+        KISHPA_TOKEN_SECRET=TOKEN_SECRET,
+        KISHPA_GRPC_PORT=str(port),
+        KISHPA_GRPC_HOST="127.0.0.1",
+        KISHPA_METRICS_PORT=str(_free_port()),
+        KISHPA_WORKER_QUEUE=worker.queue,
+        KISHPA_WALLET_ADDR=wallet.addr,
+    )
+    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
+
+    def accepting() -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    _wait(accepting, 30, "the table service to listen")
+    return process, port
+
+
+async def play_hand_game(port: int, players: list[str]) -> tuple[str, table_pb2.TableView]:
+    """Four bots play a whole game; returns the table id and the final view."""
+    authority = TokenAuthority(TOKEN_SECRET)
+    md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        created = await stub.CreateTable(
+            table_pb2.CreateTableRequest(
+                settings=table_pb2.TableSettings(
+                    game=common_pb2.GAME_HAND,
+                    seats=len(players),
+                    turn_seconds=60,
+                    next_round_pause_ms=20,
+                ),
+                request_id=uuid.uuid4().hex,
+            ),
+            metadata=md[players[0]],
+        )
+        table_id = created.table.table_id
+        for p in players[1:]:
+            await stub.JoinTable(
+                table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+                metadata=md[p],
+            )
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[players[0]],
+        )
+        bots = [
+            HandBotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80)
+            for n, p in enumerate(players)
+        ]
+        idle_since = time.monotonic()
+        view = await bots[0].view(table_id)
+        while time.monotonic() - idle_since < 60:
+            view = await bots[0].view(table_id)
+            if view.status == table_pb2.TABLE_STATUS_CLOSED:
+                return table_id, view
+            moved = False
+            for bot in bots:
+                if await bot.play(table_id, await bot.view(table_id)) is not None:
+                    moved = True
+            if moved:
+                idle_since = time.monotonic()
+            else:
+                await asyncio.sleep(0.02)  # the table's deadline loop deals the next deal
+    raise AssertionError(f"the game stalled: {view}")
+
+
+async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path) -> None:
+    wallet = Wallet(_free_port(), tmp_path / "wallet.sqlite3").start(tmp_path / "wallet.log")
+    worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
+    table_process, port = start_table_service(tmp_path, worker, wallet)
+    client = redis.Redis.from_url(WORKERS_REDIS_URL)
+    suffix = uuid.uuid4().hex[:8]
+    players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat", "dan")]
+    table_id = ""
+    try:
+        table_id, view = await play_hand_game(port, players)
+        assert view.round.round == 7
+        state = json.loads(client.hget(keys.state(table_id), "state") or b"{}")
+        game = GameState.from_dict(state["game"]["game"])
+        assert game.finished
+
+        outbox = {
+            k.decode(): json.loads(v) for k, v in client.hgetall(keys.outbox(table_id)).items()
+        }
+        assert sorted(outbox) == PHASES
+        _wait(
+            lambda: all(client.hexists(keys.settled(table_id), f) for f in PHASES),
+            60,
+            "the buy-in and the payout to be settled",
+        )
+
+        # Delivered again, both phases change nothing (the wallet's idempotency key).
+        sender = worker.sender()
+        replays = [
+            sender.send_task(
+                "kishpa.settle_phase",
+                kwargs={"table_id": table_id, "round_no": int(f[0]), "phase": f[2:]},
+            )
+            for f in PHASES
+        ]
+        assert [r.get(timeout=30)["outcome"] for r in replays] == ["already_settled"] * 2
+
+        # The wallet holds exactly games.hand's payout: stake in, the pot's split out.
+        payouts = game.payouts()
+        expected = {
+            p: STARTING_TOKENS - game.stake + payouts[seat] for seat, p in enumerate(players)
+        }
+        net: dict[str, int] = {}
+        for field in PHASES:
+            phase = field.split(":", 1)[1]
+            for account, change in net_movements(
+                postings_for_phase(phase, outbox[field]["record"])
+            ).items():
+                net[account] = net.get(account, 0) + change
+        assert {p: STARTING_TOKENS + net.get(p, 0) for p in players} == expected
+        assert net.get("pot", 0) == 0
+        wallet_client = wallet.client()
+        assert {p: wallet_client.balance(f"player:{p}") for p in players} == expected
+        assert wallet_client.balance(f"pot:{table_id}") == 0
+        assert sum(payouts) == game.pot == 4 * game.stake
+
+        settled = [
+            events.decode(f)
+            for _, f in client.xrange(keys.events(table_id))
+            if f[b"type"] == b"settled"
+        ]
+        assert [(e.round, e.data["phase"]) for e in settled] == [(0, "buy_in"), (7, "payout")]
+        assert settled[-1].data["balances"] == expected
+        stored = client.hgetall(keys.balances(table_id))
+        assert {k.decode(): int(v) for k, v in stored.items()} == expected
+
+        report = reconcile_url(wallet.url)
+        assert report.ok, list(report.discrepancies)
+    finally:
+        for process in (table_process, worker.process, wallet.process):
+            if process is not None:
+                process.stop()
+        if table_id:
+            for key in (
+                keys.state,
+                keys.events,
+                keys.requests,
+                keys.outbox,
+                keys.settled,
+                keys.balances,
+            ):
+                client.delete(key(table_id))
+            client.zrem(keys.deadlines(), table_id)
+        client.close()
