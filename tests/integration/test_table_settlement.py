@@ -44,13 +44,18 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _tail(log: Path) -> str:
+    """The end of a child's log, for the failure message."""
+    return log.read_text(errors="replace")[-3000:]
+
+
 async def _listening(port: int, log: Path) -> None:
     for _ in range(300):
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
         await asyncio.sleep(0.1)
-    raise AssertionError(f"{log.name} did not listen:\n{log.read_text()[-3000:]}")
+    raise AssertionError(f"{log.name} did not listen:\n{_tail(log)}")
 
 
 @pytest.fixture
@@ -173,7 +178,7 @@ async def test_a_round_is_settled_and_its_balances_reach_the_table(
                     break
                 await asyncio.sleep(0.1)
             else:
-                worker_log = (logs / "worker.log").read_text()[-3000:]
+                worker_log = _tail(logs / "worker.log")
                 raise AssertionError(f"round 1 was not settled; worker log:\n{worker_log}")
             outbox = await redis.hgetall(keys.outbox(table_id))  # type: ignore[misc]
             expected = dict.fromkeys(players, STARTING_TOKENS)
