@@ -44,8 +44,8 @@ from services.table.convert import GAMES as GAME_NAMES
 
 log = structlog.get_logger("kishpa.matchmaking")
 
-GAMES = ("kishpa",)
-"""Games the table service plays today (Hand joins when its engine is served)."""
+GAMES = ("kishpa", "hand")
+"""Games the table service plays; each (game, seats, stake) has its own queue."""
 STAKES = (1,)
 """Stake tiers offered (the table service refuses any other)."""
 SEAT_RANGE = (2, 4)

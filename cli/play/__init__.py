@@ -1,0 +1,1 @@
+"""Helpers of ``kishpa play`` and ``kishpa bots``: bot seats, rendering, the session loop."""

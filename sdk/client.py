@@ -1,0 +1,482 @@
+"""``KishpaClient``: the typed Python client of the Kishpa services (start reading here).
+
+One object per signed-in player::
+
+    async with KishpaClient.from_env() as client:
+        await client.login("Ann")
+        ticket = await client.join_queue(seats=4)
+        ticket = await client.wait_for_table(ticket.ticket_id)
+        view = await client.get_table(ticket.table_id)
+        async for event in client.watch_table(ticket.table_id, view.last_event_id):
+            ...
+
+What it does for you:
+
+* **the token** — ``login`` stores it; every call carries it as ``authorization: Bearer``;
+  it is refreshed (``RefreshToken``) shortly before it expires.
+* **request ids** — every mutation gets a fresh ``request_id`` (pass your own to make a
+  retry of *your* operation idempotent too).
+* **retries** — a call whose server was unreachable (``UNAVAILABLE``) is retried with the
+  same request, so the server applies it at most once.
+* **resuming** — ``watch_table`` reconnects after a dropped stream from the last event it
+  delivered: nothing is lost and nothing is delivered twice.
+* **errors** — a refused call raises :class:`~sdk.errors.KishpaError` (code, reason, message).
+
+Messages are the generated ones (``kishpa.table.v1.table_pb2.TableView``...): their fields
+are documented in ``protos/`` and ``docs/api.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+
+from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
+from kishpa.common.v1 import common_pb2
+from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
+from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk.errors import KishpaError
+from sdk.retry import RETRYABLE, RetryPolicy
+
+R = TypeVar("R")
+
+DEFAULT_MATCHMAKING_ADDR = "127.0.0.1:50053"
+DEFAULT_TABLE_ADDR = "127.0.0.1:50052"
+CALL_TIMEOUT_S = 15.0
+REFRESH_MARGIN = 0.2
+"""Refresh the token when less than this share of its lifetime is left."""
+CHANNEL_OPTIONS = (
+    # Keep long WatchTable streams alive through idle NATs (the server allows 20 s pings).
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+)
+TABLE_CLOSED = "table_closed"
+
+
+def new_request_id() -> str:
+    """A fresh idempotency key (a UUID)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Who the client is signed in as, and until when his token is valid."""
+
+    player_id: str
+    display_name: str
+    token: str
+    issued_at: float
+    expires_at: float
+
+    def needs_refresh(self, now: float) -> bool:
+        """True when less than ``REFRESH_MARGIN`` of the token's lifetime is left."""
+        lifetime = max(self.expires_at - self.issued_at, 1.0)
+        return self.expires_at - now < lifetime * REFRESH_MARGIN
+
+
+class KishpaClient:
+    """A player's connection to the matchmaking (login) and table services."""
+
+    def __init__(
+        self,
+        matchmaking_addr: str = DEFAULT_MATCHMAKING_ADDR,
+        table_addr: str = DEFAULT_TABLE_ADDR,
+        *,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Open (lazy) channels to both services; nothing is sent until the first call."""
+        self._mm_channel = grpc.aio.insecure_channel(matchmaking_addr, options=CHANNEL_OPTIONS)
+        self._table_channel = grpc.aio.insecure_channel(table_addr, options=CHANNEL_OPTIONS)
+        self._auth = auth_pb2_grpc.AuthServiceStub(self._mm_channel)
+        self._mm = mm_grpc.MatchmakingServiceStub(self._mm_channel)
+        self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
+        self.retry = retry or RetryPolicy()
+        self._clock = clock
+        self._session: Session | None = None
+
+    @classmethod
+    def from_env(cls, *, retry: RetryPolicy | None = None) -> KishpaClient:
+        """A client for ``KISHPA_MATCHMAKING_ADDR`` and ``KISHPA_TABLE_ADDR`` (or defaults)."""
+        return cls(
+            os.environ.get("KISHPA_MATCHMAKING_ADDR", DEFAULT_MATCHMAKING_ADDR),
+            os.environ.get("KISHPA_TABLE_ADDR", DEFAULT_TABLE_ADDR),
+            retry=retry,
+        )
+
+    async def __aenter__(self) -> KishpaClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close both channels (streams in progress end)."""
+        await self._mm_channel.close()
+        await self._table_channel.close()
+
+    # ---- calls -------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The signed-in player (raises if ``login`` was not called)."""
+        if self._session is None:
+            raise RuntimeError("not signed in: call login() first")
+        return self._session
+
+    @property
+    def player_id(self) -> str:
+        """The signed-in player's id."""
+        return self.session.player_id
+
+    async def _metadata(self) -> tuple[tuple[str, str], ...]:
+        session = self.session
+        if session.needs_refresh(self._clock()):
+            await self.refresh_token()
+            session = self.session
+        return (("authorization", "Bearer " + session.token),)
+
+    async def _call(
+        self,
+        method: Callable[..., Any],
+        request: Any,
+        *,
+        authenticated: bool = True,
+    ) -> Any:
+        """One unary call with the token, retried (same request) while unreachable."""
+        attempt = 0
+        while True:
+            metadata = await self._metadata() if authenticated else None
+            try:
+                return await method(request, metadata=metadata, timeout=CALL_TIMEOUT_S)
+            except grpc.RpcError as exc:
+                code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+                attempt += 1
+                if code not in RETRYABLE or attempt >= self.retry.attempts:
+                    raise KishpaError.from_rpc(exc) from None
+            await self.retry.sleep(attempt - 1)
+
+    # ---- sign-in -----------------------------------------------------------------------
+
+    async def login(self, display_name: str) -> Session:
+        """Sign in as a new guest named ``display_name`` (1-32 characters).
+
+        The development login: the server mints a player id and opens his wallet with the
+        starting tokens. (Retried while the server is unreachable; a login lost on the way
+        only leaves an unused guest behind.)
+        """
+        response: auth_pb2.LoginResponse = await self._call(
+            self._auth.Login, auth_pb2.LoginRequest(display_name=display_name), authenticated=False
+        )
+        now = self._clock()
+        self._session = Session(
+            response.player_id,
+            response.display_name,
+            response.token,
+            now,
+            float(response.expire_time.seconds),
+        )
+        return self._session
+
+    def use_token(self, player_id: str, display_name: str, token: str, expires_at: float) -> None:
+        """Sign in with a token obtained elsewhere (a saved session, a test)."""
+        self._session = Session(player_id, display_name, token, self._clock(), expires_at)
+
+    async def refresh_token(self) -> Session:
+        """Exchange the still-valid token for a fresh one (done automatically before calls)."""
+        session = self.session
+        metadata = (("authorization", "Bearer " + session.token),)
+        try:
+            response: auth_pb2.RefreshTokenResponse = await self._auth.RefreshToken(
+                auth_pb2.RefreshTokenRequest(), metadata=metadata, timeout=CALL_TIMEOUT_S
+            )
+        except grpc.RpcError as exc:
+            raise KishpaError.from_rpc(exc) from None
+        self._session = Session(
+            session.player_id,
+            session.display_name,
+            response.token,
+            self._clock(),
+            float(response.expire_time.seconds),
+        )
+        return self._session
+
+    # ---- matchmaking -------------------------------------------------------------------
+
+    async def join_queue(
+        self,
+        seats: int = 4,
+        stake: int = 1,
+        game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
+        *,
+        request_id: str | None = None,
+    ) -> mm_pb2.QueueTicket:
+        """Queue for a quick match; the ticket is already MATCHED if this completed a table
+        (or if the player already sits at a live table: he is sent back to it)."""
+        response: mm_pb2.JoinQueueResponse = await self._call(
+            self._mm.JoinQueue,
+            mm_pb2.JoinQueueRequest(
+                game=game, seats=seats, stake=stake, request_id=request_id or new_request_id()
+            ),
+        )
+        return response.ticket
+
+    async def cancel_queue(self, ticket_id: str) -> mm_pb2.QueueTicket:
+        """Leave the queue (KishpaError FAILED_PRECONDITION/TICKET_MATCHED if too late)."""
+        response: mm_pb2.CancelQueueResponse = await self._call(
+            self._mm.CancelQueue,
+            mm_pb2.CancelQueueRequest(ticket_id=ticket_id, request_id=new_request_id()),
+        )
+        return response.ticket
+
+    async def watch_queue(self, ticket_id: str) -> AsyncIterator[mm_pb2.QueueTicket]:
+        """The ticket now, then each change, until matched, cancelled or expired.
+
+        A dropped stream is reopened (the server sends the current state first).
+        """
+        attempt = 0
+        while True:
+            call = self._mm.WatchQueue(
+                mm_pb2.WatchQueueRequest(ticket_id=ticket_id), metadata=await self._metadata()
+            )
+            try:
+                async for message in call:
+                    attempt = 0
+                    yield message.ticket
+                return
+            except grpc.RpcError as exc:
+                attempt += 1
+                if exc.code() not in RETRYABLE or attempt >= self.retry.attempts:
+                    raise KishpaError.from_rpc(exc) from None
+            finally:
+                call.cancel()
+            await self.retry.sleep(attempt - 1)
+
+    async def wait_for_table(self, ticket_id: str) -> mm_pb2.QueueTicket:
+        """Wait until the ticket is matched and return it (``table_id`` and ``seat`` set).
+
+        Raises KishpaError (FAILED_PRECONDITION, ``TICKET_CANCELLED``/``TICKET_EXPIRED``)
+        if it ends any other way.
+        """
+        last: mm_pb2.QueueTicket | None = None
+        async for ticket in self.watch_queue(ticket_id):
+            last = ticket
+        if last is None or last.state != mm_pb2.TICKET_STATE_MATCHED:
+            name = mm_pb2.TicketState.Name(last.state) if last else "TICKET_STATE_UNSPECIFIED"
+            reason = name.replace("TICKET_STATE_", "TICKET_")
+            raise KishpaError(
+                grpc.StatusCode.FAILED_PRECONDITION, reason, f"the ticket ended {name}"
+            )
+        return last
+
+    async def create_private_table(
+        self,
+        seats: int = 4,
+        *,
+        turn_seconds: int = 0,
+        reveal_window_seconds: int = 0,
+        next_round_pause_ms: int = 0,
+        stake: int = 1,
+        game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
+        request_id: str | None = None,
+    ) -> mm_pb2.CreatePrivateTableResponse:
+        """Create a table for friends (the caller sits in seat 0 and is its creator).
+
+        Share ``invite_code``; the game starts by itself when every seat is taken (or when
+        the creator calls :meth:`start_game`). Zero timers mean the server's defaults.
+        """
+        settings = table_pb2.TableSettings(
+            game=game,
+            seats=seats,
+            stake=stake,
+            turn_seconds=turn_seconds,
+            reveal_window_seconds=reveal_window_seconds,
+            next_round_pause_ms=next_round_pause_ms,
+        )
+        response: mm_pb2.CreatePrivateTableResponse = await self._call(
+            self._mm.CreatePrivateTable,
+            mm_pb2.CreatePrivateTableRequest(
+                settings=settings, request_id=request_id or new_request_id()
+            ),
+        )
+        return response
+
+    async def join_by_code(
+        self, invite_code: str, *, request_id: str | None = None
+    ) -> mm_pb2.JoinByCodeResponse:
+        """Sit at the private table of an invite code (case and dashes do not matter).
+
+        KishpaError NOT_FOUND (``INVITE_NOT_FOUND``) for a wrong or expired code,
+        FAILED_PRECONDITION (``TABLE_FULL``, ``GAME_STARTED``) when it takes nobody more.
+        """
+        response: mm_pb2.JoinByCodeResponse = await self._call(
+            self._mm.JoinByCode,
+            mm_pb2.JoinByCodeRequest(
+                invite_code=invite_code, request_id=request_id or new_request_id()
+            ),
+        )
+        return response
+
+    async def my_table(self) -> mm_pb2.GetMyTableResponse | None:
+        """The live table the player sits at, or None (a reconnecting app asks this first)."""
+        try:
+            response: mm_pb2.GetMyTableResponse = await self._call(
+                self._mm.GetMyTable, mm_pb2.GetMyTableRequest()
+            )
+        except KishpaError as exc:
+            if exc.code == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise
+        return response
+
+    # ---- the table ---------------------------------------------------------------------
+
+    async def get_table(self, table_id: str) -> table_pb2.TableView:
+        """The table as this player may see it (his own rack, public facts)."""
+        response: table_pb2.GetTableResponse = await self._call(
+            self._tables.GetTable, table_pb2.GetTableRequest(table_id=table_id)
+        )
+        return response.table
+
+    async def start_game(self, table_id: str) -> table_pb2.TableView:
+        """Start the first round with the players seated (creator only, 2 or more)."""
+        response: table_pb2.StartGameResponse = await self._call(
+            self._tables.StartGame,
+            table_pb2.StartGameRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
+
+    async def leave_table(self, table_id: str) -> table_pb2.TableView:
+        """Leave a table: before the game the seat is freed; during it the server plays the
+        seat (auto-play) until the player acts again."""
+        response: table_pb2.LeaveTableResponse = await self._call(
+            self._tables.LeaveTable,
+            table_pb2.LeaveTableRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
+
+    async def draw(self, table_id: str, *, from_discards: bool = False) -> table_pb2.DrawResponse:
+        """Draw from the pile, or (``from_discards``) the top discard; the tile is in
+        ``response.tile``."""
+        source = table_pb2.DRAW_SOURCE_DISCARD if from_discards else table_pb2.DRAW_SOURCE_PILE
+        response: table_pb2.DrawResponse = await self._call(
+            self._tables.Draw,
+            table_pb2.DrawRequest(table_id=table_id, source=source, request_id=new_request_id()),
+        )
+        return response
+
+    async def discard(self, table_id: str, tile_id: int) -> table_pb2.TableView:
+        """Discard a tile of the rack (by id), ending the turn."""
+        response: table_pb2.DiscardResponse = await self._call(
+            self._tables.Discard,
+            table_pb2.DiscardRequest(
+                table_id=table_id, tile_id=tile_id, request_id=new_request_id()
+            ),
+        )
+        return response.table
+
+    async def win(
+        self,
+        table_id: str,
+        discard_tile_id: int,
+        arrangement: Iterable[Sequence[int]] = (),
+    ) -> table_pb2.WinResponse:
+        """Discard the final tile and claim the win (the server checks, or arranges itself)."""
+        groups = [table_pb2.ProposedGroup(tile_ids=list(g)) for g in arrangement]
+        response: table_pb2.WinResponse = await self._call(
+            self._tables.Win,
+            table_pb2.WinRequest(
+                table_id=table_id,
+                discard_tile_id=discard_tile_id,
+                arrangement=groups,
+                request_id=new_request_id(),
+            ),
+        )
+        return response
+
+    async def reveal_kishpa(self, table_id: str) -> table_pb2.TableView:
+        """Reveal the kishpa the player holds, while a reveal window is open."""
+        response: table_pb2.RevealKishpaResponse = await self._call(
+            self._tables.RevealKishpa,
+            table_pb2.RevealKishpaRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
+
+    async def decline_reveal(self, table_id: str) -> table_pb2.TableView:
+        """Pass in the open reveal window (it closes early when everyone acted)."""
+        response: table_pb2.DeclineRevealResponse = await self._call(
+            self._tables.DeclineReveal,
+            table_pb2.DeclineRevealRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
+
+    async def press_last_round(self, table_id: str) -> table_pb2.TableView:
+        """Make the next round the table's last (creator only)."""
+        response: table_pb2.PressLastRoundResponse = await self._call(
+            self._tables.PressLastRound,
+            table_pb2.PressLastRoundRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
+
+    async def set_rack_order(self, table_id: str, tile_ids: Sequence[int]) -> table_pb2.Rack:
+        """Store the order the player arranged his rack in (every tile id once)."""
+        response: table_pb2.SetRackOrderResponse = await self._call(
+            self._tables.SetRackOrder,
+            table_pb2.SetRackOrderRequest(
+                table_id=table_id, tile_ids=list(tile_ids), request_id=new_request_id()
+            ),
+        )
+        return response.rack
+
+    async def hint(self, table_id: str) -> table_pb2.GetHintResponse:
+        """The server's best arrangement of the rack and any winning discard."""
+        response: table_pb2.GetHintResponse = await self._call(
+            self._tables.GetHint, table_pb2.GetHintRequest(table_id=table_id)
+        )
+        return response
+
+    async def watch_table(
+        self, table_id: str, after_event_id: str = ""
+    ) -> AsyncIterator[table_pb2.TableEvent]:
+        """Every event after ``after_event_id`` (e.g. ``TableView.last_event_id``), then
+        live ones, until the table closes.
+
+        A dropped stream (server restart, network change) is reopened from the last event
+        delivered, so nothing is missed or repeated; an expiring token is refreshed.
+        """
+        cursor = after_event_id
+        attempt = 0
+        while True:
+            call = self._tables.WatchTable(
+                table_pb2.WatchTableRequest(table_id=table_id, after_event_id=cursor),
+                metadata=await self._metadata(),
+            )
+            try:
+                async for message in call:
+                    attempt = 0
+                    cursor = message.event.event_id
+                    yield message.event
+                    if message.event.type == TABLE_CLOSED:
+                        return
+                return
+            except grpc.RpcError as exc:
+                attempt += 1
+                retry = exc.code() in (*RETRYABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+                if not retry or attempt >= self.retry.attempts:
+                    raise KishpaError.from_rpc(exc) from None
+            finally:
+                call.cancel()
+            await self.retry.sleep(attempt - 1)

@@ -1,0 +1,51 @@
+"""``kishpa bots`` as a real process against the real services (started as processes by the
+``stack_env`` fixture of test_play_terminal): 20 four-seat tables of solver bots play their
+rounds to the end with short timers, and the command exits 0 with no errors reported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.e2e.test_play_terminal import KISHPA, stack_env
+
+pytestmark = pytest.mark.e2e
+
+__all__ = ["stack_env"]  # the fixture, imported so pytest finds it in this module
+
+
+def test_bots_fill_20_tables_and_play_them_to_the_end(stack_env: dict[str, str]) -> None:
+    finished = subprocess.run(
+        [KISHPA, "bots", "--tables", "20", "--rounds", "2", "--turn-seconds", "10"],
+        env={**stack_env, "COLUMNS": "120"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    out = finished.stdout + finished.stderr
+    assert finished.returncode == 0, out
+    assert "tables closed" in out
+    assert "20 / 20" in out
+    assert "rounds played" in out
+    assert "none" in out  # the errors row
+
+
+def test_bots_report_failure_when_the_services_are_down(stack_env: dict[str, str]) -> None:
+    env = {
+        **stack_env,
+        "KISHPA_MATCHMAKING_ADDR": "127.0.0.1:1",
+        "KISHPA_TABLE_ADDR": "127.0.0.1:1",
+    }
+    finished = subprocess.run(
+        [KISHPA, "bots", "--tables", "1", "--timeout", "30"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert "UNAVAILABLE" in finished.stdout
