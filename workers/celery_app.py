@@ -93,10 +93,13 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
         # An unacked message comes back after this long if its worker vanished (kill -9).
         # kombu looks for such messages only every interval x throttle seconds (100 s by
         # default); look every few seconds instead, so recovery takes about the timeout.
+        # The restore runs under a Redis lock that outlives a worker killed while holding it
+        # (300 s by default): keep it short, a rare double restore is only a duplicate.
         settings["broker_transport_options"] = {
             "visibility_timeout": config.visibility_timeout_s,
             "unacked_restore_interval": max(1, min(10, config.visibility_timeout_s // 2)),
             "unacked_restore_throttle": 1,
+            "unacked_mutex_expire": max(1, min(60, config.visibility_timeout_s)),
         }
     return settings
 
@@ -137,7 +140,11 @@ def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
             "reject_on_worker_lost": True,
             "autoretry_for": TRANSIENT_ERRORS,
             "retry_backoff": True,
-            "retry_backoff_max": RETRY_BACKOFF_MAX_S,
+            # A retry waits in its worker unacknowledged; past the visibility timeout Redis
+            # would hand a copy to another worker, so the wait stays well below it.
+            "retry_backoff_max": min(
+                RETRY_BACKOFF_MAX_S, max(1, worker_config().visibility_timeout_s // 2)
+            ),
             "retry_jitter": True,
             "max_retries": MAX_RETRIES,
             "typing": True,

@@ -183,15 +183,10 @@ class Worker:
             **self.extra_env,
         )
         argv = [KISHPA, "worker", f"--concurrency={concurrency}", *self.extra_args]
-        self.process = Process("worker", argv, env, self.log).start()
-        ready_before = self.process.output().count(" ready.")
-        _wait(
-            lambda: (
-                self.process is not None and self.process.output().count(" ready.") > ready_before
-            ),
-            30,
-            "the worker to be ready",
-        )
+        process = Process("worker", argv, env, self.log)
+        ready_before = process.output().count(" ready.")  # the log may hold an earlier run
+        self.process = process.start()
+        _wait(lambda: process.output().count(" ready.") > ready_before, 60, "a ready worker")
         return self
 
     def sender(self) -> Celery:
@@ -438,7 +433,13 @@ def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
     tmp_dir: Path, tables: Tables, request: pytest.FixtureRequest
 ) -> None:
     late_wallet = Wallet(_free_port(), tmp_dir / "late-wallet.sqlite3")
-    worker = Worker(late_wallet.addr, tmp_dir / "late-worker.log").start(concurrency=2)
+    # Retries wait up to 30 s in the worker: a visibility timeout longer than that keeps
+    # Redis from handing out copies of a waiting retry.
+    worker = Worker(
+        late_wallet.addr,
+        tmp_dir / "late-worker.log",
+        extra_env={"KISHPA_VISIBILITY_TIMEOUT": "120"},
+    ).start(concurrency=2)
     try:
         table, players = tables.new()
         record = round_record(players)
@@ -447,7 +448,7 @@ def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
         time.sleep(2.5)
         assert tables.settled(ref) is None  # the wallet is down: nothing settled yet
         late_wallet.start(tmp_dir / "late-wallet.log")
-        assert result.get(timeout=60)["outcome"] == "settled"
+        assert result.get(timeout=90)["outcome"] == "settled"
         expected = _expected_balances(players, [("start", record)])
         assert _wallet_balances(late_wallet.client(), players) == expected
         assert worker.process is not None
@@ -466,7 +467,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
     log = tmp_dir / "killed-worker.log"
     first = Worker(wallet.addr, log).start(concurrency=2)
     rounds: list[tuple[PhaseRef, list[str], dict[str, Any]]] = []
-    for _ in range(80):
+    for _ in range(120):
         table, players = tables.new(2)
         record = round_record(players)
         rounds.append((tables.write_phase(table, 1, "start", record), players, record))
@@ -487,6 +488,12 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
     second = Worker(wallet.addr, log, queue=first.queue).start(concurrency=2)
     try:
         _wait(lambda: settled_count() == len(rounds), 90, "every phase to be settled")
+    except AssertionError:
+        # What the broker holds, to tell a lost message from a slow one.
+        c = tables.client
+        print(f"settled at kill {at_kill}, now {settled_count()}; queue {c.llen(first.queue)}")
+        print(f"unacked {c.hlen('unacked')}, mutex ttl {c.ttl('unacked_mutex')}")
+        raise
     finally:
         assert second.process is not None
         second.process.stop()
