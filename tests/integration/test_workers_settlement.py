@@ -484,8 +484,21 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
     at_kill = settled_count()
     assert at_kill < len(rounds), "the worker finished before it was killed; kill earlier"
 
-    # A new worker on the same queue: unacked messages come back after the visibility timeout.
-    second = Worker(wallet.addr, log, queue=first.queue).start(concurrency=2)
+    # A new worker on the same queue: unacked messages come back after the visibility timeout
+    # (3 s here). A message the killed worker had popped but not yet recorded as unacked is
+    # gone from the broker (kombu's Redis transport has that window): the sweeper, running
+    # here as in production, finds its phase unsettled after the deadline.
+    second = Worker(
+        wallet.addr,
+        log,
+        queue=first.queue,
+        extra_env={
+            "DATABASE_URL": wallet.url,
+            "KISHPA_SWEEP_INTERVAL": "1",
+            "KISHPA_SETTLE_DEADLINE": "20",
+        },
+        extra_args=["--beat"],
+    ).start(concurrency=2)
     try:
         _wait(lambda: settled_count() == len(rounds), 90, "every phase to be settled")
     except AssertionError:
