@@ -54,7 +54,7 @@ Enqueue = Callable[[str, int, str], None]
 """Hands a settled phase to the workers: (table_id, round_no, phase)."""
 
 SEED_BYTES = 80
-MAX_CLIENT_SEED = 256
+MAX_CLIENT_SEED = 64
 MAX_REQUEST_ID = 128
 
 
