@@ -21,6 +21,9 @@ from rich.table import Table
 
 from cli.play.botseat import BotSeat, BotStats
 from cli.play.fill import bot_name, join_all, logged_in_bots
+from cli.play.hand_botseat import HandBotSeat
+from games.hand.ruleset import DEFAULT_RULES as HAND_RULES
+from kishpa.common.v1 import common_pb2
 from sdk import KishpaClient, KishpaError
 from sdk.client import DEFAULT_MATCHMAKING_ADDR, DEFAULT_TABLE_ADDR
 
@@ -34,6 +37,12 @@ def register(subparsers: Any) -> None:
         "services are found at KISHPA_MATCHMAKING_ADDR and KISHPA_TABLE_ADDR.",
     )
     parser.add_argument("--tables", type=int, default=1, help="tables to fill (default 1)")
+    parser.add_argument(
+        "--game",
+        choices=("kishpa", "hand"),
+        default="kishpa",
+        help="the game to play (hand: a game of 7 deals, --rounds is ignored)",
+    )
     parser.add_argument("--seats", type=int, default=4, choices=(2, 3, 4), help="seats per table")
     parser.add_argument(
         "--rounds",
@@ -90,8 +99,10 @@ async def _run_table(
     try:
         clients = await logged_in_bots(names, mm_addr, table_addr)
         creator, *others = clients
+        hand = args.game == "hand"
         private = await creator.create_private_table(
             args.seats,
+            game=common_pb2.GAME_HAND if hand else common_pb2.GAME_KISHPA,
             turn_seconds=args.turn_seconds,
             reveal_window_seconds=args.reveal_seconds,
             next_round_pause_ms=args.pause_ms,
@@ -102,15 +113,22 @@ async def _run_table(
         def round_ended(table_id: str, round_no: int) -> None:
             progress.advance(task)
 
-        seats = [
-            BotSeat(
-                client,
-                private.table_id,
-                last_round_after=args.rounds - 1 if client is creator else None,
-                on_round_end=round_ended if client is creator else None,
+        seats: list[BotSeat | HandBotSeat] = [
+            HandBotSeat(
+                client, private.table_id, on_deal_end=round_ended if client is creator else None
             )
             for client in clients
         ]
+        if not hand:
+            seats = [
+                BotSeat(
+                    client,
+                    private.table_id,
+                    last_round_after=args.rounds - 1 if client is creator else None,
+                    on_round_end=round_ended if client is creator else None,
+                )
+                for client in clients
+            ]
         run.stats = list(await asyncio.gather(*(s.play() for s in seats)))
     except KishpaError as exc:
         run.error = str(exc)
@@ -128,7 +146,8 @@ async def _run(args: argparse.Namespace, console: Console) -> list[TableRun]:
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        task = progress.add_task("rounds", total=args.tables * args.rounds)
+        per_table = HAND_RULES.deals_per_game if args.game == "hand" else args.rounds
+        task = progress.add_task("rounds", total=args.tables * per_table)
         jobs = [_run_table(args, run, progress, task) for run in runs]
         try:
             await asyncio.wait_for(asyncio.gather(*jobs), args.timeout)

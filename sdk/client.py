@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
+import jwt
 
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
 from kishpa.common.v1 import common_pb2
@@ -191,9 +192,21 @@ class KishpaClient:
         )
         return self._session
 
-    def use_token(self, player_id: str, display_name: str, token: str, expires_at: float) -> None:
-        """Sign in with a token obtained elsewhere (a saved session, a test)."""
-        self._session = Session(player_id, display_name, token, self._clock(), expires_at)
+    def use_token(self, token: str) -> Session:
+        """Sign in with a player token obtained elsewhere (a saved session, a test).
+
+        The player, name and lifetime are read from the token's claims; the server still
+        verifies it on every call.
+        """
+        claims = jwt.decode(token, options={"verify_signature": False})
+        self._session = Session(
+            str(claims["sub"]),
+            str(claims.get("name", "")),
+            token,
+            float(claims["iat"]),
+            float(claims["exp"]),
+        )
+        return self._session
 
     async def refresh_token(self) -> Session:
         """Exchange the still-valid token for a fresh one (done automatically before calls)."""
@@ -447,6 +460,60 @@ class KishpaClient:
             self._tables.GetHint, table_pb2.GetHintRequest(table_id=table_id)
         )
         return response
+
+    # ---- Hand (Rummy 51) moves ----------------------------------------------------------
+
+    async def lay_melds(self, table_id: str, melds: Iterable[Sequence[int]]) -> table_pb2.TableView:
+        """Hand: lay new melds (card ids, a run low to high); the first ones must make 51."""
+        response: table_pb2.LayMeldsResponse = await self._call(
+            self._tables.LayMelds,
+            table_pb2.LayMeldsRequest(
+                table_id=table_id,
+                melds=[table_pb2.ProposedMeld(tile_ids=list(m)) for m in melds],
+                request_id=new_request_id(),
+            ),
+        )
+        return response.table
+
+    async def lay_off(
+        self, table_id: str, meld_id: int, tile_id: int, *, end: str = ""
+    ) -> table_pb2.TableView:
+        """Hand: add a card to a meld on the table (``end`` "low"/"high" for a run)."""
+        ends = {"low": table_pb2.RUN_END_LOW, "high": table_pb2.RUN_END_HIGH}
+        response: table_pb2.LayOffResponse = await self._call(
+            self._tables.LayOff,
+            table_pb2.LayOffRequest(
+                table_id=table_id,
+                meld_id=meld_id,
+                tile_id=tile_id,
+                end=ends.get(end, table_pb2.RUN_END_UNSPECIFIED),
+                request_id=new_request_id(),
+            ),
+        )
+        return response.table
+
+    async def release_joker(
+        self, table_id: str, meld_id: int, tile_ids: Sequence[int]
+    ) -> table_pb2.TableView:
+        """Hand: put real card(s) in place of a meld's joker and take the joker."""
+        response: table_pb2.ReleaseJokerResponse = await self._call(
+            self._tables.ReleaseJoker,
+            table_pb2.ReleaseJokerRequest(
+                table_id=table_id,
+                meld_id=meld_id,
+                tile_ids=list(tile_ids),
+                request_id=new_request_id(),
+            ),
+        )
+        return response.table
+
+    async def undo_turn(self, table_id: str) -> table_pb2.TableView:
+        """Hand: take back a turn begun from the discard pile."""
+        response: table_pb2.UndoTurnResponse = await self._call(
+            self._tables.UndoTurn,
+            table_pb2.UndoTurnRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
 
     async def watch_table(
         self, table_id: str, after_event_id: str = ""

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 import socket
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -31,6 +33,7 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.table import events, keys
 from services.table.hand_botclient import HandBotPlayer
 from services.wallet.reconcile import reconcile_url
+from tests.e2e.test_play_terminal import stack_env
 from tests.integration.test_workers_settlement import (
     KISHPA,
     STARTING_TOKENS,
@@ -44,6 +47,8 @@ from tests.integration.test_workers_settlement import (
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+__all__ = ["stack_env"]  # the fixture, imported so pytest finds it in this module
 
 TOKEN_SECRET = secrets.token_urlsafe(48)
 PHASES = ["0:buy_in", "7:payout"]
@@ -201,3 +206,21 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
                 client.delete(key(table_id))
             client.zrem(keys.deadlines(), table_id)
         client.close()
+
+
+def test_kishpa_bots_play_hand_tables_to_the_end(stack_env: dict[str, str]) -> None:
+    """``kishpa bots --game hand``: bots log in, sit at private Hand tables through
+    matchmaking and play all 7 deals of each through the SDK."""
+    finished = subprocess.run(
+        [KISHPA, "bots", "--game", "hand", "--tables", "3", "--pause-ms", "50"],
+        env={**stack_env, "COLUMNS": "120"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    out = finished.stdout + finished.stderr
+    assert finished.returncode == 0, out
+    assert re.search(r"tables closed\s*│\s*3 / 3", out), out
+    assert re.search(r"rounds played\s*│\s*21\s", out), out  # 3 tables x 7 deals
+    assert re.search(r"errors\s*│\s*none", out), out
