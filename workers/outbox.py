@@ -133,7 +133,13 @@ def mark_settled(
         pairs += [player, str(balance)]
     script = client.register_script(SETTLE_SCRIPT)
     done, _event_id = script(
-        keys=[keys.settled(ref.table_id), keys.balances(ref.table_id), keys.events(ref.table_id)],
+        keys=[
+            keys.settled(ref.table_id),
+            keys.balances(ref.table_id),
+            keys.events(ref.table_id),
+            keys.state(ref.table_id),
+            keys.outbox(ref.table_id),
+        ],
         args=[
             keys.phase_field(ref.round_no, ref.phase),
             settlement,
@@ -195,13 +201,18 @@ def unsettled_phases(
     """
     for key in client.scan_iter(match=keys.outbox_pattern(), count=scan_count, _type="HASH"):
         table_id = table_id_of_outbox(key)
-        entries = client.hgetall(key)
-        if not entries:
+        # Field names first: a long-lived table's records are read only while unsettled.
+        pipe = client.pipeline(transaction=False)
+        pipe.hkeys(key)
+        pipe.hkeys(keys.settled(table_id))
+        outbox_fields, settled_fields = pipe.execute()
+        settled = {_text(f) for f in settled_fields}
+        pending = [f for f in outbox_fields if _text(f) not in settled]
+        if not pending:
             continue
-        settled = {_text(f) for f in client.hkeys(keys.settled(table_id))}
-        for field, raw in entries.items():
+        for field, raw in zip(pending, client.hmget(key, pending), strict=True):
             name = _text(field)
-            if name in settled:
+            if raw is None:
                 continue
             try:
                 record = parse_phase_record(raw)

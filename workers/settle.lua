@@ -3,7 +3,9 @@
 KEYS[1]  settled hash   kishpa:table:{<id>}:settled   field "<round>:<phase>" -> settlement JSON
 KEYS[2]  balances hash  kishpa:table:{<id>}:balances  player id -> balance after settlement
 KEYS[3]  events stream  kishpa:table:{<id>}:events    the table's event stream
-(all three share the table's hash tag, so one cluster slot holds them)
+KEYS[4]  state hash     kishpa:table:{<id>}:state     read only: its TTL says the table closed
+KEYS[5]  outbox hash    kishpa:table:{<id>}:outbox    the phase records
+(all share the table's hash tag, so one cluster slot holds them)
 
 ARGV[1]  phase field "<round>:<phase>"
 ARGV[2]  settlement JSON {"batch_id", "balances", "settled_ms"}
@@ -17,6 +19,10 @@ Returns  {1, event id} when this call settled the phase,
 
 Balances are written only when no later phase of the table has been settled yet, so a late
 retry of an old phase never overwrites newer balances.
+
+Once a closed table (its state expiring) has every outbox phase settled, the outbox, the
+settled and the balances hashes get the state's remaining TTL: they go with the table, and
+the sweeper stops reading them.
 ]]
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return {0, ''}
@@ -40,4 +46,20 @@ if order >= latest and #ARGV >= first_balance then
 end
 
 local id = redis.call('XADD', KEYS[3], '*', unpack(entry))
+
+local ttl = redis.call('PTTL', KEYS[4])
+if ttl > 0 then
+  local done = true
+  for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
+    if redis.call('HEXISTS', KEYS[1], field) == 0 then
+      done = false
+      break
+    end
+  end
+  if done then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[2], ttl)
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  end
+end
 return {1, id}

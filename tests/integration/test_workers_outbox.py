@@ -48,8 +48,8 @@ def client() -> Iterator[redis.Redis]:
 def table_id(client: redis.Redis) -> Iterator[str]:
     table = f"gtest-{uuid.uuid4().hex[:12]}"
     yield table
-    for key in (keys.outbox(table), keys.settled(table), keys.balances(table), keys.events(table)):
-        client.delete(key)
+    for key in (keys.outbox, keys.settled, keys.balances, keys.events, keys.state):
+        client.delete(key(table))
     for round_no in range(5):
         for phase in ("start", "end"):
             ref = PhaseRef(table, round_no, phase)
@@ -196,3 +196,40 @@ def test_operators_list_and_release_dead_letters_from_the_command_line(
     assert released.returncode == 0, released.stderr
     assert not is_dead_lettered(client, PhaseRef(table_id, 2, "end"))
     assert _kishpa("worker", "release", table_id, "2", "end").returncode == 1
+
+
+def test_a_closed_tables_settlement_keys_expire_with_it_once_all_is_settled(
+    client: redis.Redis, table_id: str
+) -> None:
+    record = round_record(["ann", "ben"])
+    for phase in ("start", "end"):
+        entry = phase_entry(table_id, 1, phase, record, 1)
+        client.hset(keys.outbox(table_id), keys.phase_field(1, phase), entry)
+    client.hset(keys.state(table_id), "version", 9)
+    settlement_keys = (keys.outbox(table_id), keys.settled(table_id), keys.balances(table_id))
+
+    mark_settled(
+        client, PhaseRef(table_id, 1, "start"), batch_id="1", balances={"ann": 1}, settled_ms=1
+    )
+    assert [client.ttl(k) for k in settlement_keys] == [-1, -1, -1]  # the table is still open
+
+    client.expire(keys.state(table_id), 500)  # the table closed
+    mark_settled(
+        client, PhaseRef(table_id, 1, "end"), batch_id="2", balances={"ann": 2}, settled_ms=2
+    )
+    assert all(400 < client.ttl(k) <= 500 for k in settlement_keys)
+
+
+def test_an_unsettled_phase_keeps_a_closed_tables_outbox(
+    client: redis.Redis, table_id: str
+) -> None:
+    record = round_record(["ann", "ben"])
+    for phase in ("start", "end"):
+        entry = phase_entry(table_id, 1, phase, record, 1)
+        client.hset(keys.outbox(table_id), keys.phase_field(1, phase), entry)
+    client.hset(keys.state(table_id), "version", 9)
+    client.expire(keys.state(table_id), 500)
+    mark_settled(
+        client, PhaseRef(table_id, 1, "end"), batch_id="2", balances={"ann": 2}, settled_ms=2
+    )
+    assert client.ttl(keys.outbox(table_id)) == -1

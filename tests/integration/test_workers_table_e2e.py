@@ -164,6 +164,9 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
             (2, "end"),
         ]
         assert settled[-1].data["balances"] == expected
+        # The table closed and everything is settled: its settlement keys expire with it.
+        assert client.ttl(keys.outbox(table_id)) > 0
+        assert client.ttl(keys.settled(table_id)) > 0
     finally:
         for process in (table_process, worker.process, wallet.process):
             if process is not None:
