@@ -169,3 +169,37 @@ def test_a_last_round_leaves_the_bowl_at_zero(players: list[str]) -> None:
         start = start_postings(start_part(record))
         end = end_postings(record)
         assert bowl + net_movements(start).get("bowl", 0) + net_movements(end)["bowl"] == 0
+
+
+def _hand_entry(phase: str, record: dict[str, object]) -> str:
+    return json.dumps(
+        {
+            "table_id": "h-1",
+            "game": "hand",
+            "round": 0 if phase == "buy_in" else 7,
+            "phase": phase,
+            "record": record,
+            "created_ms": 1,
+        }
+    )
+
+
+def test_a_hand_game_buys_into_and_pays_out_of_the_tables_pot() -> None:
+    players = ["ann", "ben", "cal"]
+    buy_in = compute_postings(
+        parse_phase_record(_hand_entry("buy_in", {"players": players, "stake": 10}))
+    )
+    assert [(p.from_account, p.to_account, p.amount) for p in buy_in] == [
+        (f"player:{p}", "pot:h-1", 10) for p in players
+    ]
+    payout = compute_postings(
+        parse_phase_record(
+            _hand_entry(
+                "payout",
+                {"players": players, "stake": 10, "pot": 30, "totals": dict.fromkeys(players, 50)},
+            )
+        )
+    )
+    assert {p.from_account for p in payout} == {"pot:h-1"}
+    assert sum(p.amount for p in payout) == 30
+    assert phase_order(0, "buy_in") < phase_order(7, "payout")
