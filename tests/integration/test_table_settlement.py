@@ -178,8 +178,13 @@ async def test_a_round_is_settled_and_its_balances_reach_the_table(
                     break
                 await asyncio.sleep(0.1)
             else:
-                worker_log = _tail(logs / "worker.log")
-                raise AssertionError(f"round 1 was not settled; worker log:\n{worker_log}")
+                queued = await redis.llen(stack["KISHPA_WORKER_QUEUE"])  # type: ignore[misc]
+                outbox_fields = await redis.hkeys(keys.outbox(table_id))  # type: ignore[misc]
+                raise AssertionError(
+                    f"round 1 was not settled (outbox {outbox_fields}, {queued} queued); "
+                    f"worker log:\n{_tail(logs / 'worker.log')}\n"
+                    f"table log:\n{_tail(logs / 'table.log')}"
+                )
             outbox = await redis.hgetall(keys.outbox(table_id))  # type: ignore[misc]
             expected = dict.fromkeys(players, STARTING_TOKENS)
             for phase, settle in (("start", start_postings), ("end", end_postings)):
