@@ -3,6 +3,7 @@
 ``kishpa.settle_phase(table_id=..., round_no=..., phase=...)``:
 
 1. read the phase record from the table's outbox (nothing to do if the phase is settled);
+   wait (retry later) while an earlier phase of the table is still unsettled;
 2. compute its postings with the game's rules engine;
 3. open the players' wallets (idempotent) and apply the postings as ONE wallet batch under
    the idempotency key ``kishpa:<table_id>:<round>:<phase>``;

@@ -64,6 +64,13 @@ def test_every_task_acks_late_and_requeues_on_worker_loss() -> None:
     assert settle.max_retries > 0
 
 
+def test_tasks_take_keyword_ids_only() -> None:
+    from workers.settlement import settle_phase
+
+    with pytest.raises(TypeError, match="keyword arguments only"):
+        settle_phase.run("t-1", 1, "start")
+
+
 def test_celery_settings_hold_one_message_per_worker_and_a_visibility_timeout() -> None:
     settings = Settings(service="worker", redis_url="redis://example:6379/3")
     config = WorkerConfig(settings=settings, queue="q1", visibility_timeout_s=7)
