@@ -15,10 +15,12 @@ import socket
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 import redis
+from google.protobuf.json_format import MessageToDict
 
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
@@ -117,6 +119,23 @@ async def _play_two_round_game(port: int, players: list[str]) -> str:
     raise AssertionError(f"the game stalled: {view}")
 
 
+async def _watched_settlements(port: int, table_id: str, player: str) -> list[Any]:
+    """The settled events a seated player receives through WatchTable from the start."""
+    token = TokenAuthority(TOKEN_SECRET).issue_player_token(player, player).token
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        stream = stub.WatchTable(
+            table_pb2.WatchTableRequest(table_id=table_id),
+            metadata=bearer_metadata(token),
+            timeout=30,
+        )
+        return [
+            MessageToDict(response.event.data)
+            async for response in stream
+            if response.event.type == "settled"
+        ]
+
+
 async def test_a_game_played_through_the_table_service_is_settled_into_the_wallet(
     tmp_path: Path,
 ) -> None:
@@ -164,6 +183,14 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
             (2, "end"),
         ]
         assert settled[-1].data["balances"] == expected
+        # A player following the table receives the settlements through WatchTable, up to
+        # table_closed, where the table service ends the stream (the last round's end is
+        # usually settled after it: read it from the balances, GetTable or the wallet).
+        types = [f[b"type"] for _, f in client.xrange(keys.events(table_id))]
+        before_close = types[: types.index(b"table_closed")].count(b"settled")
+        watched = await _watched_settlements(port, table_id, players[0])
+        assert len(watched) == before_close >= 1
+        assert [w["phase"] for w in watched] == ["start", "end", "start", "end"][:before_close]
         # The table closed and everything is settled: its settlement keys expire with it.
         assert client.ttl(keys.outbox(table_id)) > 0
         assert client.ttl(keys.settled(table_id)) > 0
