@@ -69,6 +69,15 @@ def _check_settings(service: str) -> bool:
     return True
 
 
+def _operator_logging() -> None:
+    # Operator commands print their answer on stdout; log lines go to stderr.
+    from services.common.logging import configure_logging
+    from workers.config import worker_config
+
+    settings = worker_config().settings
+    configure_logging(settings.log_format, settings.log_level, service="worker-cli")
+
+
 def run_worker(args: argparse.Namespace) -> int:
     """Start a Celery worker on the settlement queue (blocks until it is stopped)."""
     if not _check_settings("worker"):
@@ -115,6 +124,7 @@ def run_beat(args: argparse.Namespace) -> int:
 
 def list_dead_letters(args: argparse.Namespace) -> int:
     """Print the dead-letter list, newest first."""
+    _operator_logging()
     from workers.deadletter import list_dead_letters as read_letters
     from workers.settlement import redis_client
 
@@ -133,6 +143,7 @@ def list_dead_letters(args: argparse.Namespace) -> int:
 
 def release_dead_letter(args: argparse.Namespace) -> int:
     """Take one phase off the dead-letter list."""
+    _operator_logging()
     from workers.deadletter import release_dead_letter as release
     from workers.outbox import PhaseRef
     from workers.settlement import redis_client
@@ -147,6 +158,7 @@ def release_dead_letter(args: argparse.Namespace) -> int:
 
 def sweep_now(args: argparse.Namespace) -> int:
     """Run one sweep in this process and print what it enqueued."""
+    _operator_logging()
     from workers.config import worker_config
     from workers.settlement import redis_client
     from workers.sweeper import sweep

@@ -167,9 +167,10 @@ def test_earlier_unsettled_phases_of_the_table_are_found_in_order(
     ]
 
 
-def _kishpa(*args: str) -> subprocess.CompletedProcess[str]:
+def _kishpa(*args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KISHPA_")}
     env["REDIS_URL"] = WORKERS_REDIS_URL
+    env.update(extra_env)
     kishpa = str(Path(sys.executable).with_name("kishpa"))
     return subprocess.run(
         [kishpa, *args], env=env, capture_output=True, text=True, timeout=60, check=False
@@ -233,3 +234,24 @@ def test_an_unsettled_phase_keeps_a_closed_tables_outbox(
         client, PhaseRef(table_id, 1, "end"), batch_id="2", balances={"ann": 2}, settled_ms=2
     )
     assert client.ttl(keys.outbox(table_id)) == -1
+
+
+def test_an_operator_sweep_enqueues_the_unsettled_phases_now(
+    client: redis.Redis, table_id: str
+) -> None:
+    queue = f"gtest-{uuid.uuid4().hex[:10]}"
+    record = round_record(["ann", "ben"])
+    entry = phase_entry(table_id, 1, "start", record, _now_ms() - 60_000)
+    client.hset(keys.outbox(table_id), "1:start", entry)
+    try:
+        swept = _kishpa("worker", "sweep", KISHPA_WORKER_QUEUE=queue, KISHPA_SETTLE_DEADLINE="10")
+        assert swept.returncode == 0, swept.stderr
+        mine = [json.loads(line) for line in swept.stdout.splitlines() if table_id in line]
+        assert mine == [{"table_id": table_id, "round": 1, "phase": "start"}]
+        queued = [json.loads(m) for m in client.lrange(queue, 0, -1)]
+        assert any(
+            m["headers"]["task"] == "kishpa.settle_phase" and table_id in m["headers"]["kwargsrepr"]
+            for m in queued
+        )
+    finally:
+        client.delete(queue)

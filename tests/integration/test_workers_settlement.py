@@ -371,6 +371,10 @@ def test_a_poisoned_record_is_dead_lettered_without_blocking_the_others(
     assert len(again) == 1
     assert tables.settled(poisoned) is None
     assert tables.settled_events(poisoned_table) == []
+    metrics = worker.metrics()
+    assert 'kishpa_settlement_dead_letters_total{reason="INVALID_RECORD"}' in metrics
+    assert 'kishpa_settlement_dead_letters_total{reason="PHASE_RECORD_MISSING"}' in metrics
+    assert 'kishpa_settlements_total{outcome="dead_letter",phase="end"}' in metrics
 
     client = wallet.client()
     for _ref, players, record in good:
