@@ -254,4 +254,4 @@ def test_an_operator_sweep_enqueues_the_unsettled_phases_now(
             for m in queued
         )
     finally:
-        client.delete(queue)
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")

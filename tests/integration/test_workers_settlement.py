@@ -189,6 +189,17 @@ class Worker:
         _wait(lambda: process.output().count(" ready.") > ready_before, 60, "a ready worker")
         return self
 
+    def stop(self) -> None:
+        """Stop the worker and remove its queue from Redis (beat may have sent a last task)."""
+        if self.process is not None:
+            self.process.stop()
+        if self.broker_url == WORKERS_REDIS_URL:
+            client = redis.Redis.from_url(WORKERS_REDIS_URL)
+            client.delete(
+                self.queue, f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}"
+            )
+            client.close()
+
     def sender(self) -> Celery:
         """A Celery client publishing to this worker's queue (what enqueue_settlement does)."""
         settings = Settings(
@@ -304,8 +315,7 @@ def wallet(tmp_dir: Path) -> Iterator[Wallet]:
 def worker(wallet: Wallet, tmp_dir: Path) -> Iterator[Worker]:
     running = Worker(wallet.addr, tmp_dir / "worker.log").start()
     yield running
-    assert running.process is not None
-    running.process.stop()
+    running.stop()
 
 
 # -- tests --------------------------------------------------------------------------------
@@ -459,8 +469,7 @@ def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
         assert '"transient": true' in worker.process.output()
         assert 'kishpa_settlements_total{outcome="retry",phase="start"}' in worker.metrics()
     finally:
-        assert worker.process is not None
-        worker.process.stop()
+        worker.stop()
         if late_wallet.process is not None:
             late_wallet.process.stop()
 
@@ -512,8 +521,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
         print(f"unacked {c.hlen('unacked')}, mutex ttl {c.ttl('unacked_mutex')}")
         raise
     finally:
-        assert second.process is not None
-        second.process.stop()
+        second.stop()
 
     client = wallet.client()
     for ref, players, record in rounds:
@@ -568,8 +576,7 @@ def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_aler
         assert worker.process is not None
         assert '"event": "wallet_reconciliation_failed"' in worker.process.output()
     finally:
-        if worker.process is not None:
-            worker.process.stop()
+        worker.stop()
         assert own_wallet.process is not None
         own_wallet.process.stop()
 
@@ -588,8 +595,7 @@ def test_rabbitmq_works_as_the_broker(wallet: Wallet, tmp_dir: Path, tables: Tab
         expected = _expected_balances(players, [("start", record), ("end", record)])
         assert _wallet_balances(wallet.client(), players) == expected
     finally:
-        assert worker.process is not None
-        worker.process.stop()
+        worker.stop()
         with sender.connection_for_write() as connection:
             connection.default_channel.queue_delete(worker.queue)
             connection.default_channel.exchange_delete(worker.queue)

@@ -66,7 +66,7 @@ def _start_table_service(tmp: Path, worker: Worker, wallet: Wallet) -> tuple[Pro
     return process, port
 
 
-async def _play_two_round_game(port: int, players: list[str]) -> str:
+async def _play_two_round_game(port: int, players: list[str], created_ids: list[str]) -> str:
     authority = TokenAuthority(TOKEN_SECRET)
     md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -85,6 +85,7 @@ async def _play_two_round_game(port: int, players: list[str]) -> str:
             metadata=md[players[0]],
         )
         table_id = created.table.table_id
+        created_ids.append(table_id)  # cleaned up even if the game fails
         for p in players[1:]:
             await stub.JoinTable(
                 table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
@@ -145,9 +146,9 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
     client = redis.Redis.from_url(WORKERS_REDIS_URL)
     suffix = uuid.uuid4().hex[:8]
     players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
-    table_id = ""
+    created_ids: list[str] = []
     try:
-        table_id = await _play_two_round_game(port, players)
+        table_id = await _play_two_round_game(port, players, created_ids)
         outbox = {
             k.decode(): json.loads(v) for k, v in client.hgetall(keys.outbox(table_id)).items()
         }
@@ -195,10 +196,11 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
         assert client.ttl(keys.outbox(table_id)) > 0
         assert client.ttl(keys.settled(table_id)) > 0
     finally:
-        for process in (table_process, worker.process, wallet.process):
+        for process in (table_process, wallet.process):
             if process is not None:
                 process.stop()
-        if table_id:
+        worker.stop()
+        for table in created_ids:
             for key in (
                 keys.state,
                 keys.events,
@@ -207,6 +209,8 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
                 keys.settled,
                 keys.balances,
             ):
-                client.delete(key(table_id))
-            client.zrem(keys.deadlines(), table_id)
+                client.delete(key(table))
+            client.zrem(keys.deadlines(), table)
+        for key in client.scan_iter(match=f"kishpa:create:{players[0]}:*"):
+            client.delete(key)
         client.close()
