@@ -226,6 +226,7 @@ def _run(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
             for table in tables:
                 for key in (keys.outbox, keys.settled, keys.balances, keys.events):
                     client.delete(key(table))
+            client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
             wallet.close()
 
     report = {
