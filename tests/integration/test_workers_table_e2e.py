@@ -41,7 +41,7 @@ from tests.integration.test_workers_settlement import (
     _wait,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 TOKEN_SECRET = secrets.token_urlsafe(48)
 
