@@ -62,6 +62,7 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
         reveal_window_seconds=msg.reveal_window_seconds or defaults.reveal_window_seconds,
         next_round_pause_ms=msg.next_round_pause_ms or DEFAULT_PAUSE_MS,
         stake=msg.stake or defaults.stake,
+        options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
     )
 
 
@@ -114,7 +115,8 @@ class Converter:
             next_round_pause_ms=table.settings.next_round_pause_ms,
         )
         if table.game_name == "kishpa":
-            settings.kishpa.CopyFrom(table_pb2.KishpaOptions())
+            allow = bool(table.settings.options.get("allow_high_wrap", False))
+            settings.kishpa.CopyFrom(table_pb2.KishpaOptions(allow_high_wrap=allow))
         public = game.public if game is not None else {}
         msg = table_pb2.TableView(
             table_id=table.table_id,

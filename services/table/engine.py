@@ -10,7 +10,7 @@ state, the events, the settlement outbox records and the next deadline. Engines 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 import grpc
@@ -57,19 +57,26 @@ class TableSettings:
     reveal_window_seconds: int = 15
     next_round_pause_ms: int = 3000
     stake: int = 1
+    options: Mapping[str, bool] = field(default_factory=dict)
+    """Game-specific switches (Kishpa: ``allow_high_wrap``, the 12-13-1 run)."""
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "seats": self.seats,
             "turn_seconds": self.turn_seconds,
             "reveal_window_seconds": self.reveal_window_seconds,
             "next_round_pause_ms": self.next_round_pause_ms,
             "stake": self.stake,
+            "options": dict(self.options),
         }
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> TableSettings:
-        return cls(**{k: int(v) for k, v in obj.items()})
+        # Only known fields: a replica running older code must still read newer tables.
+        known = {f.name for f in fields(cls)} - {"options"}
+        numbers = {k: int(v) for k, v in obj.items() if k in known}
+        options = {str(k): bool(v) for k, v in obj.get("options", {}).items()}
+        return cls(**numbers, options=options)
 
 
 @dataclass(frozen=True, slots=True)

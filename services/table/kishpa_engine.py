@@ -49,11 +49,15 @@ BETWEEN_ROUNDS = "between_rounds"
 FACES = tuple(str(face_of(t)) for t in range(TILE_COUNT))
 
 
+KNOWN_OPTIONS = frozenset({"allow_high_wrap"})
+
+
 def _rules(settings: TableSettings) -> RuleSet:
     return replace(
         DEFAULT_RULES,
         turn_seconds=settings.turn_seconds,
         reveal_window_seconds=settings.reveal_window_seconds,
+        allow_run_12_13_1=bool(settings.options.get("allow_high_wrap", False)),
     )
 
 
@@ -235,6 +239,9 @@ class KishpaEngine:
 
     def check_settings(self, settings: TableSettings) -> None:
         """Kishpa seats 2-4 players (the service checks the common limits)."""
+        unknown = set(settings.options) - KNOWN_OPTIONS
+        if unknown:
+            raise BadRequestError(f"unknown Kishpa options {sorted(unknown)}", "BAD_OPTIONS")
         _rules(settings)
 
     def start(self, table: Table, seed: bytes, now_ms: int) -> Step:

@@ -52,6 +52,8 @@ COMMAND_CONNECTIONS = 128
 """Redis connections for commands; callers beyond it wait (up to a timeout) for one."""
 WATCH_CONNECTIONS = 20_000
 """Redis connections for blocked WatchTable reads (one per live watcher)."""
+STREAM_READ_TIMEOUT_S = 30.0
+"""Read timeout of the stream connections: longer than any blocking read's BLOCK time."""
 
 
 def redis_clients(url: str) -> tuple[Redis, Redis]:
@@ -61,7 +63,13 @@ def redis_clients(url: str) -> tuple[Redis, Redis]:
             url, max_connections=COMMAND_CONNECTIONS, timeout=10
         )
     )
-    streams = Redis(connection_pool=ConnectionPool.from_url(url, max_connections=WATCH_CONNECTIONS))
+    # A blocked XREAD waits up to its BLOCK time: the read timeout must outlast it (redis-py's
+    # default of 5 s equals the watch's 5 s block, so idle watches failed as UNAVAILABLE).
+    streams = Redis(
+        connection_pool=ConnectionPool.from_url(
+            url, max_connections=WATCH_CONNECTIONS, socket_timeout=STREAM_READ_TIMEOUT_S
+        )
+    )
     return commands, streams
 
 

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
@@ -27,8 +28,19 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.table import keys
 from services.table.botclient import BotPlayer
+from tests.conftest import TEST_REDIS_URL
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis database of the table tests' own (db 11 of the test server unless
+    ``TEST_TABLE_REDIS_URL`` says otherwise): the deadline index is per database, and table
+    services of other tests on the shared machine must not claim these tables' timers."""
+    own = os.environ.get("TEST_TABLE_REDIS_URL")
+    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/11"))
+
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from redis.asyncio import Redis
@@ -22,8 +24,18 @@ from services.table.store import (
     Transition,
     request_field,
 )
+from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis database of the table tests' own (db 11 of the test server unless
+    ``TEST_TABLE_REDIS_URL`` says otherwise): the deadline index is per database, and table
+    services of other tests on the shared machine must not claim these tables' timers."""
+    own = os.environ.get("TEST_TABLE_REDIS_URL")
+    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/11"))
 
 
 @pytest.fixture
