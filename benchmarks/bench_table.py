@@ -1,8 +1,8 @@
 """Throughput and latency of the table service under many concurrent tables.
 
-Starts ONE ``kishpa serve table`` process on the machine's Redis (``REDIS_URL``, default
-``redis://127.0.0.1:6379/0``) and drives N tables of 4 simple players concurrently from this
-process (draw from the pile, discard the drawn tile, decline every reveal: cheap decisions,
+Starts ONE ``kishpa serve table`` process on the machine's Redis (``BENCH_TABLE_REDIS_URL``,
+default ``redis://127.0.0.1:6379/10``) and drives N tables of 4 simple players concurrently
+from this process (draw from the pile, discard the drawn tile, decline every reveal: cheap decisions,
 so the client measures the service and not the solver). Every player action is one
 versioned commit (load, rules, compare-version script, stream event, view back).
 
@@ -39,7 +39,8 @@ from services.table import keys
 from services.table.store import TableStore
 
 ROOT = Path(__file__).resolve().parents[1]
-REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# A database of its own: other table services on the machine must not serve its timers.
+REDIS_URL = os.environ.get("BENCH_TABLE_REDIS_URL", "redis://127.0.0.1:6379/10")
 PLAYING = (table_pb2.ROUND_PHASE_FIRST_DISCARD, table_pb2.ROUND_PHASE_TURNS)
 
 
