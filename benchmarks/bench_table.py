@@ -2,8 +2,8 @@
 
 Starts ONE ``kishpa serve table`` process on the machine's Redis (``BENCH_TABLE_REDIS_URL``,
 default ``redis://127.0.0.1:6379/10``) and drives N tables of 4 simple players concurrently
-from this process (draw from the pile, discard the drawn tile, decline every reveal: cheap decisions,
-so the client measures the service and not the solver). Every player action is one
+from this process (draw from the pile, discard the drawn tile, decline every reveal: cheap
+decisions, so the client measures the service and not the solver). Every player action is one
 versioned commit (load, rules, compare-version script, stream event, view back).
 
 Baseline in the same run: a raw Redis round trip (PING) with the same concurrency.
