@@ -1,46 +1,29 @@
-"""``kishpa run`` (temporary) and ``kishpa demo``: one bot round played by the rules engine.
-
-Until the whole stack is wired into ``kishpa run``, it plays the demo round; ``kishpa demo``
-stays as the engine-only demo. The server seed comes from the OS random source here, at the
-edge, unless ``--seed`` (160 hex digits) replays a round.
-"""
+"""``kishpa run``: the whole stack on this machine (what ``make run`` calls)."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+from pathlib import Path
 from typing import Any
 
-from cli.demo import play_demo_round
-from games.fair import SERVER_SEED_BYTES
+from cli.stack import run_stack
 
 
 def register(subparsers: Any) -> None:
-    """Add ``run`` and ``demo`` to the ``kishpa`` command."""
-    for name, text in (
-        ("run", "play one demo round between four bots (until the stack is wired in)"),
-        ("demo", "play one round between four bots with the rules engine alone"),
-    ):
-        parser = subparsers.add_parser(name, help=text, description=text)
-        parser.add_argument(
-            "--seed",
-            help=f"server seed as {2 * SERVER_SEED_BYTES} hex digits (default: fresh, random)",
-        )
-        parser.set_defaults(handler=run_demo)
+    """Add ``run`` to the ``kishpa`` command."""
+    text = (
+        "start Redis (embedded unless REDIS_URL), the wallet database and its migrations, "
+        "the three gRPC services, a Celery worker and beat; Ctrl-C stops everything"
+    )
+    parser = subparsers.add_parser("run", help="start the whole stack on this machine")
+    parser.description = text
+    parser.add_argument(
+        "--var-dir",
+        default="var",
+        help="where the embedded Redis data, the SQLite wallet and dev secrets live (default: var)",
+    )
+    parser.set_defaults(handler=_run)
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    """Play and print the demo round; exit code 2 for a malformed seed."""
-    if args.seed is None:
-        seed = os.urandom(SERVER_SEED_BYTES)
-    else:
-        try:
-            seed = bytes.fromhex(args.seed)
-        except ValueError:
-            seed = b""
-        if len(seed) != SERVER_SEED_BYTES:
-            print(f"--seed must be {2 * SERVER_SEED_BYTES} hex digits", file=sys.stderr)
-            return 2
-    play_demo_round(seed, sys.stdout)
-    return 0
+def _run(args: argparse.Namespace) -> int:
+    return run_stack(Path(args.var_dir).resolve())

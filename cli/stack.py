@@ -170,7 +170,11 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
             "table": int(env.get("KISHPA_TABLE_PORT", "50052")),
             "matchmaking": int(env.get("KISHPA_MATCHMAKING_PORT", "50053")),
         }
-        metrics = {"wallet": 9151, "table": 9152, "matchmaking": 9153, "worker": 9154}
+        metrics = {
+            name: int(env.get(f"KISHPA_{name.upper()}_METRICS_PORT", default))
+            for name, default in (("wallet", 9151), ("table", 9152), ("matchmaking", 9153))
+        }
+        metrics["worker"] = int(env.get("KISHPA_WORKER_METRICS_PORT", "9154"))
         children = [
             Child(name, [kishpa, "serve", name], ready_port=port) for name, port in ports.items()
         ]

@@ -9,7 +9,6 @@ apply against the same version. Settlement tasks are enqueued only after the com
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import os
@@ -69,11 +68,15 @@ class NotDueError(Exception):
 
 
 def _table_id_for(creator: str, request_id: str) -> str:
-    """A fresh random id, or with a request id one derived from (creator, request id)."""
+    """A fresh random id, or with a request id one derived from (creator, request id).
+
+    ``t`` + hex: safe as a wallet account name (``bowl:<id>``), a Redis hash tag and a
+    command-line argument (a base64 id may start with ``-``).
+    """
     if not request_id:
-        return secrets.token_urlsafe(12)
+        return "t" + secrets.token_hex(12)
     digest = hashlib.sha256(f"kishpa/table\0{creator}\0{request_id}".encode()).digest()
-    return base64.urlsafe_b64encode(digest[:12]).decode()
+    return "t" + digest[:12].hex()
 
 
 def now_ms() -> int:
@@ -552,7 +555,7 @@ class Tables:
             if step.timed_out_seat is not None:
                 key = str(step.timed_out_seat)
                 table.timeouts[key] = table.timeouts.get(key, 0) + 1
-                limit = getattr(engine, "timeouts_before_autoplay", 3)
+                limit = engine.timeouts_before_autoplay
                 if table.timeouts[key] >= limit and step.timed_out_seat not in table.autoplay:
                     table.autoplay.append(step.timed_out_seat)
                     round_no = engine.view(table, None).round_no
