@@ -6,7 +6,7 @@ to the game's ``oneof`` branch of the round (Kishpa today).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
@@ -75,7 +75,7 @@ def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
 class Converter:
     """Builds messages; ``face`` gives a tile's text for the table's game."""
 
-    def __init__(self, face: Any) -> None:
+    def __init__(self, face: Callable[[str, int], str]) -> None:
         self._face = face
 
     def tile(self, game: str, tile_id: int) -> common_pb2.Tile:

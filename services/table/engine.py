@@ -251,6 +251,8 @@ class GameEngine(Protocol):
     """One game's rules behind the table service. Pure: no I/O, clock or own randomness."""
 
     name: str
+    timeouts_before_autoplay: int
+    """Late turns in a row after which a seat is played by the server until its player acts."""
 
     def check_settings(self, settings: TableSettings) -> None:
         """Raise :class:`BadRequestError` for settings the game cannot play with."""
