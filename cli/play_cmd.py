@@ -20,7 +20,10 @@ from rich.console import Console
 
 from cli.play.botseat import BotSeat
 from cli.play.fill import bot_name, join_all, logged_in_bots
+from cli.play.hand_botseat import HandBotSeat
+from cli.play.hand_session import HandPlaySession
 from cli.play.session import PlaySession
+from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError
@@ -36,6 +39,9 @@ def register(subparsers: Any) -> None:
         "4-seat table. Type help at the prompt for the commands.",
     )
     parser.add_argument("--name", default="", help="your display name (default: your login)")
+    parser.add_argument(
+        "--game", choices=("kishpa", "hand"), default="kishpa", help="the game (default kishpa)"
+    )
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--bots", type=int, metavar="N", help="a private table with N bots (1-3)")
     how.add_argument("--code", help="join the private table of this invite code")
@@ -69,6 +75,8 @@ class Play:
         self.names: dict[str, str] = {}
         self.bot_tasks: list[asyncio.Task[Any]] = []
         self.bot_clients: list[KishpaClient] = []
+        self.hand = getattr(args, "game", "kishpa") == "hand"
+        self.game = common_pb2.GAME_HAND if self.hand else common_pb2.GAME_KISHPA
 
     async def run(self) -> int:
         async with KishpaClient(self.mm_addr, self.table_addr) as client:
@@ -82,7 +90,8 @@ class Play:
                 table_id = await self.find_table(client)
                 if table_id is None:
                     return 1
-                return await PlaySession(client, self.console, table_id, self.names).run()
+                session_type = HandPlaySession if self.hand else PlaySession
+                return await session_type(client, self.console, table_id, self.names).run()
             finally:
                 for task in self.bot_tasks:
                     task.cancel()
@@ -120,6 +129,7 @@ class Play:
                 return None
             private = await client.create_private_table(
                 seats,
+                game=self.game,
                 turn_seconds=args.turn_seconds,
                 reveal_window_seconds=args.reveal_seconds,
                 next_round_pause_ms=args.pause_ms,
@@ -146,13 +156,16 @@ class Play:
             self.names[bot.player_id] = name
         await join_all(self.bot_clients, code)
         self.bot_tasks = [
-            asyncio.create_task(BotSeat(bot, table_id).play()) for bot in self.bot_clients
+            asyncio.create_task(
+                (HandBotSeat(bot, table_id) if self.hand else BotSeat(bot, table_id)).play()
+            )
+            for bot in self.bot_clients
         ]
         self.console.print(f"{', '.join(names)} joined. The game starts now.")
 
     async def quick_match(self, client: KishpaClient, seats: int) -> str | None:
         """Queue for a table of ``seats``; shows the queue until matched (Ctrl-C leaves)."""
-        first = await client.join_queue(seats=seats)
+        first = await client.join_queue(seats=seats, game=self.game)
         ticket = first
         self.console.print(f"Looking for a {seats}-seat table… (Ctrl-C to stop)")
         try:

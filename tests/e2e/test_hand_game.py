@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import grpc
+import pexpect
 import pytest
 import redis
 
@@ -33,7 +34,7 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.table import events, keys
 from services.table.hand_botclient import HandBotPlayer
 from services.wallet.reconcile import reconcile_url
-from tests.e2e.test_play_terminal import stack_env
+from tests.e2e.test_play_terminal import PROMPT, stack_env
 from tests.integration.test_workers_settlement import (
     KISHPA,
     STARTING_TOKENS,
@@ -224,3 +225,63 @@ def test_kishpa_bots_play_hand_tables_to_the_end(stack_env: dict[str, str]) -> N
     assert re.search(r"tables closed\s*│\s*3 / 3", out), out
     assert re.search(r"rounds played\s*│\s*21\s", out), out  # 3 tables x 7 deals
     assert re.search(r"errors\s*│\s*none", out), out
+
+
+def test_kishpa_play_a_hand_deal_against_a_bot(stack_env: dict[str, str], redis_url: str) -> None:
+    """``kishpa play --game hand`` in a pseudo-terminal: a few turns by hand, the rest with
+    ``auto``, until the first deal is scored."""
+    child = pexpect.spawn(
+        KISHPA,
+        ["play", "--game", "hand", "--name", "Ann", "--bots", "1", "--turn-seconds", "60"],
+        env={**stack_env, "COLUMNS": "120", "TERM": "xterm"},
+        encoding="utf-8",
+        timeout=60,
+    )
+    table_id = ""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        child.expect(r"Table (\S+) · invite code")
+        table_id = child.match.group(1)
+        child.expect("Hand · deal 1")
+        by_hand = 0
+        while True:
+            index = child.expect(
+                [
+                    "Your turn — draw",
+                    "then discard a card",
+                    "in a meld or lay-off",
+                    "Deal 1 scored",
+                ],
+                timeout=120,
+            )
+            if index == 3:
+                break
+            child.expect(PROMPT)
+            if index == 0 and by_hand < 2:
+                child.sendline("draw")
+                child.expect("You drew")
+            elif index == 1 and by_hand < 2:
+                child.sendline("discard 1")
+                child.expect("You discarded")
+                by_hand += 1
+            else:
+                child.sendline("auto")
+                child.expect("Auto: ")
+        assert by_hand >= 1
+        child.sendline("help")
+        child.expect("lay melds")
+        child.sendline("discard 99")
+        child.expect("You have no card '99'")
+        child.sendline("quit")
+        child.expect("Bye!")
+        child.expect(pexpect.EOF, timeout=30)
+        child.close()
+        assert child.exitstatus == 0
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+        if table_id:
+            for key in (keys.state, keys.events, keys.requests, keys.outbox, keys.balances):
+                client.delete(key(table_id))
+            client.zrem(keys.deadlines(), table_id)
+        client.close()
