@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import secrets
 import socket
@@ -19,6 +20,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pexpect
@@ -34,6 +36,7 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.table import events, keys
 from services.table.hand_botclient import HandBotPlayer
 from services.wallet.reconcile import reconcile_url
+from tests.conftest import TEST_REDIS_URL
 from tests.e2e.test_play_terminal import PROMPT, stack_env
 from tests.integration.test_workers_settlement import (
     KISHPA,
@@ -50,6 +53,16 @@ from tests.integration.test_workers_settlement import (
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 __all__ = ["stack_env"]  # the fixture, imported so pytest finds it in this module
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The stack of this module runs on the table tests' own Redis database: the deadline
+    index is per database, and other table services on a shared machine must not claim
+    these tables' timers (they may not even know Hand)."""
+    own = os.environ.get("TEST_TABLE_REDIS_URL")
+    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/11"))
+
 
 TOKEN_SECRET = secrets.token_urlsafe(48)
 PHASES = ["0:buy_in", "7:payout"]
