@@ -335,51 +335,60 @@ class HandEngine:
         raise TableError("a Hand game always plays all its deals", "NOT_SUPPORTED")
 
     def view(self, table: Table, seat: int | None) -> GameView:
-        """Own cards, the melds on the table and public facts; never the stock order."""
-        deal = self._deal(table)
+        """Own cards, the melds on the table and public facts; never the stock order.
+
+        Read from the stored deal as it is: every view of every action would otherwise
+        rebuild and re-check the whole deal (``DealState.from_dict``), which the commit that
+        wrote it already did.
+        """
+        deal: dict[str, Any] | None = table.game.get("deal") if table.game else None
         if deal is None:
             return GameView(0, "waiting", [], [], [], None, [], "", "", {})
         game = self._game(table)
         totals = game.totals
+        hands: list[list[int]] = deal["hands"]
         wins = [sum(1 for r in game.results if r.winner == s) for s in range(game.seats)]
         seats = [
-            SeatInfo(s, p, len(deal.hands[s]), streak=0, rounds_won=wins[s], score=totals[s])
+            SeatInfo(s, p, len(hands[s]), streak=0, rounds_won=wins[s], score=totals[s])
             for s, p in enumerate(game.players)
         ]
-        ended = deal.phase is DealPhase.ENDED
-        my_turn = seat is not None and not ended and deal.turn == seat
+        phase = str(deal["phase"])
+        ended = phase == DealPhase.ENDED.value
+        turn = int(deal["turn"])
+        opened = [int(t) >= 0 for t in deal["opened_turn"]]
+        my_turn = seat is not None and not ended and turn == seat
         actions: list[str] = []
         if my_turn:
-            if deal.phase is DealPhase.DRAW:
+            if phase == DealPhase.DRAW.value:
                 actions = ["draw"]
             else:
                 actions = ["lay_melds"]
-                if deal.has_opened(deal.turn):
+                if opened[turn]:
                     actions += ["lay_off", "release_joker"]
-                if deal.must_use is None:
+                if deal["must_use"] is None:
                     actions.append("discard")
-                if deal.undo is not None:
+                if deal["undo"] is not None:
                     actions.append("undo_turn")
-        phase = deal.phase.value
         if ended and table.status != "closed":
             phase = BETWEEN_ROUNDS
+        scores = deal["scores"]
         public: dict[str, Any] = {
-            "deal_no": deal.deal_no + 1,
+            "deal_no": int(deal["deal_no"]) + 1,
             "deals": game.rules.deals_per_game,
-            "starter": deal.starter,
-            "drew": deal.phase is DealPhase.PLAY,
-            "pile": len(deal.stock),
+            "starter": int(deal["starter"]),
+            "drew": deal["phase"] == DealPhase.PLAY.value,
+            "pile": len(deal["stock"]),
             "pot": 0 if game.finished else game.pot,
             "stake": game.stake,
-            "melds": [dict(m.to_dict(), id=i) for i, m in enumerate(deal.melds)],
-            "opened": [deal.has_opened(s) for s in range(deal.seats)],
-            "must_use": deal.must_use if my_turn else None,
-            "winner": deal.winner,
-            "hand_win": deal.hand_win,
-            "deal_scores": None if deal.scores is None else list(deal.scores),
+            "melds": [dict(m, id=i) for i, m in enumerate(deal["melds"])],
+            "opened": opened,
+            "must_use": deal["must_use"] if my_turn else None,
+            "winner": deal["winner"],
+            "hand_win": bool(deal["hand_win"]),
+            "deal_scores": None if scores is None else list(scores),
             "totals": totals,
             # The deal is over: the hands left are shown to justify the penalties.
-            "hands": [list(h) for h in deal.hands] if ended else None,
+            "hands": [list(h) for h in hands] if ended else None,
             "payouts": game.payouts() if game.finished else None,
             "last_round": game.deals_played + (0 if ended else 1) >= game.rules.deals_per_game,
             "client_seeds": [table.client_seeds.get(p) for p in table.players],
@@ -388,11 +397,11 @@ class HandEngine:
             round_no=int(table.game["round_no"]),
             phase=phase,
             seats=seats,
-            my_tiles=[] if seat is None else list(deal.hands[seat]),
-            discards=list(deal.discard_pile),
-            turn_seat=None if ended else deal.turn,
+            my_tiles=[] if seat is None else list(hands[seat]),
+            discards=list(deal["discard_pile"]),
+            turn_seat=None if ended else turn,
             actions=actions,
-            commitment=deal.commitment,
+            commitment=str(deal["commitment"]),
             server_seed=str(table.game.get("server_seed", "")) if ended else "",
             public=public,
         )
