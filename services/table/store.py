@@ -116,6 +116,7 @@ class TableStore:
         self.finished_ttl_s = finished_ttl_s
         self._commit = redis.register_script(_load_script("commit.lua"))
         self._claim = redis.register_script(_load_script("claim.lua"))
+        self._view = redis.register_script(_load_script("view.lua"))
 
     async def load(self, table_id: str) -> Snapshot | None:
         """The table's state and version, or None when there is no such table."""
@@ -128,17 +129,15 @@ class TableStore:
         )
 
     async def load_view(self, table_id: str) -> tuple[Snapshot | None, str, dict[str, int]]:
-        """The state, the id of the last event it includes and the balances (one MULTI)."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hmget(keys.state(table_id), ["version", "state"])
-            pipe.xrevrange(keys.events(table_id), count=1)
-            pipe.hgetall(keys.balances(table_id))
-            (version, raw), last, balances = await pipe.execute()
-        last_id = _text(last[0][0]) if last else "0-0"
+        """The state, the id of the last event it includes and the balances (atomically)."""
+        version, raw, last_id, flat = await self._view(
+            keys=[keys.state(table_id), keys.events(table_id), keys.balances(table_id)]
+        )
         if version is None or raw is None:
-            return None, last_id, {}
+            return None, _text(last_id), {}
         snapshot = Snapshot(table_id, int(version), json.loads(raw))
-        return snapshot, last_id, {_text(k): int(v) for k, v in balances.items()}
+        balances = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        return snapshot, _text(last_id), balances
 
     async def answer(self, table_id: str, field_name: str) -> str | None:
         """The remembered answer of a request, if it was already answered."""
