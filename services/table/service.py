@@ -503,12 +503,12 @@ class Tables:
             tiles = rack + [t for t in hand if t not in set(rack)]
         return TableView(table, seat, tiles, game, balances, version, last_event_id)
 
-    async def hint(self, player_id: str, table_id: str) -> Hint:
-        """A suggested move for the caller (the solver's best arrangement)."""
+    async def hint(self, player_id: str, table_id: str) -> tuple[str, Hint]:
+        """The table's game and a suggestion for the caller (the solver's best arrangement)."""
         table, _ = await self._load(table_id)
         seat = self._seat(table, player_id)
         self._playing(table)
-        return self._engine(table.game_name).hint(table, seat)
+        return table.game_name, self._engine(table.game_name).hint(table, seat)
 
     def face(self, game: str, tile_id: int) -> str:
         """The text of a tile of a game."""
@@ -527,6 +527,8 @@ class Tables:
         cursor = after_id or "0-0"
         while True:
             batch = await self.store.read_events(table_id, cursor, block_ms=block_ms)
+            if not batch and await self.store.load(table_id) is None:
+                return  # the table expired while quiet: nothing more will happen
             for stored in batch:
                 cursor = stored.id
                 event = stored.event

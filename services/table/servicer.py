@@ -208,8 +208,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     ) -> table_pb2.GetHintResponse:
         player_id, _ = _player()
         table_id = _table_id(request.table_id)
-        hint = await self.tables.hint(player_id, table_id)
-        game = (await self.tables.view(player_id, table_id)).table.game_name
+        game, hint = await self.tables.hint(player_id, table_id)
         return self.convert.hint(game, hint)
 
     async def LayMelds(
