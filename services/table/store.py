@@ -221,9 +221,10 @@ class TableStore:
         ``compute`` raises to refuse (nothing is written). With ``create`` the table must
         not exist yet and ``compute`` receives an empty snapshot of version 0.
         """
-        for attempt in range(COMMIT_MAX_ATTEMPTS):
-            if request and attempt > 0:
-                # commit.lua answers replays too; after a conflict, check before computing.
+        for _attempt in range(COMMIT_MAX_ATTEMPTS):
+            if request:
+                # A replay must get the first answer even when the move is illegal by now, so
+                # look before computing (commit.lua also answers replays that race us).
                 replay = await self.answer(table_id, request)
                 if replay is not None:
                     COMMITS.labels("replayed").inc()

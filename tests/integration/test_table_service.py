@@ -427,6 +427,16 @@ async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_
         assert (
             a["hands"][:turn] + a["hands"][turn + 1 :] == b["hands"][:turn] + b["hands"][turn + 1 :]
         )
+        # A retry after the first attempt succeeded (the answer was lost) replays that answer,
+        # although the move would now be illegal.
+        discard = table_pb2.DiscardRequest(
+            table_id=table_id, tile_id=a["hands"][turn][0], request_id="discard-once"
+        )
+        first = await stub.Discard(discard, metadata=md[mover])
+        version_discarded, _ = await _hidden(redis, table_id)
+        retried = await stub.Discard(discard, metadata=md[mover])
+        assert retried == first
+        assert (await _hidden(redis, table_id))[0] == version_discarded
     finally:
         await _cleanup(redis, table_id)
 
