@@ -58,8 +58,6 @@ class Workload:
         return self.secret_sources.get(env, SECRETS[env])
 
 
-
-
 def _grpc(name: str, health_service: str) -> Workload:
     return Workload(
         name=name,
@@ -67,8 +65,7 @@ def _grpc(name: str, health_service: str) -> Workload:
         grpc_port=DEFAULT_GRPC_PORTS[name],
         metrics_port=DEFAULT_METRICS_PORTS[name],
         health_service=health_service,
-        secrets=frozenset(REQUIRED_SECRETS[name])
-        | _database(name),
+        secrets=frozenset(REQUIRED_SECRETS[name]) | _database(name),
     )
 
 
