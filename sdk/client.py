@@ -45,7 +45,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk.errors import KishpaError
-from sdk.retry import RETRYABLE, RetryPolicy
+from sdk.retry import RETRYABLE, STREAM_RETRYABLE, RetryPolicy
 
 R = TypeVar("R")
 
@@ -272,7 +272,7 @@ class KishpaClient:
                 return
             except grpc.RpcError as exc:
                 attempt += 1
-                if exc.code() not in RETRYABLE or attempt >= self.retry.attempts:
+                if exc.code() not in STREAM_RETRYABLE or attempt >= self.retry.attempts:
                     raise KishpaError.from_rpc(exc) from None
             finally:
                 call.cancel()
@@ -538,11 +538,13 @@ class KishpaClient:
                     yield message.event
                     if message.event.type == TABLE_CLOSED:
                         return
-                return
+                # Ended before the table closed (a server going away): reopen, bounded.
+                attempt += 1
+                if attempt >= self.retry.attempts:
+                    return
             except grpc.RpcError as exc:
                 attempt += 1
-                retry = exc.code() in (*RETRYABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-                if not retry or attempt >= self.retry.attempts:
+                if exc.code() not in STREAM_RETRYABLE or attempt >= self.retry.attempts:
                     raise KishpaError.from_rpc(exc) from None
             finally:
                 call.cancel()

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 import grpc
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
+"""Codes after which a unary call is sent again (same request id)."""
+STREAM_RETRYABLE = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+)
+"""Codes after which a stream is reopened: a server shutting down cancels its streams."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,8 +69,6 @@ class MatchmakingConfig:
     """How long "the table he sits at" is remembered (a table that closes is forgotten)."""
     stale_group_ms: int = 5000
     """A group popped this long ago and still not seated is retried by the sweeper."""
-    max_seating_attempts: int = 5
-    """After this many failed attempts a group goes back to the front of its queue."""
     turn_seconds: int = 0
     """Turn timer of quick-match tables (0: the table service's default)."""
     reveal_window_seconds: int = 0
@@ -109,7 +107,6 @@ class Matchmaking:
     tables: TableGateway
     config: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     clock: Callable[[], int] = now_ms
-    _attempts: dict[str, int] = field(default_factory=dict)
 
     # ---- quick match ---------------------------------------------------------------------
 
@@ -222,8 +219,9 @@ class Matchmaking:
     async def seat_group(self, group_id: str) -> bool:
         """Create the group's table and mark its tickets matched; True when seated.
 
-        On failure the group stays forming (the sweeper retries with the same key) or,
-        after too many attempts or a refusal, goes back to the front of its queue.
+        While the table service is unreachable the group stays forming and the sweeper
+        retries with the same key (one table, however many tries); if the table service
+        refuses, the players go back to the front of their queue.
         """
         group = await self.store.group(group_id)
         if group is None:
@@ -238,20 +236,13 @@ class Matchmaking:
         except (grpc.RpcError, OSError, ServiceError) as exc:
             failure = failure_of(exc)
             retryable = failure is not None and failure.code == grpc.StatusCode.UNAVAILABLE
-            attempts = self._attempts.get(group_id, 0) + 1
-            self._attempts[group_id] = attempts
             log.warning(
-                "matchmaking.seating_failed",
-                group_id=group_id,
-                attempts=attempts,
-                retryable=retryable,
-                error=str(exc),
+                "matchmaking.seating_failed", group_id=group_id, retryable=retryable, error=str(exc)
             )
-            if not retryable or attempts >= self.config.max_seating_attempts:
-                self._attempts.pop(group_id, None)
+            if not retryable:
+                # A refusal would repeat on every retry: the players wait again instead.
                 await self.store.requeue_group(group)
             return False
-        self._attempts.pop(group_id, None)
         seated = await self.store.seat_group(group, created.table_id, self.config.seating_ttl_s)
         if seated:
             log.info("matchmaking.table_formed", table_id=created.table_id, players=group.players)

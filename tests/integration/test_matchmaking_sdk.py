@@ -1,0 +1,331 @@
+"""The client SDK and matchmaking's recovery, through real grpc.aio servers and Redis.
+
+Sign-in and a quick match end to end; retries of an unreachable call reuse one request id;
+a token near expiry is refreshed before the call; WatchTable resumes after the table server
+restarts without losing or repeating an event; a group formed while the table service was
+down is seated by the sweeper once it is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from redis.asyncio import Redis
+
+from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
+from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
+from kishpa.table.v1 import table_pb2
+from sdk import KishpaClient, KishpaError, RetryPolicy
+from services.common.auth import TokenAuthority
+from services.common.settings import Settings, load_settings
+from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
+from services.matchmaking.service import MatchmakingConfig
+from services.table import keys as table_keys
+from services.table.server import TableServer, create_table_server
+
+pytestmark = pytest.mark.integration
+
+PATIENT = RetryPolicy(attempts=40, first_delay_s=0.05, max_delay_s=0.5)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def env(redis_url: str) -> dict[str, Any]:
+    return {
+        "redis_url": redis_url,
+        "token_secret": secrets.token_urlsafe(48),
+        "service_secret": secrets.token_urlsafe(48),
+        "grpc_port": 0,
+        "metrics_port": 0,
+    }
+
+
+@pytest.fixture
+def table_port() -> int:
+    return _free_port()
+
+
+def table_settings(env: dict[str, Any]) -> Settings:
+    return load_settings("table", **env)
+
+
+def mm_settings(env: dict[str, Any], table_port: int) -> Settings:
+    return load_settings("matchmaking", table_addr=f"127.0.0.1:{table_port}", **env)
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def tables_made(redis: Redis, prefix: str) -> AsyncIterator[set[str]]:
+    made: set[str] = set()
+    yield made
+    for table_id in made:
+        await redis.delete(
+            table_keys.state(table_id),
+            table_keys.events(table_id),
+            table_keys.requests(table_id),
+            table_keys.outbox(table_id),
+            table_keys.balances(table_id),
+        )
+        await redis.zrem(table_keys.deadlines(), table_id)
+    async for key in redis.scan_iter(match=prefix.replace("{", "[{]").replace("}", "[}]") + ":*"):
+        await redis.delete(key)
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"kishpa:{{mm-sdk-{uuid.uuid4().hex[:12]}}}"
+
+
+async def start_table(env: dict[str, Any], port: int) -> TableServer:
+    srv = create_table_server(table_settings(env), address=f"127.0.0.1:{port}")
+    await srv.start()
+    return srv
+
+
+async def start_mm(
+    env: dict[str, Any], table_port: int, prefix: str, config: MatchmakingConfig | None = None
+) -> MatchmakingServer:
+    srv = create_matchmaking_server(
+        mm_settings(env, table_port),
+        address="127.0.0.1:0",
+        key_prefix=prefix,
+        open_wallets=False,
+        config=config or MatchmakingConfig(turn_seconds=600, reveal_window_seconds=1),
+    )
+    await srv.start()
+    return srv
+
+
+def client_for(mm: MatchmakingServer, table_port: int, **kw: Any) -> KishpaClient:
+    return KishpaClient(f"127.0.0.1:{mm.port}", f"127.0.0.1:{table_port}", **kw)
+
+
+async def test_login_quick_match_and_play_through_the_sdk(
+    env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
+) -> None:
+    table = await start_table(env, table_port)
+    mm = await start_mm(env, table_port, prefix)
+    try:
+        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+            await ann.login("Ann")
+            await bob.login("Bob")
+            assert ann.player_id != bob.player_id
+            first = await ann.join_queue(seats=2)
+            assert first.state == mm_pb2.TICKET_STATE_WAITING
+            waiting = asyncio.create_task(ann.wait_for_table(first.ticket_id))
+            await bob.join_queue(seats=2)
+            matched = await asyncio.wait_for(waiting, 10)
+            tables_made.add(matched.table_id)
+            assert (await ann.my_table()) is not None
+            view = await ann.get_table(matched.table_id)
+            assert view.my_seat == matched.seat
+            assert len(view.round.my_rack.tiles) in (14, 15)
+            with pytest.raises(KishpaError) as err:
+                await ann.join_by_code("WRONG1")
+            assert err.value.code == grpc.StatusCode.NOT_FOUND
+            assert err.value.reason == "INVITE_NOT_FOUND"
+            assert not err.value.retryable
+    finally:
+        await mm.stop(0)
+        await table.stop(0)
+
+
+class FlakyQueue(mm_grpc.MatchmakingServiceServicer):
+    """A real gRPC servicer that is 'unavailable' twice, recording each request id it got."""
+
+    def __init__(self) -> None:
+        self.request_ids: list[str] = []
+
+    async def JoinQueue(self, request: mm_pb2.JoinQueueRequest, context: Any) -> Any:
+        self.request_ids.append(request.request_id)
+        if len(self.request_ids) <= 2:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "restarting")
+        return mm_pb2.JoinQueueResponse(
+            ticket=mm_pb2.QueueTicket(ticket_id="t1", state=mm_pb2.TICKET_STATE_WAITING)
+        )
+
+
+async def test_retries_reuse_the_request_id() -> None:
+    flaky = FlakyQueue()
+    server = grpc.aio.server()
+    mm_grpc.add_MatchmakingServiceServicer_to_server(flaky, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with KishpaClient(f"127.0.0.1:{port}", "127.0.0.1:1", retry=PATIENT) as client:
+            client.use_token(TokenAuthority("k" * 32).issue_player_token("p1", "Ann").token)
+            ticket = await client.join_queue(seats=4)
+        assert ticket.ticket_id == "t1"
+        assert len(flaky.request_ids) == 3
+        assert len(set(flaky.request_ids)) == 1, "a retry must resend the same request id"
+        assert flaky.request_ids[0]
+    finally:
+        await server.stop(0)
+
+
+async def test_a_call_waits_out_a_server_that_is_not_up_yet(
+    env: dict[str, Any], table_port: int, prefix: str
+) -> None:
+    port = _free_port()
+
+    async def start_late() -> MatchmakingServer:
+        await asyncio.sleep(0.5)
+        srv = create_matchmaking_server(
+            mm_settings(env, table_port),
+            address=f"127.0.0.1:{port}",
+            key_prefix=prefix,
+            open_wallets=False,
+        )
+        await srv.start()
+        return srv
+
+    late = asyncio.create_task(start_late())
+    async with KishpaClient(f"127.0.0.1:{port}", "127.0.0.1:1", retry=PATIENT) as client:
+        session = await client.login("Early Bird")
+    srv = await late
+    await srv.stop(0)
+    assert session.display_name == "Early Bird"
+
+
+async def test_a_token_near_expiry_is_refreshed_before_the_call(
+    env: dict[str, Any], table_port: int, prefix: str
+) -> None:
+    mm = await start_mm(env, table_port, prefix)
+    authority = TokenAuthority(env["token_secret"], token_ttl_seconds=100)
+    issued = authority.issue_player_token("p-refresh-" + uuid.uuid4().hex[:6], "Ann")
+    # The client's clock says 90 of the token's 100 seconds are gone.
+    clock = [float(issued.expires_at - 10)]
+    try:
+        async with client_for(mm, table_port, clock=lambda: clock[0]) as client:
+            client.use_token(issued.token)
+            assert await client.my_table() is None
+            assert client.session.token != issued.token, "the token was refreshed"
+            assert client.session.expires_at > issued.expires_at - 10
+    finally:
+        await mm.stop(0)
+
+
+async def whose_turn(table_id: str, *players: KishpaClient) -> tuple[KishpaClient, Any]:
+    """The player whose turn it is (to draw or discard) and his view, once there is one."""
+    while True:
+        for player in players:
+            view = await player.get_table(table_id)
+            playing = view.round.phase in (
+                table_pb2.ROUND_PHASE_FIRST_DISCARD,
+                table_pb2.ROUND_PHASE_TURNS,
+            )
+            if playing and view.round.turn_seat == view.my_seat:
+                return player, view
+        await asyncio.sleep(0.1)
+
+
+async def test_watch_table_resumes_after_the_table_server_restarts(
+    env: dict[str, Any], table_port: int, prefix: str, redis: Redis, tables_made: set[str]
+) -> None:
+    table = await start_table(env, table_port)
+    mm = await start_mm(env, table_port, prefix)
+    try:
+        async with (
+            client_for(mm, table_port, retry=PATIENT) as ann,
+            client_for(mm, table_port, retry=PATIENT) as bob,
+        ):
+            await ann.login("Ann")
+            await bob.login("Bob")
+            private = await ann.create_private_table(2, turn_seconds=600, reveal_window_seconds=1)
+            tables_made.add(private.table_id)
+            await bob.join_by_code(private.invite_code)
+            seen: list[str] = []
+            kinds: list[str] = []
+            moved = asyncio.Event()
+
+            async def follow() -> None:
+                async for event in ann.watch_table(private.table_id):
+                    seen.append(event.event_id)
+                    kinds.append(event.type)
+                    if moved.is_set() and event.type == "discarded":
+                        return
+
+            watcher = asyncio.create_task(follow())
+            await asyncio.sleep(0.5)
+            before = len(seen)
+            assert before > 0
+            await table.stop(0)
+            table = await start_table(env, table_port)
+            # A move after the restart: the resumed stream must deliver it, once.
+            mover, mine = await whose_turn(private.table_id, ann, bob)
+            if mine.round.phase == table_pb2.ROUND_PHASE_TURNS and not mine.round.turn_drew:
+                mine = (await mover.draw(private.table_id)).table
+            moved.set()
+            await mover.discard(private.table_id, mine.round.my_rack.tiles[0].id)
+            await asyncio.wait_for(watcher, 20)
+        stream = await redis.xrange(table_keys.events(private.table_id))
+        all_ids = [i.decode() for i, _ in stream]
+        assert len(seen) == len(set(seen)), "an event was delivered twice"
+        assert seen == [i for i in all_ids if i in set(seen)], "events out of order"
+        # The stream was followed across the restart up to the move made after it.
+        assert len(seen) > before
+        assert kinds[-1] == "discarded"
+    finally:
+        await mm.stop(0)
+        await table.stop(0)
+
+
+async def test_a_group_formed_while_the_table_service_is_down_is_seated_later(
+    env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
+) -> None:
+    mm = await start_mm(
+        env,
+        table_port,
+        prefix,
+        MatchmakingConfig(turn_seconds=600, stale_group_ms=100),
+    )
+    authority = TokenAuthority(env["token_secret"])
+    table: TableServer | None = None
+    try:
+        async with (
+            client_for(mm, table_port) as ann,
+            client_for(mm, table_port) as bob,
+        ):
+            for client, name in ((ann, "ann"), (bob, "bob")):
+                pid = f"{name}-{uuid.uuid4().hex[:8]}"
+                issued = authority.issue_player_token(pid, name)
+                client.use_token(issued.token)
+            first = await ann.join_queue(seats=2)
+            second = await bob.join_queue(seats=2)
+            # The table service is down: the pair is popped but not seated, and not lost.
+            assert second.state == mm_pb2.TICKET_STATE_WAITING
+            with pytest.raises(KishpaError) as err:
+                await ann.cancel_queue(first.ticket_id)
+            assert err.value.reason == "TICKET_MATCHED"
+            table = await start_table(env, table_port)
+            a, b = await asyncio.wait_for(
+                asyncio.gather(
+                    ann.wait_for_table(first.ticket_id), bob.wait_for_table(second.ticket_id)
+                ),
+                30,
+            )
+            tables_made.add(a.table_id)
+            assert a.table_id == b.table_id
+            assert {a.seat, b.seat} == {0, 1}
+    finally:
+        await mm.stop(0)
+        if table is not None:
+            await table.stop(0)
