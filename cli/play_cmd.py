@@ -167,6 +167,9 @@ class Play:
         """Queue for a table of ``seats``; shows the queue until matched (Ctrl-C leaves)."""
         first = await client.join_queue(seats=seats, game=self.game)
         ticket = first
+        if first.state == mm_pb2.TICKET_STATE_MATCHED:
+            self.console.print(f"Table {first.table_id} · you sit in seat {first.seat + 1}.")
+            return first.table_id
         self.console.print(f"Looking for a {seats}-seat table… (Ctrl-C to stop)")
         try:
             with self.console.status("waiting for players") as status:

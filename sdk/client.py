@@ -282,7 +282,8 @@ class KishpaClient:
         """Wait until the ticket is matched and return it (``table_id`` and ``seat`` set).
 
         Raises KishpaError (FAILED_PRECONDITION, ``TICKET_CANCELLED``/``TICKET_EXPIRED``)
-        if it ends any other way.
+        if it ends any other way. (A ticket ``join_queue`` returned already MATCHED needs
+        no waiting; one sending the player back to his table has no ticket id.)
         """
         last: mm_pb2.QueueTicket | None = None
         async for ticket in self.watch_queue(ticket_id):

@@ -178,9 +178,17 @@ def board(view: table_pb2.TableView, names: Mapping[str, str]) -> RenderableType
         rack = arrange(r.my_rack.tiles, joker)
         parts.append(Text("Your rack  ").append_text(rack_text(rack, joker)))
         left = seconds_left(view)
+        clock = f" · {left}s left" if left is not None else ""
         if r.turn_seat >= 0:
             who = seat_name(view, r.turn_seat, names)
-            clock = f" · {left}s left" if left is not None else ""
             parts.append(Text(f"Turn: {who}{clock}", style="cyan"))
+        elif r.phase in (table_pb2.ROUND_PHASE_START_REVEAL, table_pb2.ROUND_PHASE_END_REVEAL):
+            parts.append(
+                Text(f"Reveal window open: the kishpa's holder may reveal{clock}", style="magenta")
+            )
+        elif (
+            r.phase == table_pb2.ROUND_PHASE_ENDED and view.status == table_pb2.TABLE_STATUS_PLAYING
+        ):
+            parts.append(Text("Round over: the next one is dealt shortly", style="cyan"))
     title = f"Round {r.round}" if r is not None and r.round else "Waiting for players"
     return Panel(RichGroup(*parts), title=title, title_align="left", expand=False)
