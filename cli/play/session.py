@@ -404,16 +404,21 @@ class PlaySession:
         While the prompt waits for a line, narration first erases the prompt and then
         shows it again below, so the terminal reads as a conversation.
         """
-        reader = self._reader
-        waiting = reader is not None and reader.waiting and sys.stdout.isatty()
-        if waiting:
-            sys.stdout.write("\r\x1b[2K")
-            sys.stdout.flush()
-        try:
+        with self.console.capture() as captured:
             await self._narrate(event)
-        finally:
-            if waiting:
-                self._reprompt()
+        text = captured.get()
+        if not text:
+            return  # nothing to say: leave the prompt (and what is being typed) alone
+        reader = self._reader
+        waiting = reader is not None and reader.waiting
+        if waiting and sys.stdout.isatty():
+            sys.stdout.write("\r\x1b[2K")
+        elif waiting:
+            sys.stdout.write("\n")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        if waiting:
+            self._reprompt()
 
     async def _narrate(self, event: table_pb2.TableEvent) -> None:
         data: dict[str, Any] = json_format.MessageToDict(event.data)
