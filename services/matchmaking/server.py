@@ -43,7 +43,8 @@ class Wiring:
     channels: list[grpc.aio.Channel] = field(default_factory=list)
 
     async def close(self) -> None:
-        """Close the channels and Redis."""
+        """Stop the ticket notifier, close the channels and Redis."""
+        await self.matchmaking.notifier.close()
         for channel in self.channels:
             await channel.close()
         await self.redis.aclose()

@@ -29,6 +29,7 @@ from services.common.errors import (
 )
 from services.matchmaking import codes
 from services.matchmaking.gateways import TableGateway
+from services.matchmaking.notify import TicketNotifier
 from services.matchmaking.store import (
     CANCELLED,
     EXPIRED,
@@ -107,6 +108,10 @@ class Matchmaking:
     tables: TableGateway
     config: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     clock: Callable[[], int] = now_ms
+    notifier: TicketNotifier = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.notifier = TicketNotifier(self.store.redis, self.store.keys)
 
     # ---- quick match ---------------------------------------------------------------------
 
@@ -189,20 +194,18 @@ class Matchmaking:
         if state.ticket.state not in (WAITING, FORMING):
             return
         last = state
-        pubsub = self.store.redis.pubsub()
-        await pubsub.subscribe(*self.store.channels([ticket_id]))
-        try:
+        async with self.notifier.listen(ticket_id) as changed:
             while True:
-                # A message means "look again"; the timeout also refreshes the queue length.
-                await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                # A wake-up means "look again"; the timeout also refreshes the queue length.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), 1.0)
+                changed.clear()
                 state = await self.queue_state(player_id, ticket_id)
                 if state != last:
                     yield state
                     last = state
                 if state.ticket.state not in (WAITING, FORMING):
                     return
-        finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     # ---- seating groups ------------------------------------------------------------------
 
