@@ -78,6 +78,8 @@ class TableRun:
     table_id: str = ""
     stats: list[BotStats] = field(default_factory=list)
     error: str = ""
+    live: list[BotStats] = field(default_factory=list)
+    """The seats' stats while they play (the live summary reads them)."""
 
     @property
     def closed(self) -> bool:
@@ -129,6 +131,7 @@ async def _run_table(
                 )
                 for client in clients
             ]
+        run.live = [s.stats for s in seats]
         run.stats = list(await asyncio.gather(*(s.play() for s in seats)))
     except KishpaError as exc:
         run.error = str(exc)
@@ -144,18 +147,39 @@ async def _run(args: argparse.Namespace, console: Console) -> list[TableRun]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[summary]}"),
         console=console,
     ) as progress:
         per_table = HAND_RULES.deals_per_game if args.game == "hand" else args.rounds
-        task = progress.add_task("rounds", total=args.tables * per_table)
+        task = progress.add_task("rounds", total=args.tables * per_table, summary="")
         jobs = [_run_table(args, run, progress, task) for run in runs]
+        ticker = asyncio.create_task(_tick(runs, progress, task))
         try:
             await asyncio.wait_for(asyncio.gather(*jobs), args.timeout)
         except TimeoutError:
             for run in runs:
                 if not run.closed and not run.error:
                     run.error = f"still playing after {args.timeout:.0f}s"
+        finally:
+            ticker.cancel()
+            _update_summary(runs, progress, task)
     return runs
+
+
+def _update_summary(runs: list[TableRun], progress: Progress, task: Any) -> None:
+    seats = [s for r in runs for s in r.live]
+    closed = sum(bool(r.live) and all(s.closed for s in r.live) for r in runs)
+    errors = sum(len(s.errors) for s in seats) + sum(bool(r.error) for r in runs)
+    summary = f"tables closed {closed}/{len(runs)} · moves {sum(s.moves for s in seats)}"
+    summary += f" · [red]errors {errors}[/red]" if errors else " · errors 0"
+    progress.update(task, summary=summary)
+
+
+async def _tick(runs: list[TableRun], progress: Progress, task: Any) -> None:
+    """Refresh the live summary beside the progress bar."""
+    while True:
+        _update_summary(runs, progress, task)
+        await asyncio.sleep(0.5)
 
 
 def _summary(runs: list[TableRun], seconds: float, console: Console) -> bool:
