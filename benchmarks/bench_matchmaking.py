@@ -2,7 +2,7 @@
 service, against the table service's own cost of creating those tables.
 
 Starts ``kishpa serve table`` and ``kishpa serve matchmaking`` processes on the machine's
-Redis (``BENCH_MM_REDIS_URL``, default ``redis://127.0.0.1:6379/11``, a database of its
+Redis (``BENCH_MM_REDIS_URL``, default ``redis://127.0.0.1:6379/15``, a database of its
 own) and, from this process, has N players call ``JoinQueue`` for 4-seat tables with C
 calls in flight. Every 4th call pops a group in one Lua script and creates and seats its
 table through the table service before answering.
@@ -39,7 +39,7 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.table import keys as table_keys
 
 ROOT = Path(__file__).resolve().parents[1]
-REDIS_URL = os.environ.get("BENCH_MM_REDIS_URL", "redis://127.0.0.1:6379/11")
+REDIS_URL = os.environ.get("BENCH_MM_REDIS_URL", "redis://127.0.0.1:6379/15")
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 
 

@@ -9,11 +9,11 @@ import subprocess
 
 import pytest
 
-from tests.e2e.test_play_terminal import KISHPA, stack_env
+from tests.e2e.test_play_terminal import KISHPA, redis_url, stack_env
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["stack_env"]  # the fixture, imported so pytest finds it in this module
+__all__ = ["redis_url", "stack_env"]  # fixtures, imported so pytest finds them here
 
 
 def test_bots_fill_20_tables_and_play_them_to_the_end(stack_env: dict[str, str]) -> None:

@@ -15,14 +15,27 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pexpect
 import pytest
 import redis
 
 from services.table import keys as table_keys
+from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis database of the matchmaking tests' own (db 14 of the test server unless
+    ``TEST_MATCHMAKING_REDIS_URL`` says otherwise): the table services started here run the
+    deadline timers of their database, and must neither serve nor be served by the tables
+    of other tests on the shared machine."""
+    own = os.environ.get("TEST_MATCHMAKING_REDIS_URL")
+    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/14"))
+
 
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 SERVICES = ("wallet", "table", "matchmaking")

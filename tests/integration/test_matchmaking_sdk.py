@@ -9,11 +9,13 @@ down is seated by the sweeper once it is back.
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import socket
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
@@ -29,8 +31,20 @@ from services.matchmaking.server import MatchmakingServer, create_matchmaking_se
 from services.matchmaking.service import MatchmakingConfig
 from services.table import keys as table_keys
 from services.table.server import TableServer, create_table_server
+from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis database of the matchmaking tests' own (db 14 of the test server unless
+    ``TEST_MATCHMAKING_REDIS_URL`` says otherwise): the table services started here run the
+    deadline timers of their database, and must neither serve nor be served by the tables
+    of other tests on the shared machine."""
+    own = os.environ.get("TEST_MATCHMAKING_REDIS_URL")
+    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/14"))
+
 
 PATIENT = RetryPolicy(attempts=40, first_delay_s=0.05, max_delay_s=0.5)
 

@@ -8,12 +8,14 @@ are deleted afterwards. Nothing else in Redis is touched.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import secrets
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
@@ -33,8 +35,20 @@ from services.matchmaking.service import MatchmakingConfig
 from services.table import keys as table_keys
 from services.table.server import TableServer, create_table_server
 from services.wallet.server import WalletServer, create_wallet_server
+from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis database of the matchmaking tests' own (db 14 of the test server unless
+    ``TEST_MATCHMAKING_REDIS_URL`` says otherwise): the table services started here run the
+    deadline timers of their database, and must neither serve nor be served by the tables
+    of other tests on the shared machine."""
+    own = os.environ.get("TEST_MATCHMAKING_REDIS_URL")
+    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/14"))
+
 
 KISHPA = common_pb2.GAME_KISHPA
 # Long timers: the tables made here must not play by themselves while the test inspects them.
