@@ -7,6 +7,10 @@ database, is a plain single-row INSERT per transaction from as many threads: the
 durable commit, which every batch also pays.
 
 Usage: .venv/bin/python benchmarks/bench_wallet.py [--batches N] [--concurrency C]
+[--through-bank] [--only postgres|sqlite]
+
+``--through-bank`` adds a fifth posting to every batch, 1 token from the bank to the winner,
+so every batch updates the single ``bank`` row (the worst case of automatic bank loads).
 
 ``--compare-engines`` instead measures the ledger in-process on PostgreSQL, driven from an
 event loop two ways: the sync engine on a 16-thread pool (what the server does) and
@@ -131,8 +135,9 @@ async def _wait_serving(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("the wallet server did not start")
 
 
-async def grpc_batches(port: int, count: int, concurrency: int) -> Result:
-    """``count`` 4-posting batches (3 losers pay the winner, 1 bowl contribution)."""
+async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = False) -> Result:
+    """``count`` 4-posting batches (3 losers pay the winner, 1 bowl contribution), plus one
+    from the bank to the winner with ``bank``."""
     md = bearer_metadata(
         TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("bench").token
     )
@@ -181,6 +186,18 @@ async def grpc_batches(port: int, count: int, concurrency: int) -> Result:
                     phase="end",
                 )
             )
+            if bank:
+                postings.append(
+                    wallet_pb2.Posting(
+                        from_account="bank",
+                        to_account=f"player:{winner}",
+                        amount=1,
+                        reason="bank_load",
+                        table_id=f"bt{table}",
+                        round=i + 1,
+                        phase="end",
+                    )
+                )
             request = wallet_pb2.ApplyBatchRequest(
                 request_id=f"bench:{run}:{n}:{i}", postings=postings
             )
@@ -196,7 +213,7 @@ async def grpc_batches(port: int, count: int, concurrency: int) -> Result:
     return Result(len(latencies), elapsed, latencies)
 
 
-def serve_and_measure(url: str, count: int, concurrency: int) -> Result:
+def serve_and_measure(url: str, count: int, concurrency: int, bank: bool = False) -> Result:
     """Start ``kishpa serve wallet`` on ``url`` and measure batches through it."""
     port = _free_port()
     env = {
@@ -215,9 +232,9 @@ def serve_and_measure(url: str, count: int, concurrency: int) -> Result:
 
         async def go() -> Result:
             await _wait_serving(port, proc)
-            await grpc_batches(port, concurrency * 5, concurrency)  # warm-up
+            await grpc_batches(port, concurrency * 5, concurrency, bank)  # warm-up
             cpu = _cpu_seconds(proc.pid)
-            result = await grpc_batches(port, count, concurrency)
+            result = await grpc_batches(port, count, concurrency, bank)
             result.server_cpu_ms = (_cpu_seconds(proc.pid) - cpu) * 1000 / result.count
             return result
 
@@ -227,15 +244,22 @@ def serve_and_measure(url: str, count: int, concurrency: int) -> Result:
         proc.wait(timeout=30)
 
 
-def measure(name: str, url: str, count: int, concurrency: int, say: Callable[[str], None]) -> None:
+def measure(
+    name: str,
+    url: str,
+    count: int,
+    concurrency: int,
+    say: Callable[[str], None],
+    bank: bool = False,
+) -> None:
     """Baseline, then batches, then a reconciliation proving the run left the ledger whole."""
     upgrade(url)
     base = insert_baseline(url, count, threads=16)
-    batches = serve_and_measure(url, count, concurrency)
+    batches = serve_and_measure(url, count, concurrency, bank)
     report = reconcile_url(url)
     say(f"{name:10s} single-row INSERT baseline  {base}")
     say(
-        f"{name:10s} ApplyBatch (4 postings)    {batches}   "
+        f"{name:10s} ApplyBatch ({5 if bank else 4} postings)    {batches}   "
         f"= {batches.rate / base.rate:.2f}x baseline"
     )
     say(
@@ -308,6 +332,8 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--compare-engines", action="store_true")
+    parser.add_argument("--through-bank", action="store_true")
+    parser.add_argument("--only", choices=["postgres", "sqlite"])
     args = parser.parse_args()
     if args.compare_engines:
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
@@ -318,10 +344,14 @@ def main() -> int:
         f"wallet bench: {args.batches} batches, {args.concurrency} concurrent clients, "
         f"{os.cpu_count()} CPUs"
     )
-    with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
-        measure("postgres", url, args.batches, args.concurrency, print)
-    with tempfile.TemporaryDirectory() as tmp:
-        measure("sqlite", f"sqlite:///{tmp}/wallet.sqlite3", args.batches, args.concurrency, print)
+    bank = args.through_bank
+    if args.only != "sqlite":
+        with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
+            measure("postgres", url, args.batches, args.concurrency, print, bank)
+    if args.only != "postgres":
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{tmp}/wallet.sqlite3"
+            measure("sqlite", url, args.batches, args.concurrency, print, bank)
     return 0
 
 

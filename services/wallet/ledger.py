@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, case, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from services.wallet import schema
+from services.wallet import postgres, schema
 from services.wallet.accounts import (
     BANK,
     LOAD_TOKENS,
@@ -223,36 +223,66 @@ class Ledger:
         postings: Sequence[Posting],
         accounts: list[str],
     ) -> BatchResult:
-        a = schema.accounts.c
         own = [x for x in accounts if x != BANK]
-        query = select(a.id, a.balance).where(a.id.in_(own)).order_by(a.id)
-        if not self._sqlite:
-            query = query.with_for_update()
-        balances = {row.id: int(row.balance) for row in conn.execute(query)}
+        balances = self._lock(conn, own)
         missing = [x for x in own if x not in balances]
         if missing:
             raise AccountNotFound(f"no such account: {', '.join(missing)} (open the wallet first)")
         # The bank is not locked and may not be read consistently; its balance after the
-        # batch comes from the relative UPDATE below (no limit applies to it).
+        # batch comes from the relative UPDATE (no limit applies to it).
         plan = plan_batch(postings, {**balances, BANK: 0})
         now = _now_ms()
         result_balances = {x: plan.balances[x] for x in own}
         changed = {x: d for x, d in plan.deltas().items() if d or x == BANK}
-        if changed:
-            # One relative UPDATE for every account. The others are already locked, so the
-            # bank is the only row it may wait for, and it is always taken last.
-            rows = conn.execute(
-                update(schema.accounts)
-                .where(a.id.in_(sorted(changed)))
-                .values(balance=a.balance + case(changed, value=a.id))
-                .returning(a.id, a.balance)
+        if self._sqlite:
+            after = self._update_core(conn, changed)
+        else:
+            batch_id, after = postgres.write_batch(
+                conn,
+                key=key,
+                digest=digest,
+                result_parts=_result_parts(plan.applied, result_balances, BANK in changed),
+                changed=changed,
+                applied=plan.applied,
+                now=now,
             )
-            after = {row.id: int(row.balance) for row in rows}
-            if any(after[x] != result_balances[x] for x in after if x != BANK):
-                raise RuntimeError("ledger invariant broken: a locked balance changed")
-            if BANK in after:
-                result_balances[BANK] = after[BANK]
+        if BANK in changed and BANK not in after:
+            raise RuntimeError("ledger invariant broken: the bank account is missing")
+        if any(after[x] != result_balances[x] for x in after if x != BANK):
+            raise RuntimeError("ledger invariant broken: a locked balance changed")
+        if BANK in after:
+            result_balances[BANK] = after[BANK]
         result = BatchResult(0, plan.applied, dict(sorted(result_balances.items())))
+        if self._sqlite:
+            batch_id = self._insert_core(conn, key, digest, result, now)
+        return BatchResult(batch_id, result.applied, result.balances)
+
+    def _lock(self, conn: Connection, own: list[str]) -> dict[str, int]:
+        """Balances of ``own`` (sorted), locked until the transaction ends."""
+        if not self._sqlite:
+            return postgres.lock_accounts(conn, own)
+        # SQLite: BEGIN IMMEDIATE already holds the database's write lock.
+        a = schema.accounts.c
+        query = select(a.id, a.balance).where(a.id.in_(own)).order_by(a.id)
+        return {row.id: int(row.balance) for row in conn.execute(query)}
+
+    @staticmethod
+    def _update_core(conn: Connection, changed: dict[str, int]) -> dict[str, int]:
+        """One relative UPDATE for every changed account, bank included (SQLite)."""
+        if not changed:
+            return {}
+        a = schema.accounts.c
+        rows = conn.execute(
+            update(schema.accounts)
+            .where(a.id.in_(sorted(changed)))
+            .values(balance=a.balance + case(changed, value=a.id))
+            .returning(a.id, a.balance)
+        )
+        return {row.id: int(row.balance) for row in rows}
+
+    @staticmethod
+    def _insert_core(conn: Connection, key: str, digest: str, result: BatchResult, now: int) -> int:
+        """Insert the batch (unique key) with its result, then its postings (SQLite)."""
         batch_id = conn.execute(
             insert(schema.batches)
             .values(idempotency_key=key, body_hash=digest, result=result.to_json(), created_ms=now)
@@ -273,10 +303,10 @@ class Ledger:
                     "phase": p.phase or None,
                     "created_ms": now,
                 }
-                for seq, p in enumerate(plan.applied)
+                for seq, p in enumerate(result.applied)
             ],
         )
-        return BatchResult(int(batch_id), result.applied, result.balances)
+        return int(batch_id)
 
     def _find(self, conn: Connection, key: str, digest: str) -> BatchResult | None:
         b = schema.batches.c
@@ -307,6 +337,28 @@ class Ledger:
                     )
                     conn.execute(stmt)
         self._known.update(wanted)
+
+
+# Stands for the bank's balance in a result's JSON until the database supplies it.
+_BANK_SLOT = "\x00bank\x00"
+
+
+def _result_parts(
+    applied: tuple[Posting, ...], balances: dict[str, int], with_bank: bool
+) -> tuple[str, str]:
+    """The stored result's JSON (as ``BatchResult.to_json``) split where the bank's balance
+    after the batch goes; ("<whole JSON>", "") when the batch leaves the bank alone."""
+    if not with_bank:
+        return BatchResult(0, applied, dict(sorted(balances.items()))).to_json(), ""
+    slotted: dict[str, int | str] = {**balances, BANK: _BANK_SLOT}
+    text = json.dumps(
+        {"applied": [p.to_json() for p in applied], "balances": dict(sorted(slotted.items()))},
+        separators=(",", ":"),
+    )
+    head, slot, tail = text.partition(json.dumps(_BANK_SLOT))
+    if not slot:
+        raise RuntimeError("the bank's slot is missing from a batch result")
+    return head, tail
 
 
 def _insert_ignore(sqlite: bool) -> Any:
