@@ -79,6 +79,7 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Itera
         KISHPA_MATCHMAKING_ADDR=f"127.0.0.1:{ports['matchmaking']}",
     )
     processes: list[subprocess.Popen[bytes]] = []
+    before = _table_ids(redis_url)
     try:
         for name in SERVICES:
             child_env = dict(
@@ -100,6 +101,19 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Itera
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        # No workers settle these tables: their outbox records would stay forever.
+        for table_id in _table_ids(redis_url) - before:
+            _delete_table(redis_url, table_id)
+
+
+def _table_ids(redis_url: str) -> set[str]:
+    """Every table in the database (found by its state key)."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        found = client.scan_iter(match=table_keys.state("*"))
+        return {k.decode().split("{", 1)[1].split("}", 1)[0] for k in found}
+    finally:
+        client.close()
 
 
 def _delete_table(redis_url: str, table_id: str) -> None:
@@ -110,6 +124,7 @@ def _delete_table(redis_url: str, table_id: str) -> None:
         table_keys.requests(table_id),
         table_keys.outbox(table_id),
         table_keys.balances(table_id),
+        table_keys.settled(table_id),
     )
     client.zrem(table_keys.deadlines(), table_id)
     client.close()
