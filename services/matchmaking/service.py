@@ -27,7 +27,7 @@ from services.common.errors import (
     ServiceError,
     failure_of,
 )
-from services.matchmaking import codes
+from services.matchmaking import codes, metrics
 from services.matchmaking.gateways import TableGateway
 from services.matchmaking.notify import TicketNotifier
 from services.matchmaking.store import (
@@ -160,6 +160,8 @@ class Matchmaking:
             group_id=secrets.token_hex(10),
             request_id=rid,
         )
+        if outcome.kind in ("waiting", "formed"):
+            metrics.TICKETS.labels("queued").inc()
         if outcome.kind == "formed":
             await self.seat_group(outcome.group_id)
         return await self.queue_state(player_id, outcome.ticket_id)
@@ -185,6 +187,8 @@ class Matchmaking:
             )
         if after == EXPIRED:
             raise FailedPrecondition("TICKET_EXPIRED", "the ticket had already expired")
+        if state.ticket.state == WAITING:
+            metrics.TICKETS.labels("cancelled").inc()
         return await self.queue_state(player_id, ticket_id)
 
     async def watch(self, player_id: str, ticket_id: str) -> AsyncIterator[QueueState]:
@@ -242,12 +246,15 @@ class Matchmaking:
             log.warning(
                 "matchmaking.seating_failed", group_id=group_id, retryable=retryable, error=str(exc)
             )
+            metrics.SEATING_FAILURES.labels("retried" if retryable else "requeued").inc()
             if not retryable:
                 # A refusal would repeat on every retry: the players wait again instead.
                 await self.store.requeue_group(group)
             return False
         seated = await self.store.seat_group(group, created.table_id, self.config.seating_ttl_s)
         if seated:
+            metrics.TABLES_FORMED.labels(str(group.seats)).inc()
+            metrics.TICKETS.labels("matched").inc(len(group.tickets))
             log.info("matchmaking.table_formed", table_id=created.table_id, players=group.players)
         return seated
 
@@ -266,6 +273,7 @@ class Matchmaking:
                 continue
             if await self.store.leave(ticket, EXPIRED, now, only_if_due=True) == EXPIRED:
                 expired += 1
+                metrics.TICKETS.labels("expired").inc()
         seated = 0
         for group_id in await self.store.stale_groups(now - self.config.stale_group_ms):
             if await self.seat_group(group_id):
@@ -312,6 +320,7 @@ class Matchmaking:
             raise FailedPrecondition("NO_CODE", "could not find a free invite code; retry")
         seating = Seating(created.table_id, 0, game)
         await self.store.remember_seating(player_id, seating, self.config.seating_ttl_s)
+        metrics.PRIVATE_TABLES.labels("created").inc()
         result = PrivateTable(code, created.table_id, expire_ms)
         await self.store.remember_answer(
             player_id,
@@ -339,6 +348,7 @@ class Matchmaking:
         invite, _ = found
         table_id = str(invite["table_id"])
         seat = await self.tables.join_table(table_id, player_id, request_id="mmj-" + rid)
+        metrics.PRIVATE_TABLES.labels("joined").inc()
         seating = Seating(table_id, seat, str(invite["game"]))
         await self.store.remember_seating(player_id, seating, self.config.seating_ttl_s)
         await self.store.remember_answer(
