@@ -359,13 +359,17 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             except Unauthenticated as exc:
                 await abort_with(context, exc)
                 raise  # abort_with always raises; this tells the type checker so
-            reset = _caller.set(caller)
+            _caller.set(caller)
+            # Every log line of the call names its caller (ids only, never the token).
+            structlog.contextvars.bind_contextvars(caller=caller_label(caller))
             try:
-                # Every log line of the call names its caller (ids only, never the token).
-                with structlog.contextvars.bound_contextvars(caller=caller_label(caller)):
-                    yield
+                yield
             finally:
-                _caller.reset(reset)
+                # Not ContextVar.reset(): a cancelled stream's generator may be closed from
+                # another context, where a reset token raises. Each call runs in a context of
+                # its own, so clearing is enough.
+                _caller.set(None)
+                structlog.contextvars.unbind_contextvars("caller")
 
         return wrap_handler(handler, method, authenticated)
 
