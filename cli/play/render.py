@@ -170,7 +170,8 @@ def board(view: table_pb2.TableView, names: Mapping[str, str]) -> RenderableType
             Text(marker, style="bold green"),
             Text(name, style="bold" if info.seat == view.my_seat else ""),
             f"{info.tile_count} tiles" if info.player_id and r is not None else "",
-            f"{info.balance:,} tokens" if info.player_id else "",
+            # Balances reach the table with the first settlement; before that, nothing to show.
+            f"{info.balance:,} tokens" if info.player_id and info.balance else "",
             f"won {info.rounds_won}" if info.player_id else "",
         )
     parts.append(seats)

@@ -107,6 +107,7 @@ class PlaySession:
         self.closed = asyncio.Event()
         self.stream = FairStream(os.urandom(SERVER_SEED_BYTES), (), bot.BOT_TAG)
         self._reader: LineReader | None = None
+        self._told: tuple[object, ...] = ()
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -164,8 +165,26 @@ class PlaySession:
         return action in self.view.available_actions
 
     def tell_what_to_do(self) -> None:
-        """One line saying what the player can do now (or nothing when he waits)."""
+        """One line saying what the player can do now (or nothing when he waits).
+
+        Said once per situation (events often announce the same one twice); Enter forgets
+        what was said so it is said again.
+        """
         view = self.view
+        r = view.round
+        situation = (
+            r.round,
+            r.pile_count,  # with the discards: a new turn is a new situation
+            len(r.discards),
+            r.phase,
+            r.turn_seat,
+            r.turn_drew,
+            self._may(table_pb2.PLAYER_ACTION_REVEAL_KISHPA),
+            view.status,
+        )
+        if situation == self._told:
+            return
+        self._told = situation
         if not view.HasField("round") or view.my_seat < 0:
             if view.status == table_pb2.TABLE_STATUS_WAITING:
                 self.console.print("Waiting for players to join…", style="dim")
@@ -233,6 +252,7 @@ class PlaySession:
         if verb == "":
             await self.refresh()
             self.show_board()
+            self._told = ()
             self.tell_what_to_do()
         elif verb in ("help", "?", "h?"):
             self.show_help()
@@ -428,7 +448,10 @@ class PlaySession:
         kind = event.type
         if kind == "player_joined":
             await self.refresh()
-            self.console.print(f"{self.name(event.seat)} sat down in seat {event.seat + 1}.")
+            name = str(data.get("name") or "") or self.names.get(str(data.get("player_id")), "")
+            if event.seat == self.view.my_seat:
+                name = "You"
+            self.console.print(f"{name or 'A player'} sat down in seat {event.seat + 1}.")
         elif kind == "round_started":
             await self.refresh()
             self.console.print(Text(f"Round {event.round} starts.", style="bold cyan"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -29,6 +30,9 @@ from services.matchmaking.servicer import MatchmakingServicer
 from services.matchmaking.store import MatchStore
 
 SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
+KEY_PREFIX_ENV = "KISHPA_MATCHMAKING_KEY_PREFIX"
+"""Where this service's Redis keys live (default ``kishpa:{mm}``; keep one hash tag in it).
+Test stacks sharing one Redis give each its own."""
 REDIS_CONNECTIONS = 256
 """Commands and WatchQueue subscriptions share this pool; callers beyond it wait."""
 
@@ -148,7 +152,7 @@ async def _serve(settings: Settings) -> int:
 
     async def factory() -> list[ServiceRegistration]:
         nonlocal wiring, task
-        wiring = wire(settings)
+        wiring = wire(settings, key_prefix=os.environ.get(KEY_PREFIX_ENV, DEFAULT_PREFIX))
         task = asyncio.create_task(wiring.matchmaking.run_sweeper(stop_sweeper))
         return wiring.registrations
 

@@ -7,12 +7,14 @@ The wallet (SQLite in a temporary directory), table and matchmaking services run
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -64,8 +66,11 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Itera
     """The environment a client needs to reach the three services started for the module."""
     tmp = tmp_path_factory.mktemp("stack")
     ports = {name: _free_port() for name in SERVICES}
+    # A matchmaking key space of this stack's own: its seatings name the tables it made.
+    prefix = f"kishpa:{{mm-e2e-{uuid.uuid4().hex[:12]}}}"
     env = dict(
         os.environ,
+        KISHPA_MATCHMAKING_KEY_PREFIX=prefix,
         REDIS_URL=redis_url,
         DATABASE_URL=f"sqlite:///{tmp / 'wallet.sqlite3'}",
         KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
@@ -79,7 +84,6 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Itera
         KISHPA_MATCHMAKING_ADDR=f"127.0.0.1:{ports['matchmaking']}",
     )
     processes: list[subprocess.Popen[bytes]] = []
-    before = _table_ids(redis_url)
     try:
         for name in SERVICES:
             child_env = dict(
@@ -102,16 +106,24 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Itera
                 process.kill()
                 process.wait()
         # No workers settle these tables: their outbox records would stay forever.
-        for table_id in _table_ids(redis_url) - before:
+        for table_id in _tables_seated_by(redis_url, prefix):
             _delete_table(redis_url, table_id)
 
 
-def _table_ids(redis_url: str) -> set[str]:
-    """Every table in the database (found by its state key)."""
+def _tables_seated_by(redis_url: str, prefix: str) -> set[str]:
+    """The tables this stack's matchmaking seated anyone at (from its own key space), and
+    that key space deleted."""
     client = redis.Redis.from_url(redis_url)
     try:
-        found = client.scan_iter(match=table_keys.state("*"))
-        return {k.decode().split("{", 1)[1].split("}", 1)[0] for k in found}
+        pattern = prefix.replace("{", "[{]").replace("}", "[}]") + ":*"
+        tables: set[str] = set()
+        for key in client.scan_iter(match=pattern):
+            if key.decode().endswith(":table"):
+                raw = client.get(key)
+                if raw is not None:
+                    tables.add(str(json.loads(raw)["table_id"]))
+            client.delete(key)
+        return tables
     finally:
         client.close()
 
