@@ -50,6 +50,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _server_root() -> Path:
+    """``BENCH_TABLE_SERVER_ROOT=<dir>`` serves from another source tree (e.g. ``git archive``
+    of the previous commit plus ``kishpa/``), to compare two versions in one session."""
+    return Path(os.environ.get("BENCH_TABLE_SERVER_ROOT", ROOT))
+
+
 def _profiler() -> list[str]:
     """``BENCH_TABLE_PROFILE=<file>`` runs the service under cProfile (to find its hot spots)."""
     out = os.environ.get("BENCH_TABLE_PROFILE")
@@ -217,7 +223,7 @@ async def main(tables: int, seconds: float) -> None:
     log = Path(os.environ.get("BENCH_TABLE_LOG", os.devnull)).open("wb")  # noqa: ASYNC230, SIM115
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before the measurement
         [sys.executable, *_profiler(), "-m", "cli.main", "serve", "table"],
-        cwd=ROOT,
+        cwd=_server_root(),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=log,

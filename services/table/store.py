@@ -117,6 +117,7 @@ class TableStore:
         self._commit = redis.register_script(_load_script("commit.lua"))
         self._claim = redis.register_script(_load_script("claim.lua"))
         self._view = redis.register_script(_load_script("view.lua"))
+        self._load = redis.register_script(_load_script("load.lua"))
 
     async def load(self, table_id: str) -> Snapshot | None:
         """The table's state and version, or None when there is no such table."""
@@ -127,6 +128,24 @@ class TableStore:
         return Snapshot(
             table_id, int(version), json.loads(raw), None if deadline is None else int(deadline)
         )
+
+    async def load_for(self, table_id: str, request: str) -> tuple[str | None, Snapshot | None]:
+        """The first answer of ``request`` if it was answered, else the table (one round trip).
+
+        Returns ``(answer, None)`` for a replay, ``(None, snapshot or None)`` otherwise.
+        """
+        reply: Any = await self._load(
+            keys=[keys.state(table_id), keys.requests(table_id)], args=[request]
+        )
+        if int(reply[0]) == 1:
+            return _text(reply[1]), None
+        _, version, raw, deadline = reply
+        if version is None or raw is None:
+            return None, None
+        snapshot = Snapshot(
+            table_id, int(version), json.loads(raw), None if deadline is None else int(deadline)
+        )
+        return None, snapshot
 
     async def load_view(self, table_id: str) -> tuple[Snapshot | None, str, dict[str, int]]:
         """The state, the id of the last event it includes and the balances (atomically)."""
@@ -222,14 +241,12 @@ class TableStore:
         not exist yet and ``compute`` receives an empty snapshot of version 0.
         """
         for _attempt in range(COMMIT_MAX_ATTEMPTS):
-            if request:
-                # A replay must get the first answer even when the move is illegal by now, so
-                # look before computing (commit.lua also answers replays that race us).
-                replay = await self.answer(table_id, request)
-                if replay is not None:
-                    COMMITS.labels("replayed").inc()
-                    return Committed(0, (), replay, True, None)
-            snapshot = await self.load(table_id)
+            # A replay must get the first answer even when the move is illegal by now, so
+            # look before computing (commit.lua also answers replays that race us).
+            replay, snapshot = await self.load_for(table_id, request)
+            if replay is not None:
+                COMMITS.labels("replayed").inc()
+                return Committed(0, (), replay, True, None)
             if create:
                 if snapshot is not None:
                     raise TableExistsError(f"table {table_id} already exists")
