@@ -134,6 +134,10 @@ class Stack:
             time.sleep(0.1)
 
     def stop(self) -> None:
+        # A second Ctrl-C must not abandon the children half-stopped: the grace period
+        # below is bounded and ends in SIGKILL anyway.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         self.stopping = True
         for child in reversed(self.children):
             if child.process and child.process.poll() is None:
@@ -179,6 +183,12 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
             Child(name, [kishpa, "serve", name], ready_port=port) for name, port in ports.items()
         ]
         children += [Child("worker", [kishpa, "worker"]), Child("beat", [kishpa, "beat"])]
+        taken = [p for p in [*ports.values(), *metrics.values()] if _port_open(p)]
+        if taken:
+            raise RuntimeError(
+                f"port(s) {', '.join(map(str, taken))} already in use: is another stack "
+                "running? Stop it, or choose ports with KISHPA_<SERVICE>_PORT"
+            )
         for index, child in enumerate(children):
             child_env = dict(env, KISHPA_METRICS_PORT=str(metrics.get(child.name, 0)))
             if child.ready_port is not None:
