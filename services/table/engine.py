@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import grpc
 
 from services.common.errors import ServiceError
-from services.table.events import TableEvent
+from services.table.events import NO_SEAT, TableEvent
 
 SEAT_LIMITS = (2, 4)
 
@@ -280,3 +280,13 @@ class GameEngine(Protocol):
 
     def face(self, tile_id: int) -> str:
         """The text of a tile id (``R7``, ``DR``; Hand: ``10H``)."""
+
+
+def announce_deadline(
+    table: Table, round_no: int, deadline: Deadline | None, out: list[TableEvent]
+) -> None:
+    """Publish a new deadline so clients can show the countdown; an unchanged one is not
+    announced again."""
+    if deadline is not None and deadline != table.deadline:
+        data = {"kind": deadline.kind, "at_ms": deadline.at_ms}
+        out.append(TableEvent("deadline", round_no, NO_SEAT, data))

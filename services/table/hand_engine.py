@@ -59,6 +59,7 @@ from services.table.engine import (
     Table,
     TableError,
     TableSettings,
+    announce_deadline,
 )
 from services.table.events import NO_SEAT, TableEvent
 
@@ -213,12 +214,7 @@ class HandEngine:
                 deadline = Deadline(now_ms + table.settings.next_round_pause_ms, "next_round")
         else:
             deadline = self._turn_deadline(table, deal, events, now_ms)
-        if deadline is not None and deadline != table.deadline:
-            out.append(
-                TableEvent(
-                    "deadline", round_no, NO_SEAT, {"kind": deadline.kind, "at_ms": deadline.at_ms}
-                )
-            )
+        announce_deadline(table, round_no, deadline, out)
         return Step(
             game=game_dict,
             events=out,

@@ -39,6 +39,7 @@ from services.table.engine import (
     Table,
     TableError,
     TableSettings,
+    announce_deadline,
 )
 from services.table.events import NO_SEAT, PRIVATE, TableEvent
 
@@ -154,12 +155,7 @@ class KishpaEngine:
             deadline = None if closed else Deadline(now_ms + pause, "next_round")
         else:
             deadline = self._deadline(table, state, events, now_ms)
-        if deadline is not None and deadline != table.deadline:
-            out.append(
-                TableEvent(
-                    "deadline", round_no, NO_SEAT, {"kind": deadline.kind, "at_ms": deadline.at_ms}
-                )
-            )
+        announce_deadline(table, round_no, deadline, out)
         return Step(
             game=game,
             events=out,
