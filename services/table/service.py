@@ -55,6 +55,10 @@ Enqueue = Callable[[str, int, str], None]
 SEED_BYTES = 80
 MAX_CLIENT_SEED = 64
 MAX_REQUEST_ID = 128
+READ_BATCH = 200
+"""Events read from the stream per XREAD."""
+SETTLEMENT_WAIT_MS = 30_000
+"""How long a WatchTable stream waits after ``table_closed`` for the last settlement."""
 
 
 class TableNotFoundError(TableError):
@@ -520,13 +524,25 @@ class Tables:
         """Every event after ``after_id``, then live ones, as this player may see them.
 
         Public data always; private facts only those of the player's own seat; wholly private
-        events of other seats are skipped. The stream ends after ``table_closed``.
+        events of other seats are skipped. After ``table_closed`` the stream goes on until
+        the workers have settled the table's last phase (so the watcher receives the final
+        balances), or for at most ``SETTLEMENT_WAIT_MS``.
         """
         table, _ = await self._load(table_id)
         seat = table.seat_of(player_id)
         cursor = after_id or "0-0"
+        closed_at: int | None = None
         while True:
-            batch = await self.store.read_events(table_id, cursor, block_ms=block_ms)
+            closed_before = closed_at is not None
+            # Checked before reading: a phase is marked settled in the same script that
+            # appends its event, so once none is pending the next read holds every event.
+            pending = (
+                closed_at is not None
+                and self.clock() - closed_at < SETTLEMENT_WAIT_MS
+                and await self.store.unsettled_phases(table_id) > 0
+            )
+            wait = block_ms if not closed_before or pending else None
+            batch = await self.store.read_events(table_id, cursor, block_ms=wait, count=READ_BATCH)
             if not batch and await self.store.load(table_id) is None:
                 return  # the table expired while quiet: nothing more will happen
             for stored in batch:
@@ -540,7 +556,9 @@ class Tables:
                 if visible is not None:
                     yield StoredEvent(stored.id, visible)
                 if event.type == "table_closed":
-                    return
+                    closed_at = self.clock()
+            if closed_before and not pending and len(batch) < READ_BATCH:
+                return
 
     async def handle_deadline(self, table_id: str) -> bool:
         """Apply a passed deadline through the versioned commit; False when nothing was due."""

@@ -289,6 +289,14 @@ class TableStore:
         raw = await self.redis.hgetall(keys.balances(table_id))
         return {_text(k): int(v) for k, v in raw.items()}
 
+    async def unsettled_phases(self, table_id: str) -> int:
+        """How many of the table's outbox phases the workers have not settled yet."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hkeys(keys.outbox(table_id))
+            pipe.hkeys(keys.settled(table_id))
+            written, settled = await pipe.execute()
+        return len(set(written) - set(settled))
+
     async def set_deadline(self, table_id: str, deadline_ms: int | None) -> None:
         """Index the table's next deadline (or drop it when it waits for nobody)."""
         if deadline_ms is None:
