@@ -58,7 +58,8 @@ MAX_REQUEST_ID = 128
 READ_BATCH = 200
 """Events read from the stream per XREAD."""
 SETTLEMENT_WAIT_MS = 30_000
-"""How long a WatchTable stream waits after ``table_closed`` for the last settlement."""
+"""How long a WatchTable stream waits after ``table_closed`` for the last settlement (when
+the service enqueues settlements)."""
 
 
 class TableNotFoundError(TableError):
@@ -140,11 +141,17 @@ class Tables:
         *,
         enqueue: Enqueue | None = None,
         clock: Callable[[], int] = now_ms,
+        settlement_wait_ms: int | None = None,
     ) -> None:
         self.store = store
         self.engines = dict(engines)
         self.enqueue = enqueue
         self.clock = clock
+        # A service that hands rounds to the workers waits for their last settlement
+        # before ending a watch; one that does not (tests, KISHPA_TABLE_ENQUEUE=0) need not.
+        if settlement_wait_ms is None:
+            settlement_wait_ms = SETTLEMENT_WAIT_MS if enqueue is not None else 0
+        self.settlement_wait_ms = settlement_wait_ms
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -526,7 +533,7 @@ class Tables:
         Public data always; private facts only those of the player's own seat; wholly private
         events of other seats are skipped. After ``table_closed`` the stream goes on until
         the workers have settled the table's last phase (so the watcher receives the final
-        balances), or for at most ``SETTLEMENT_WAIT_MS``.
+        balances), for at most ``settlement_wait_ms``.
         """
         table, _ = await self._load(table_id)
         seat = table.seat_of(player_id)
@@ -538,7 +545,7 @@ class Tables:
             # appends its event, so once none is pending the next read holds every event.
             pending = (
                 closed_at is not None
-                and self.clock() - closed_at < SETTLEMENT_WAIT_MS
+                and self.clock() - closed_at < self.settlement_wait_ms
                 and await self.store.unsettled_phases(table_id) > 0
             )
             wait = block_ms if not closed_before or pending else None

@@ -56,7 +56,7 @@ async def closed_table() -> AsyncIterator[tuple[Tables, str]]:
         ),
         create=True,
     )
-    yield Tables(store, engines()), table_id
+    yield Tables(store, engines(), settlement_wait_ms=30_000), table_id
     await client.delete(*(part(table_id) for part in (
         keys.state, keys.events, keys.requests, keys.outbox, keys.settled, keys.balances
     )))  # fmt: skip
