@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
@@ -27,95 +23,15 @@ from games.hand.game import GameState
 from games.hand.record import postings_for_phase
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
-from services.common.settings import Settings, load_settings
 from services.table import keys
 from services.table.hand_botclient import HandBotPlayer
-from services.table.server import TableServer, create_table_server
-from tests.conftest import TEST_REDIS_URL
+from tests.integration.tables.conftest import cleanup
 
 pytestmark = pytest.mark.integration
 
-PLAYERS = ["ann", "bob", "cat", "dan"]
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    """The table tests' own Redis database (as in test_table_service): the deadline index is
-    per database, so table services of other tests on a shared machine never claim these
-    tables' timers."""
-    own = os.environ.get("TEST_TABLE_REDIS_URL")
-    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/11"))
-
-
 IDLE_LIMIT_S = 60.0
-
-
-@pytest.fixture
-def settings(redis_url: str) -> Settings:
-    return load_settings(
-        "table",
-        redis_url=redis_url,
-        token_secret=secrets.token_urlsafe(48),
-        service_secret=secrets.token_urlsafe(48),
-        grpc_port=0,
-        metrics_port=0,
-    )
-
-
-@pytest.fixture
-def authority(settings: Settings) -> TokenAuthority:
-    return TokenAuthority.from_settings(settings)
-
-
-@pytest.fixture
-async def server(settings: Settings) -> AsyncIterator[TableServer]:
-    srv = create_table_server(settings, address="127.0.0.1:0")
-    await srv.start()
-    yield srv
-    await srv.stop(0)
-
-
-@pytest.fixture
-async def channel(server: TableServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
-        yield ch
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-def players() -> list[str]:
-    suffix = uuid.uuid4().hex[:8]
-    return [f"{p}-{suffix}" for p in PLAYERS]
-
-
-@pytest.fixture
-def md(authority: TokenAuthority, players: list[str]) -> dict[str, Any]:
-    return {p: bearer_metadata(authority.issue_player_token(p, p.upper()).token) for p in players}
-
-
-@pytest.fixture
-def stub(channel: grpc.aio.Channel) -> table_pb2_grpc.TableServiceStub:
-    return table_pb2_grpc.TableServiceStub(channel)
-
-
-async def cleanup(redis: Redis, table_id: str) -> None:
-    await redis.delete(
-        keys.state(table_id),
-        keys.events(table_id),
-        keys.requests(table_id),
-        keys.outbox(table_id),
-        keys.settled(table_id),
-        keys.balances(table_id),
-    )
-    await redis.zrem(keys.deadlines(), table_id)
 
 
 async def open_hand_table(

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import secrets
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
@@ -26,92 +23,13 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
-from services.common.settings import Settings, load_settings
+from services.common.settings import Settings
 from services.table import keys
 from services.table.botclient import BotPlayer
 from services.table.events import decode
-from services.table.server import TableServer, create_table_server
-from tests.conftest import TEST_REDIS_URL
+from tests.integration.tables.conftest import cleanup
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    """A Redis database of the table tests' own (db 11 of the test server unless
-    ``TEST_TABLE_REDIS_URL`` says otherwise): the deadline index is per database, and table
-    services of other tests on the shared machine must not claim these tables' timers."""
-    own = os.environ.get("TEST_TABLE_REDIS_URL")
-    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/11"))
-
-
-PLAYERS = ["ann", "bob", "cat", "dan"]
-
-
-@pytest.fixture
-def settings(redis_url: str) -> Settings:
-    return load_settings(
-        "table",
-        redis_url=redis_url,
-        token_secret=secrets.token_urlsafe(48),
-        service_secret=secrets.token_urlsafe(48),
-        grpc_port=0,
-        metrics_port=0,
-    )
-
-
-@pytest.fixture
-def authority(settings: Settings) -> TokenAuthority:
-    return TokenAuthority.from_settings(settings)
-
-
-@pytest.fixture
-async def server(settings: Settings) -> AsyncIterator[TableServer]:
-    srv = create_table_server(settings, address="127.0.0.1:0")
-    await srv.start()
-    yield srv
-    await srv.stop(0)
-
-
-@pytest.fixture
-async def channel(server: TableServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
-        yield ch
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-def players() -> list[str]:
-    suffix = uuid.uuid4().hex[:8]
-    return [f"{p}-{suffix}" for p in PLAYERS]
-
-
-@pytest.fixture
-def md(authority: TokenAuthority, players: list[str]) -> dict[str, Any]:
-    """Call metadata per player."""
-    return {p: bearer_metadata(authority.issue_player_token(p, p.upper()).token) for p in players}
-
-
-@pytest.fixture
-def stub(channel: grpc.aio.Channel) -> table_pb2_grpc.TableServiceStub:
-    return table_pb2_grpc.TableServiceStub(channel)
-
-
-async def _cleanup(redis: Redis, table_id: str) -> None:
-    await redis.delete(
-        keys.state(table_id),
-        keys.events(table_id),
-        keys.requests(table_id),
-        keys.outbox(table_id),
-        keys.balances(table_id),
-    )
-    await redis.zrem(keys.deadlines(), table_id)
 
 
 async def _open_table(
@@ -248,7 +166,7 @@ async def test_four_bots_play_rounds_until_the_last_round_empties_the_bowl(
         assert await redis.zscore(keys.deadlines(), table_id) is None
         assert await redis.ttl(keys.state(table_id)) > 0, "a closed table expires"
     finally:
-        await _cleanup(redis, table_id)
+        await cleanup(redis, table_id)
 
 
 def _ids_in(obj: Any) -> set[int]:
@@ -361,7 +279,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
-        await _cleanup(redis, table_id)
+        await cleanup(redis, table_id)
     assert len(watched) > 50
     for event in watched:
         as_dict = MessageToDict(event, preserving_proto_field_name=True)
@@ -439,7 +357,7 @@ async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_
         assert retried == first
         assert (await _hidden(redis, table_id))[0] == version_discarded
     finally:
-        await _cleanup(redis, table_id)
+        await cleanup(redis, table_id)
 
 
 async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
@@ -491,7 +409,7 @@ async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
         private = [e for e in resumed if e.HasField("private_data")]
         assert private, "his own private facts (the tiles he drew) come with the resumed events"
     finally:
-        await _cleanup(redis, table_id)
+        await cleanup(redis, table_id)
 
 
 async def test_bad_input_gets_a_clear_status_and_changes_nothing(
@@ -671,7 +589,7 @@ async def test_bad_input_gets_a_clear_status_and_changes_nothing(
             )
         await _refused_without_change(redis, table_id, cases)
     finally:
-        await _cleanup(redis, table_id)
+        await cleanup(redis, table_id)
 
 
 def _wins(state: dict[str, Any], seat: int) -> bool:
@@ -764,7 +682,7 @@ async def test_timers_play_late_turns_and_put_an_absent_seat_on_autoplay(
         assert first not in state["autoplay"], (tries, state["autoplay"], state["timeouts"])
         assert str(first) not in state["timeouts"]
     finally:
-        await _cleanup(redis, table_id)
+        await cleanup(redis, table_id)
 
 
 async def test_a_service_seats_a_whole_table_that_starts_when_full(
@@ -821,4 +739,4 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
             )
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     finally:
-        await _cleanup(redis, table_id)
+        await cleanup(redis, table_id)
