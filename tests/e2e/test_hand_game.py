@@ -15,7 +15,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import subprocess
 import time
 import uuid
@@ -42,12 +41,11 @@ from tests.integration.test_workers_settlement import (
     KISHPA,
     STARTING_TOKENS,
     WORKERS_REDIS_URL,
-    Process,
     Wallet,
     Worker,
-    _base_env,
     _free_port,
     _wait,
+    start_table_service,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -66,26 +64,6 @@ def redis_url() -> str:
 
 TOKEN_SECRET = secrets.token_urlsafe(48)
 PHASES = ["0:buy_in", "7:payout"]
-
-
-def start_table_service(tmp: Path, worker: Worker, wallet: Wallet) -> tuple[Process, int]:
-    port = _free_port()
-    env = _base_env(
-        KISHPA_TOKEN_SECRET=TOKEN_SECRET,
-        KISHPA_GRPC_PORT=str(port),
-        KISHPA_GRPC_HOST="127.0.0.1",
-        KISHPA_METRICS_PORT=str(_free_port()),
-        KISHPA_WORKER_QUEUE=worker.queue,
-        KISHPA_WALLET_ADDR=wallet.addr,
-    )
-    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
-
-    def accepting() -> bool:
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    _wait(accepting, 30, "the table service to listen")
-    return process, port
 
 
 async def play_hand_game(port: int, players: list[str]) -> tuple[str, table_pb2.TableView]:
@@ -140,7 +118,7 @@ async def play_hand_game(port: int, players: list[str]) -> tuple[str, table_pb2.
 async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path) -> None:
     wallet = Wallet(_free_port(), tmp_path / "wallet.sqlite3").start(tmp_path / "wallet.log")
     worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
-    table_process, port = start_table_service(tmp_path, worker, wallet)
+    table_process, port = start_table_service(tmp_path, worker, wallet, TOKEN_SECRET)
     client = redis.Redis.from_url(WORKERS_REDIS_URL)
     suffix = uuid.uuid4().hex[:8]
     players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat", "dan")]

@@ -321,6 +321,29 @@ def worker(wallet: Wallet, tmp_dir: Path) -> Iterator[Worker]:
 # -- tests --------------------------------------------------------------------------------
 
 
+def start_table_service(
+    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str
+) -> tuple[Process, int]:
+    """A real ``kishpa serve table`` that enqueues to ``worker``'s queue; returns its port."""
+    port = _free_port()
+    env = _base_env(
+        KISHPA_TOKEN_SECRET=token_secret,
+        KISHPA_GRPC_PORT=str(port),
+        KISHPA_GRPC_HOST="127.0.0.1",
+        KISHPA_METRICS_PORT=str(_free_port()),
+        KISHPA_WORKER_QUEUE=worker.queue,
+        KISHPA_WALLET_ADDR=wallet.addr,
+    )
+    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
+
+    def accepting() -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    _wait(accepting, 30, "the table service to listen")
+    return process, port
+
+
 def test_the_same_task_delivered_three_times_settles_once(
     worker: Worker, wallet: Wallet, tables: Tables
 ) -> None:
