@@ -15,7 +15,7 @@ ARGV[2]  new state JSON
 ARGV[3]  request field ("" when the call carries no request id)
 ARGV[4]  answer to remember under the request field
 ARGV[5]  deadline in ms ("" when the table waits for nobody)
-ARGV[6]  expiry in seconds for a finished table ("0": keep)
+ARGV[6]  expiry in seconds (a finished or a still-waiting table); "0": no expiry (PERSIST)
 ARGV[7]  number of events E
 ARGV[8]  number of outbox records P
 then E events, each as: n, key1, value1, ..., keyn, valuen
@@ -69,10 +69,12 @@ if ARGV[3] ~= '' then
 end
 
 local ttl = tonumber(ARGV[6])
-if ttl > 0 then
-  redis.call('EXPIRE', KEYS[1], ttl)
-  redis.call('EXPIRE', KEYS[2], ttl)
-  redis.call('EXPIRE', KEYS[3], ttl)
+for k = 1, 3 do
+  if ttl > 0 then
+    redis.call('EXPIRE', KEYS[k], ttl)
+  else
+    redis.call('PERSIST', KEYS[k])
+  end
 end
 
 return result

@@ -55,6 +55,8 @@ Enqueue = Callable[[str, int, str], None]
 SEED_BYTES = 80
 MAX_CLIENT_SEED = 64
 MAX_REQUEST_ID = 128
+WAITING_TABLE_TTL_S = 24 * 3600
+"""A table that never starts is forgotten a day after its last join or leave."""
 READ_BATCH = 200
 """Events read from the stream per XREAD."""
 SETTLEMENT_WAIT_MS = 30_000
@@ -198,6 +200,7 @@ class Tables:
             answer=json.dumps(answer, separators=(",", ":")),
             deadline_ms=None if table.deadline is None else table.deadline.at_ms,
             finished=table.status == "closed",
+            idle_ttl_s=WAITING_TABLE_TTL_S if table.status == "waiting" else 0,
         )
 
     async def _mutate(

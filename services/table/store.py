@@ -71,6 +71,9 @@ class Transition:
     answer: str = ""
     deadline_ms: int | None = None
     finished: bool = False
+    idle_ttl_s: int = 0
+    """Expire the table this long after this commit unless another comes (a table still
+    waiting for players); 0 keeps it. A finished table uses the store's ``finished_ttl_s``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +187,7 @@ class TableStore:
             request,
             transition.answer,
             "" if transition.deadline_ms is None else transition.deadline_ms,
-            self.finished_ttl_s if transition.finished else 0,
+            self.finished_ttl_s if transition.finished else transition.idle_ttl_s,
             len(transition.events),
             len(transition.phases),
         ]

@@ -174,3 +174,23 @@ async def test_claim_due_moves_deadline_by_a_lease(redis: Redis, table_id: str) 
     assert table_id in claimed
     assert await redis.zscore(keys.deadlines(), table_id) == 7_000
     assert table_id not in await store.claim_due(6_000, lease_ms=2_000, limit=10_000)
+
+
+async def test_a_waiting_table_expires_when_idle_and_a_started_one_does_not(
+    redis: Redis, table_id: str
+) -> None:
+    store = TableStore(redis)
+    waiting = Transition(
+        state={"count": 0}, events=[TableEvent("created", 0, -1, {})], idle_ttl_s=300
+    )
+    await store.transact(
+        table_id, lambda s: waiting, request=request_field("p1", "create"), create=True
+    )
+    for key in (keys.state, keys.events, keys.requests):
+        assert 0 < await redis.ttl(key(table_id)) <= 300
+    await store.transact(
+        table_id,
+        lambda s: Transition(state={"count": 1}, events=[TableEvent("started", 1, -1, {})]),
+    )
+    for key in (keys.state, keys.events, keys.requests):
+        assert await redis.ttl(key(table_id)) == -1, "a playing table is kept"

@@ -740,3 +740,21 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     finally:
         await cleanup(redis, table_id)
+
+
+async def test_a_table_that_never_starts_expires_and_a_started_one_is_kept(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    table_id = await _open_table(stub, md, players, start=False)
+    try:
+        assert 0 < await redis.ttl(keys.state(table_id)) <= 24 * 3600
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[players[0]],
+        )
+        assert await redis.ttl(keys.state(table_id)) == -1
+    finally:
+        await cleanup(redis, table_id)
