@@ -3,6 +3,7 @@ machine's Redis, players with tokens, and cleanup of the keys a table leaves."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import uuid
@@ -99,3 +100,32 @@ async def cleanup(redis: Redis, table_id: str) -> None:
         keys.balances(table_id),
     )
     await redis.zrem(keys.deadlines(), table_id)
+
+
+async def versioned_state(redis: Redis, table_id: str) -> tuple[int, dict[str, Any]]:
+    """The table's stored version and whole state (hidden parts included), read directly."""
+    version, raw = await redis.hmget(keys.state(table_id), ["version", "state"])  # type: ignore[misc]
+    return int(version), json.loads(raw)
+
+
+# Fields that carry a tile or card id, in both spellings MessageToDict may produce.
+ID_FIELDS = frozenset(
+    {"id", "tile_id", "tileId", "discard_id", "discardId", "tile_ids", "tileIds"}
+    | {"must_use", "mustUse"}
+)
+
+
+def ids_in(obj: Any) -> set[int]:
+    """Every tile or card id a message (as a dict) carries, for the leak checks."""
+    found: set[int] = set()
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in ID_FIELDS and value is not None:
+                values = value if isinstance(value, list) else [value]
+                found.update(int(v) for v in values if isinstance(v, int | float | str))
+            else:
+                found |= ids_in(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            found |= ids_in(item)
+    return found

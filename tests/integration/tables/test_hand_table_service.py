@@ -27,7 +27,7 @@ from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from services.table import keys
 from services.table.hand_botclient import HandBotPlayer
-from tests.integration.tables.conftest import cleanup
+from tests.integration.tables.conftest import cleanup, ids_in, versioned_state
 
 pytestmark = pytest.mark.integration
 
@@ -69,30 +69,7 @@ async def open_hand_table(
 
 
 async def hidden_state(redis: Redis, table_id: str) -> dict[str, Any]:
-    raw = await redis.hget(keys.state(table_id), "state")  # type: ignore[misc]
-    state: dict[str, Any] = json.loads(raw)
-    return state
-
-
-async def versioned_state(redis: Redis, table_id: str) -> tuple[int, dict[str, Any]]:
-    version, raw = await redis.hmget(keys.state(table_id), ["version", "state"])  # type: ignore[misc]
-    return int(version), json.loads(raw)
-
-
-def ids_in(obj: Any) -> set[int]:
-    """Every card id a message (as a dict) carries: Tile messages and *_id(s) fields."""
-    found: set[int] = set()
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if key in ("id", "tileId", "tileIds", "mustUse") and value is not None:
-                values = value if isinstance(value, list) else [value]
-                found.update(int(v) for v in values if isinstance(v, int | float | str))
-            else:
-                found |= ids_in(value)
-    elif isinstance(obj, list):
-        for item in obj:
-            found |= ids_in(item)
-    return found
+    return (await versioned_state(redis, table_id))[1]
 
 
 async def play_until_closed(

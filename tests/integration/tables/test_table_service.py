@@ -27,7 +27,7 @@ from services.common.settings import Settings
 from services.table import keys
 from services.table.botclient import BotPlayer
 from services.table.events import decode
-from tests.integration.tables.conftest import cleanup
+from tests.integration.tables.conftest import cleanup, ids_in, versioned_state
 
 pytestmark = pytest.mark.integration
 
@@ -68,11 +68,6 @@ async def _open_table(
             metadata=md[players[0]],
         )
     return table_id
-
-
-async def _hidden(redis: Redis, table_id: str) -> tuple[int, dict[str, Any]]:
-    version, raw = await redis.hmget(keys.state(table_id), ["version", "state"])  # type: ignore[misc]
-    return int(version), json.loads(raw)
 
 
 async def _stream_len(redis: Redis, table_id: str) -> int:
@@ -169,22 +164,6 @@ async def test_four_bots_play_rounds_until_the_last_round_empties_the_bowl(
         await cleanup(redis, table_id)
 
 
-def _ids_in(obj: Any) -> set[int]:
-    """Every tile id a message (as a dict) carries: Tile messages and *_id / id fields."""
-    found: set[int] = set()
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if key in ("id", "tile_id", "discard_id", "tileIds", "tile_ids") and value is not None:
-                values = value if isinstance(value, list) else [value]
-                found.update(int(v) for v in values if isinstance(v, int | float | str))
-            else:
-                found |= _ids_in(value)
-    elif isinstance(obj, list):
-        for item in obj:
-            found |= _ids_in(item)
-    return found
-
-
 async def test_a_spying_player_never_sees_another_hand_or_the_pile(
     stub: table_pb2_grpc.TableServiceStub,
     channel: grpc.aio.Channel,
@@ -209,7 +188,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
     async def check_now(extra: Sequence[Any] = ()) -> None:
         """Call every read RPC as the spy; compare what came back (and ``extra``, answers the
         spy just received) with the hidden state."""
-        _, state = await _hidden(redis, table_id)
+        _, state = await versioned_state(redis, table_id)
         round_state = rnd.RoundState.from_dict(state["game"]["round"])
         public = set(round_state.discards) | set(round_state.kishpa_tiles)
         public |= {t for g in round_state.winning_groups for t in g}
@@ -230,7 +209,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
         for message in messages:
             as_dict = MessageToDict(message, preserving_proto_field_name=True)
             received.append(as_dict)
-            ids = _ids_in(as_dict)
+            ids = ids_in(as_dict)
             assert not (ids & (others - public)), "another player's tile leaked"
             assert not (ids & set(round_state.pile)), "a tile of the pile leaked"
         assert sorted(t.id for t in view.round.my_rack.tiles) == sorted(mine)
@@ -283,7 +262,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
     assert len(watched) > 50
     for event in watched:
         as_dict = MessageToDict(event, preserving_proto_field_name=True)
-        ids = _ids_in(as_dict)
+        ids = ids_in(as_dict)
         assert ids <= allowed, f"event {event.type} shows tiles the spy never could know"
         if event.HasField("private_data"):
             assert event.seat in (spy_seat, -1), f"another seat's private {event.type}"
@@ -312,7 +291,7 @@ async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_
         )
         turn = view.round.turn_seat
         mover = players[turn]
-        version, before = await _hidden(redis, table_id)
+        version, before = await versioned_state(redis, table_id)
         length = await _stream_len(redis, table_id)
 
         def draw(player: str, rid: str) -> Any:
@@ -336,7 +315,7 @@ async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_
         assert {error_reason(e) for e in errors} <= {"ALREADY_DREW", "NOT_YOUR_TURN"}
         assert sum(error_reason(e) == "NOT_YOUR_TURN" for e in errors) == 15
         # Exactly one draw applied: one version, one event, one tile moved.
-        version_after, after = await _hidden(redis, table_id)
+        version_after, after = await versioned_state(redis, table_id)
         assert version_after == version + 1
         assert await _stream_len(redis, table_id) == length + 1
         b = before["game"]["round"]
@@ -352,10 +331,10 @@ async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_
             table_id=table_id, tile_id=a["hands"][turn][0], request_id="discard-once"
         )
         first = await stub.Discard(discard, metadata=md[mover])
-        version_discarded, _ = await _hidden(redis, table_id)
+        version_discarded, _ = await versioned_state(redis, table_id)
         retried = await stub.Discard(discard, metadata=md[mover])
         assert retried == first
-        assert (await _hidden(redis, table_id))[0] == version_discarded
+        assert (await versioned_state(redis, table_id))[0] == version_discarded
     finally:
         await cleanup(redis, table_id)
 
@@ -434,7 +413,7 @@ async def test_bad_input_gets_a_clear_status_and_changes_nothing(
         )
         turn = view.round.turn_seat
         mover, idler = players[turn], players[(turn + 1) % 4]
-        _, state = await _hidden(redis, table_id)
+        _, state = await versioned_state(redis, table_id)
         hands = state["game"]["round"]["hands"]
         not_mine = hands[(turn + 1) % 4][0]
         stranger = bearer_metadata(authority.issue_player_token("stranger", "S").token)
@@ -537,7 +516,7 @@ async def test_bad_input_gets_a_clear_status_and_changes_nothing(
             table_pb2.DrawRequest(table_id=table_id, source=pile, request_id="d"),
             metadata=md[mover],
         )
-        _, state = await _hidden(redis, table_id)
+        _, state = await versioned_state(redis, table_id)
         mine = state["game"]["round"]["hands"][turn]
         cases = [
             (
@@ -624,7 +603,7 @@ async def _refused_without_change(
     cases: list[tuple[Any, Any, Any, grpc.StatusCode, str | None]],
 ) -> None:
     for call, request, metadata, code, reason in cases:
-        version, state = await _hidden(redis, table_id)
+        version, state = await versioned_state(redis, table_id)
         length = await _stream_len(redis, table_id)
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await _complete(call(request, metadata=metadata))
@@ -633,7 +612,7 @@ async def _refused_without_change(
         assert err.details(), "a clear message"
         if reason is not None:
             assert error_reason(err) == reason, (request, err.details())
-        assert await _hidden(redis, table_id) == (version, state), "bad input changed state"
+        assert await versioned_state(redis, table_id) == (version, state), "bad input changed state"
         assert await _stream_len(redis, table_id) == length
 
 
@@ -660,7 +639,7 @@ async def test_timers_play_late_turns_and_put_an_absent_seat_on_autoplay(
         assert autoplay, f"three missed turns in a row put the seat on auto-play: {events}"
         first = autoplay[0]
         assert [n for s, n in timed_out if s == first][:3] == [1, 2, 3]
-        _, state = await _hidden(redis, table_id)
+        _, state = await versioned_state(redis, table_id)
         assert first in state["autoplay"]
         # Its player comes back: acting takes the seat off auto-play.
         me = pair[first]
@@ -678,7 +657,7 @@ async def test_timers_play_late_turns_and_put_an_absent_seat_on_autoplay(
                 if error is None:
                     break
             await asyncio.sleep(0.05)  # the timer played the turn first: try again
-        _, state = await _hidden(redis, table_id)
+        _, state = await versioned_state(redis, table_id)
         assert first not in state["autoplay"], (tries, state["autoplay"], state["timeouts"])
         assert str(first) not in state["timeouts"]
     finally:
@@ -710,7 +689,7 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
         assert replayed.table.table_id == table_id, "a retried create finds its table"
         assert replayed.table.version == created.table.version
         assert created.table.settings.kishpa.allow_high_wrap
-        _, state = await _hidden(redis, table_id)
+        _, state = await versioned_state(redis, table_id)
         assert state["settings"]["options"] == {"allow_high_wrap": True}
         assert created.table.status == table_pb2.TABLE_STATUS_WAITING
         assert created.table.creator_player_id == players[0]
