@@ -14,6 +14,9 @@ ARGV[4]  number n of fields of the `settled` event (services/table/events.py for
 then     n pairs field, value of the event
 then     player id, balance, player id, balance, ...
 
+The new event id is PUBLISHed on the channel named like the events stream (the table
+service's shared WatchTable fan-out wakes on it; services/table/keys.py `notify`).
+
 Returns  {1, event id} when this call settled the phase,
          {0, ""}       when it was settled already (nothing is written or published again).
 
@@ -46,6 +49,7 @@ if order >= latest and #ARGV >= first_balance then
 end
 
 local id = redis.call('XADD', KEYS[3], '*', unpack(entry))
+redis.call('PUBLISH', KEYS[3], id)
 
 local ttl = redis.call('PTTL', KEYS[4])
 if ttl > 0 then

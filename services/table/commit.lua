@@ -21,6 +21,9 @@ ARGV[8]  number of outbox records P
 then E events, each as: n, key1, value1, ..., keyn, valuen
 then P outbox records, each as: field, JSON
 
+After appending events it PUBLISHes the last event id on the channel named like the events
+stream (keys.notify): the shared WatchTable fan-out (fanout.py) wakes on it.
+
 Returns
   {1, new_version, {player, balance, ...}, event_id_1, ..., event_id_E}  committed
   {0, current_version}                           version conflict: reload and retry
@@ -57,6 +60,10 @@ for _ = 1, tonumber(ARGV[7]) do
   end
   result[#result + 1] = redis.call('XADD', KEYS[2], '*', unpack(entry))
   i = i + 1 + 2 * n
+end
+
+if tonumber(ARGV[7]) > 0 then
+  redis.call('PUBLISH', KEYS[2], result[#result])
 end
 
 for _ = 1, tonumber(ARGV[8]) do

@@ -111,6 +111,11 @@ def decode(fields: Mapping[bytes, bytes] | Mapping[str, str]) -> TableEvent:
     )
 
 
+def stored_event(entry_id: str, fields: Mapping[bytes, bytes] | Mapping[str, str]) -> StoredEvent:
+    """A stream entry as read back (what the shared fan-out decodes once for all watchers)."""
+    return StoredEvent(entry_id, decode(fields))
+
+
 def flatten(event: TableEvent) -> list[str]:
     """The entry as ``[n, k1, v1, ..., kn, vn]`` for the commit script's ARGV."""
     fields = encode(event)

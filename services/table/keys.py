@@ -24,6 +24,16 @@ def events(table_id: str) -> str:
     return _table(table_id, "events")
 
 
+def notify(table_id: str) -> str:
+    """Pub/sub channel told the newest event id whenever the table's stream grows.
+
+    The same name as the stream key (channels and keys are separate name spaces): the
+    scripts that append (``commit.lua``, ``settle.lua``) publish to ``KEYS[events]`` without
+    being handed another argument. The shared fan-out subscribes it per watched table.
+    """
+    return events(table_id)
+
+
 def requests(table_id: str) -> str:
     """Hash request_id -> the first answer, so a replayed mutation returns it unchanged."""
     return _table(table_id, "requests")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 COMMITS = Counter(
     "kishpa_table_commits",
@@ -23,4 +23,20 @@ PHASES = Counter(
 ENQUEUE_FAILURES = Counter(
     "kishpa_table_settlement_enqueue_failures",
     "Settlement tasks that could not be enqueued (the sweeper re-enqueues them).",
+)
+WATCHERS = Gauge(
+    "kishpa_table_watchers",
+    "WatchTable streams open in this process (each an in-process subscription of the hub).",
+)
+WATCHED_TABLES = Gauge(
+    "kishpa_table_watched_tables",
+    "Tables with at least one local watcher (each one pub/sub subscription of the hub).",
+)
+WATCH_CUTOFFS = Counter(
+    "kishpa_table_watch_cutoffs",
+    "Watchers cut off for falling too far behind (they resume by event id).",
+)
+FANOUT_READS = Counter(
+    "kishpa_table_fanout_reads",
+    "Pipelined stream reads of the shared fan-out (each covers every table woken meanwhile).",
 )

@@ -14,12 +14,14 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
-
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.redis_client import async_client, is_cluster_url, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
+from services.table import keys
 from services.table.engine import GameEngine
+from services.table.events import StoredEvent, stored_event
+from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
 from services.table.kishpa_engine import KishpaEngine
 from services.table.service import Enqueue, Tables
@@ -49,34 +51,28 @@ def settlement_enqueue() -> Enqueue | None:
     return enqueue
 
 
-COMMAND_CONNECTIONS = 128
-"""Redis connections for commands; callers beyond it wait (up to a timeout) for one."""
-WATCH_CONNECTIONS = 20_000
-"""Redis connections for blocked WatchTable reads (one per live watcher)."""
-STREAM_READ_TIMEOUT_S = 30.0
-"""Read timeout of the stream connections: longer than any blocking read's BLOCK time."""
+COMMAND_CONNECTIONS = 48
+"""Redis connections for commands (per cluster node on a cluster); callers beyond it wait
+(up to a timeout) for one. Watchers hold none: the shared fan-out reads for all of them
+(one pub/sub connection more), so a process never holds more than ~50 connections."""
 
 
-def redis_clients(url: str) -> tuple[Redis, Redis]:
-    """A bounded pool for commands and a separate one for blocking stream reads."""
-    commands = Redis(
-        connection_pool=BlockingConnectionPool.from_url(
-            url, max_connections=COMMAND_CONNECTIONS, timeout=10
-        )
+def redis_clients(url: str) -> tuple[Any, StreamHub[StoredEvent]]:
+    """The command client and the shared WatchTable fan-out over it."""
+    commands = async_client(url, max_connections=COMMAND_CONNECTIONS)
+    hub: StreamHub[StoredEvent] = StreamHub(
+        commands,
+        pubsub_source(url, commands if is_cluster_url(url) else None),
+        stream_key=keys.events,
+        channel=keys.notify,
+        decode=stored_event,
     )
-    # A blocked XREAD waits up to its BLOCK time: the read timeout must outlast it (redis-py's
-    # default of 5 s equals the watch's 5 s block, so idle watches failed as UNAVAILABLE).
-    streams = Redis(
-        connection_pool=ConnectionPool.from_url(
-            url, max_connections=WATCH_CONNECTIONS, socket_timeout=STREAM_READ_TIMEOUT_S
-        )
-    )
-    return commands, streams
+    return commands, hub
 
 
-def build_tables(redis: Redis, enqueue: Enqueue | None, streams: Redis | None = None) -> Tables:
+def build_tables(redis: Any, enqueue: Enqueue | None, hub: StreamHub[StoredEvent]) -> Tables:
     """The use cases over Redis connections."""
-    return Tables(TableStore(redis, streams=streams), engines(), enqueue=enqueue)
+    return Tables(TableStore(redis), engines(), enqueue=enqueue, hub=hub)
 
 
 def registration(tables: Tables) -> ServiceRegistration:
@@ -92,8 +88,8 @@ class TableServer:
 
     server: KishpaServer
     tables: Tables
-    redis: Redis
-    streams: Redis
+    redis: Any
+    hub: StreamHub[StoredEvent]
     timers: bool = True
     _stop: asyncio.Event | None = None
     _task: asyncio.Task[None] | None = None
@@ -105,6 +101,7 @@ class TableServer:
 
     async def start(self) -> None:
         """Serve, and enforce deadlines unless created without timers."""
+        await self.hub.start()
         await self.server.start()
         if self.timers:
             self._stop = asyncio.Event()
@@ -117,8 +114,8 @@ class TableServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.server.stop(grace)
+        await self.hub.stop()
         await self.redis.aclose()
-        await self.streams.aclose()
 
 
 def create_table_server(
@@ -130,20 +127,21 @@ def create_table_server(
     options: Sequence[tuple[str, object]] = (),
 ) -> TableServer:
     """A ready-to-start table server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
-    redis, streams = redis_clients(settings.redis_url)
-    tables = build_tables(redis, enqueue, streams)
+    redis, hub = redis_clients(settings.redis_url)
+    tables = build_tables(redis, enqueue, hub)
     server = create_server([registration(tables)], settings, address=address, options=options)
-    return TableServer(server, tables, redis, streams, timers)
+    return TableServer(server, tables, redis, hub, timers)
 
 
 async def _serve(settings: Settings) -> int:
-    redis, streams = redis_clients(settings.redis_url)
-    tables = build_tables(redis, settlement_enqueue(), streams)
+    redis, hub = redis_clients(settings.redis_url)
+    tables = build_tables(redis, settlement_enqueue(), hub)
     stop_timers = asyncio.Event()
     task: asyncio.Task[None] | None = None
 
     async def factory() -> Sequence[ServiceRegistration]:
         nonlocal task
+        await hub.start()
         task = asyncio.create_task(run_timers(tables, stop_timers))
         return [registration(tables)]
 
@@ -151,8 +149,8 @@ async def _serve(settings: Settings) -> int:
         stop_timers.set()
         if task is not None:
             await task
+        await hub.stop()
         await redis.aclose()
-        await streams.aclose()
 
     return await serve(settings, factory, cleanup=cleanup)
 

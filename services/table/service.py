@@ -21,6 +21,7 @@ from typing import Any
 import grpc
 import structlog
 
+from services.table import keys
 from services.table.engine import (
     SEAT_LIMITS,
     Action,
@@ -35,7 +36,8 @@ from services.table.engine import (
     TableFullError,
     TableSettings,
 )
-from services.table.events import NO_SEAT, StoredEvent, TableEvent
+from services.table.events import NO_SEAT, StoredEvent, TableEvent, stored_event
+from services.table.fanout import StreamHub, parse_id
 from services.table.metrics import DEADLINES, ENQUEUE_FAILURES, PHASES
 from services.table.store import (
     Committed,
@@ -144,8 +146,11 @@ class Tables:
         enqueue: Enqueue | None = None,
         clock: Callable[[], int] = now_ms,
         settlement_wait_ms: int | None = None,
+        hub: StreamHub[StoredEvent] | None = None,
     ) -> None:
         self.store = store
+        self.hub = hub
+        self._own_hub = False
         self.engines = dict(engines)
         self.enqueue = enqueue
         self.clock = clock
@@ -528,47 +533,96 @@ class Tables:
         """The text of a tile of a game."""
         return self._engine(game).face(tile_id)
 
+    def _new_hub(self) -> StreamHub[StoredEvent]:
+        return StreamHub(
+            self.store.redis,
+            self.store.redis,
+            stream_key=keys.events,
+            channel=keys.notify,
+            decode=stored_event,
+        )
+
+    async def _started_hub(self) -> StreamHub[StoredEvent]:
+        """The shared fan-out (a ``Tables`` built without one starts its own on first use)."""
+        if self.hub is None:
+            self.hub = self._new_hub()
+            self._own_hub = True
+        await self.hub.start()
+        return self.hub
+
+    async def aclose(self) -> None:
+        """Stop a fan-out this object started itself (the server stops the one it gave)."""
+        if self.hub is not None and self._own_hub:
+            await self.hub.stop()
+
     async def watch(
-        self, player_id: str, table_id: str, after_id: str = "", *, block_ms: int = 5000
+        self, player_id: str, table_id: str, after_id: str = "", *, settle_poll_ms: int = 1000
     ) -> AsyncIterator[StoredEvent]:
         """Every event after ``after_id``, then live ones, as this player may see them.
+
+        Live events come from the process's shared fan-out (:mod:`services.table.fanout`):
+        the watcher subscribes first, then catches up from ``after_id`` with plain reads,
+        then takes the hub's batches, skipping ids it already delivered, so every event
+        comes once and in order. A watcher that falls too far behind is cut off with
+        ``RESOURCE_EXHAUSTED``/``WATCH_TOO_SLOW`` and resumes from its last id.
 
         Public data always; private facts only those of the player's own seat; wholly private
         events of other seats are skipped. After ``table_closed`` the stream goes on until
         the workers have settled the table's last phase (so the watcher receives the final
-        balances), for at most ``settlement_wait_ms``.
+        balances), for at most ``settlement_wait_ms``, re-checking every ``settle_poll_ms``.
         """
         table, _ = await self._load(table_id)
         seat = table.seat_of(player_id)
         cursor = after_id or "0-0"
+        cursor_key = parse_id(cursor)
         closed_at: int | None = None
-        while True:
-            closed_before = closed_at is not None
-            # Checked before reading: a phase is marked settled in the same script that
-            # appends its event, so once none is pending the next read holds every event.
-            pending = (
-                closed_at is not None
-                and self.clock() - closed_at < self.settlement_wait_ms
-                and await self.store.unsettled_phases(table_id) > 0
-            )
-            wait = block_ms if not closed_before or pending else None
-            batch = await self.store.read_events(table_id, cursor, block_ms=wait, count=READ_BATCH)
-            if not batch and await self.store.load(table_id) is None:
-                return  # the table expired while quiet: nothing more will happen
-            for stored in batch:
-                cursor = stored.id
-                event = stored.event
-                if event.type in ("player_joined", "player_left"):
-                    # Seats move only before the game starts, before any private fact exists.
-                    table, _ = await self._load(table_id)
-                    seat = table.seat_of(player_id)
-                visible = event.for_viewer(seat)
-                if visible is not None:
-                    yield StoredEvent(stored.id, visible)
-                if event.type == "table_closed":
-                    closed_at = self.clock()
-            if closed_before and not pending and len(batch) < READ_BATCH:
-                return
+        hub = await self._started_hub()
+
+        async def admit(stored: StoredEvent) -> StoredEvent | None:
+            """Advance past ``stored``; what this viewer may see of it."""
+            nonlocal seat, closed_at, cursor, cursor_key
+            cursor = stored.id
+            cursor_key = parse_id(stored.id)
+            event = stored.event
+            if event.type in ("player_joined", "player_left"):
+                # Seats move only before the game starts, before any private fact exists.
+                table, _ = await self._load(table_id)
+                seat = table.seat_of(player_id)
+            if event.type == "table_closed":
+                closed_at = self.clock()
+            visible = event.for_viewer(seat)
+            return None if visible is None else StoredEvent(stored.id, visible)
+
+        async with hub.subscribe(table_id) as subscription:
+            catching_up = True
+            while True:
+                if catching_up:
+                    # Plain reads (no BLOCK): what the stream holds after ``cursor`` now.
+                    batch = await self.store.read_events(table_id, cursor, count=READ_BATCH)
+                    catching_up = len(batch) == READ_BATCH
+                else:
+                    wait: float | None = None
+                    if closed_at is not None:
+                        left = self.settlement_wait_ms - (self.clock() - closed_at)
+                        pending = left > 0 and await self.store.unsettled_phases(table_id) > 0
+                        if not pending:
+                            # One last plain read: an entry whose wake-up is still on its way.
+                            catching_up = True
+                            batch = await self.store.read_events(table_id, cursor, count=READ_BATCH)
+                            for stored in batch:
+                                visible = await admit(stored)
+                                if visible is not None:
+                                    yield visible
+                            if len(batch) < READ_BATCH:
+                                return
+                            continue
+                        wait = min(left, settle_poll_ms) / 1000
+                    entries = await subscription.next_batch(wait)
+                    batch = [e.value for e in entries if e.key > cursor_key]
+                for stored in batch:
+                    visible = await admit(stored)
+                    if visible is not None:
+                        yield visible
 
     async def handle_deadline(self, table_id: str) -> bool:
         """Apply a passed deadline through the versioned commit; False when nothing was due."""

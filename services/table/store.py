@@ -109,13 +109,9 @@ class TableStore:
         self,
         redis: Redis,
         *,
-        streams: Redis | None = None,
         finished_ttl_s: int = FINISHED_TABLE_TTL_S,
     ) -> None:
         self.redis = redis
-        # Blocking stream reads hold a connection each: a separate pool keeps them from
-        # starving the commits.
-        self.streams = streams or redis
         self.finished_ttl_s = finished_ttl_s
         self._commit = redis.register_script(_load_script("commit.lua"))
         self._claim = redis.register_script(_load_script("claim.lua"))
@@ -270,12 +266,11 @@ class TableStore:
         raise TableBusyError(f"table {table_id} is busy; try again")
 
     async def read_events(
-        self, table_id: str, after_id: str, *, block_ms: int | None = None, count: int = 200
+        self, table_id: str, after_id: str, *, count: int = 200
     ) -> list[StoredEvent]:
-        """Events after ``after_id`` ("0-0" for all), waiting up to ``block_ms`` for new ones."""
-        reply: Any = await self.streams.xread(
-            {keys.events(table_id): after_id or "0-0"}, count=count, block=block_ms
-        )
+        """Up to ``count`` events after ``after_id`` ("0-0" for all); never blocks (live
+        events come from the shared fan-out, :mod:`services.table.fanout`)."""
+        reply: Any = await self.redis.xread({keys.events(table_id): after_id or "0-0"}, count=count)
         out: list[StoredEvent] = []
         for _stream, entries in reply or []:
             for entry_id, fields in entries:

@@ -56,7 +56,9 @@ async def closed_table() -> AsyncIterator[tuple[Tables, str]]:
         ),
         create=True,
     )
-    yield Tables(store, engines(), settlement_wait_ms=30_000), table_id
+    tables = Tables(store, engines(), settlement_wait_ms=30_000)
+    yield tables, table_id
+    await tables.aclose()
     await client.delete(*(part(table_id) for part in (
         keys.state, keys.events, keys.requests, keys.outbox, keys.settled, keys.balances
     )))  # fmt: skip
@@ -69,7 +71,7 @@ async def test_a_watcher_receives_the_settlement_that_lands_after_the_table_clos
     tables, table_id = closed_table
 
     async def follow() -> list[str]:
-        return [e.event.type async for e in tables.watch("p1", table_id, block_ms=200)]
+        return [e.event.type async for e in tables.watch("p1", table_id, settle_poll_ms=200)]
 
     watcher = asyncio.create_task(follow())
     await asyncio.sleep(1.0)
@@ -85,5 +87,5 @@ async def test_a_watcher_receives_the_settlement_that_lands_after_the_table_clos
     assert await asyncio.wait_for(watcher, timeout=10) == ["table_closed", "settled"]
     # A watcher arriving later replays both and ends at once.
     assert await asyncio.wait_for(watcher, timeout=1) == [
-        e.event.type async for e in tables.watch("p1", table_id, block_ms=200)
+        e.event.type async for e in tables.watch("p1", table_id, settle_poll_ms=200)
     ]
