@@ -42,10 +42,11 @@ test: install lint ## Lint, type-check and run every test against real Redis/Pos
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5) - treating as an error, not a pass"; fi; \
 	exit $$rc
 
-lint: install ## ruff, ruff format --check, mypy --strict, buf lint
+lint: install ## ruff, ruff format --check, mypy --strict, import-linter layer contracts, buf lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	if [ -f protos/buf.yaml ]; then cd protos && ../$(BIN)/buf lint; fi
 
 format: install ## Apply ruff's fixes and formatting

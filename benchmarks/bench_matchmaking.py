@@ -36,7 +36,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table import keys as table_keys
+from shared import keys as table_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS_URL = os.environ.get("BENCH_MM_REDIS_URL", "redis://127.0.0.1:6379/15")

@@ -36,10 +36,10 @@ import redis
 
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
-from services.table import keys
+from shared import keys
+from shared.phase_record import PhaseRef, parse_phase_record
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
-from workers.outbox import PhaseRef, parse_phase_record
 from workers.samples import phase_entry, round_record
 from workers.settlement import compute_postings
 from workers.wallet_client import WalletClient

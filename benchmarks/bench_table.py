@@ -35,8 +35,8 @@ from redis.asyncio import Redis
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table import keys
 from services.table.store import TableStore
+from shared import keys
 
 ROOT = Path(__file__).resolve().parents[1]
 # A database of its own: other table services on the machine must not serve its timers.

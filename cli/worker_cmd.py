@@ -144,8 +144,8 @@ def list_dead_letters(args: argparse.Namespace) -> int:
 def release_dead_letter(args: argparse.Namespace) -> int:
     """Take one phase off the dead-letter list."""
     _operator_logging()
+    from shared.phase_record import PhaseRef
     from workers.deadletter import release_dead_letter as release
-    from workers.outbox import PhaseRef
     from workers.settlement import redis_client
 
     ref = PhaseRef(args.table_id, args.round_no, args.phase)

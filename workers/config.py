@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from services.common.settings import Settings
-
-DEFAULT_QUEUE = "kishpa"
+from shared.tasks import DEFAULT_QUEUE, QUEUE_ENV
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +56,7 @@ def config_from_settings(settings: Settings) -> WorkerConfig:
     """The workers' configuration: ``settings`` plus the worker-only variables above."""
     return WorkerConfig(
         settings=settings,
-        queue=os.environ.get("KISHPA_WORKER_QUEUE") or DEFAULT_QUEUE,
+        queue=os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE,
         visibility_timeout_s=int(_float("KISHPA_VISIBILITY_TIMEOUT", 300)),
         settle_deadline_s=_float("KISHPA_SETTLE_DEADLINE", 30.0),
         sweep_interval_s=_float("KISHPA_SWEEP_INTERVAL", 5.0),

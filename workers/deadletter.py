@@ -15,7 +15,7 @@ from typing import Any
 
 import redis
 
-from workers.outbox import PhaseRef
+from shared.phase_record import PhaseRef
 
 DEADLETTER_LIST = "kishpa:deadletter"
 DEADLETTER_INDEX = "kishpa:deadletter:phases"

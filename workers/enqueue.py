@@ -1,28 +1,22 @@
-"""Enqueue settlement from any process without importing the task code.
+"""Enqueue settlement from inside the workers (the sweeper) with the workers' own app.
 
-The table service calls :func:`enqueue_settlement` after the commit that wrote a phase
-record to the table's outbox. The task travels by name, so the caller needs only the Celery
-application's configuration (the broker URL), not the workers' dependencies.
+Other processes (the table service) use :class:`shared.celery_enqueue.CeleryEnqueue`: the
+task name, the queue and the :class:`~shared.tasks.Enqueue` port are in ``shared.tasks``.
 """
 
 from __future__ import annotations
 
+from shared.tasks import SETTLE_TASK, settle_kwargs
 from workers.celery_app import app
 
-SETTLE_TASK = "kishpa.settle_phase"
+__all__ = ["SETTLE_TASK", "enqueue_settlement"]
 
 
 def enqueue_settlement(*, table_id: str, round_no: int, phase: str) -> None:
     """Ask the workers to settle ``phase`` of round ``round_no`` at ``table_id``.
 
-    Blocking (a broker round trip); asyncio callers run it in a thread
-    (``await asyncio.to_thread(enqueue_settlement, ...)``). Losing this message is safe:
-    the sweeper enqueues any phase left unsettled past its deadline.
+    Blocking (a broker round trip). Losing this message is safe: the sweeper enqueues any
+    phase left unsettled past its deadline.
     """
-    if not table_id or round_no < 0 or not phase:
-        raise ValueError("table_id, round_no >= 0 and phase are required")
-    app.send_task(
-        SETTLE_TASK,
-        kwargs={"table_id": table_id, "round_no": round_no, "phase": phase},
-        ignore_result=True,
-    )
+    kwargs = settle_kwargs(table_id=table_id, round_no=round_no, phase=phase)
+    app.send_task(SETTLE_TASK, kwargs=kwargs, ignore_result=True)

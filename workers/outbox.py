@@ -1,21 +1,22 @@
 """The workers' side of the settlement outbox in Redis (the contract in docs/workers.md).
 
-The table service writes one phase record per round phase into the table's outbox hash; the
-workers read it, and once the wallet applied its postings they mark it settled, update the
-table's balances and publish a ``settled`` event in one script (``settle.lua``).
+The table service writes one phase record (``shared.phase_record``) per round phase into the
+table's outbox hash; the workers read it, and once the wallet applied its postings they mark
+it settled, update the table's balances and publish a ``settled`` event in one script
+(``settle.lua``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
 
-from services.table import events, keys
+from shared import keys, stream
+from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef, parse_phase_record
 
 SETTLE_SCRIPT = (Path(__file__).with_name("settle.lua")).read_text(encoding="utf-8")
 
@@ -24,61 +25,14 @@ PHASE_RANK = {"start": 0, "buy_in": 0, "end": 1, "payout": 1}
 ROUND_ORDER_STRIDE = 16
 
 
-class BadPhaseRecord(ValueError):
-    """A phase record that cannot be read: settling it again will not help."""
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseRecord:
-    """One outbox entry: what settlement of one round phase needs."""
-
-    table_id: str
-    game: str
-    round_no: int
-    phase: str
-    record: dict[str, Any]
-    created_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseRef:
-    """The ids naming one round phase of one table (what a settlement task is given)."""
-
-    table_id: str
-    round_no: int
-    phase: str
-
-
 def phase_order(round_no: int, phase: str) -> int:
     """A number growing with the phases of a table, so newer balances win."""
     return round_no * ROUND_ORDER_STRIDE + PHASE_RANK.get(phase, 0)
 
 
-def parse_phase_record(raw: bytes | str) -> PhaseRecord:
-    """Decode an outbox value, refusing anything that does not follow the contract."""
-    try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadPhaseRecord(f"phase record is not JSON: {exc}") from exc
-    if not isinstance(obj, dict):
-        raise BadPhaseRecord("phase record is not a JSON object")
-    try:
-        table_id, game, round_no = obj["table_id"], obj["game"], obj["round"]
-        phase, record, created_ms = obj["phase"], obj["record"], obj["created_ms"]
-    except KeyError as exc:
-        raise BadPhaseRecord(f"phase record lacks {exc.args[0]!r}") from exc
-    if not (isinstance(table_id, str) and isinstance(game, str) and isinstance(phase, str)):
-        raise BadPhaseRecord("table_id, game and phase must be strings")
-    if not (isinstance(round_no, int) and isinstance(created_ms, int)):
-        raise BadPhaseRecord("round and created_ms must be integers")
-    if not isinstance(record, dict):
-        raise BadPhaseRecord("record must be a JSON object")
-    return PhaseRecord(table_id, game, round_no, phase, record, created_ms)
-
-
 def read_phase(client: redis.Redis, ref: PhaseRef) -> PhaseRecord | None:
     """The outbox record of ``ref``, or None when there is none."""
-    raw = client.hget(keys.outbox(ref.table_id), keys.phase_field(ref.round_no, ref.phase))
+    raw = client.hget(keys.outbox(ref.table_id), ref.field)
     if raw is None:
         return None
     record = parse_phase_record(raw)
@@ -116,8 +70,8 @@ def mark_settled(
         {"batch_id": batch_id, "balances": dict(balances), "settled_ms": settled_ms},
         sort_keys=True,
     )
-    event = events.flatten(
-        events.TableEvent(
+    event = stream.flatten(
+        stream.TableEvent(
             type="settled",
             round=ref.round_no,
             data={

@@ -8,11 +8,11 @@ winner whose 14 tiles win. The records pass the rules engine's validation
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from games.kishpa.tiles import COLOURS, NUMBERS
+from shared.phase_record import PhaseRecord
 
 KISHPA = "R5"  # joker R6
 JOKER = "R6"
@@ -110,14 +110,4 @@ def phase_entry(
 ) -> str:
     """The outbox value (JSON) for one phase, exactly as the table service writes it."""
     body = start_part(record) if phase == "start" else record
-    return json.dumps(
-        {
-            "table_id": table_id,
-            "game": "kishpa",
-            "round": round_no,
-            "phase": phase,
-            "record": body,
-            "created_ms": created_ms,
-        },
-        sort_keys=True,
-    )
+    return PhaseRecord(table_id, "kishpa", round_no, phase, body, created_ms).to_json()

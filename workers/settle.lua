@@ -10,12 +10,12 @@ KEYS[5]  outbox hash    kishpa:table:{<id>}:outbox    the phase records
 ARGV[1]  phase field "<round>:<phase>"
 ARGV[2]  settlement JSON {"batch_id", "balances", "settled_ms"}
 ARGV[3]  order of the phase at the table (round * 16 + rank of the phase), an integer
-ARGV[4]  number n of fields of the `settled` event (services/table/events.py format)
+ARGV[4]  number n of fields of the `settled` event (shared/stream.py format)
 then     n pairs field, value of the event
 then     player id, balance, player id, balance, ...
 
 The new event id is PUBLISHed on the channel named like the events stream (the table
-service's shared WatchTable fan-out wakes on it; services/table/keys.py `notify`).
+service's shared WatchTable fan-out wakes on it; shared/keys.py `notify`).
 
 Returns  {1, event id} when this call settled the phase,
          {0, ""}       when it was settled already (nothing is written or published again).

@@ -31,24 +31,18 @@ from games.kishpa.ledger import Posting
 from games.kishpa.record import end_postings, start_postings
 from services.common.errors import error_reason
 from services.common.logging import get_logger
+from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef
+from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
 from workers.celery_app import TransientError, is_transient, kishpa_task
 from workers.config import worker_config
 from workers.deadletter import is_dead_lettered, push_dead_letter
-from workers.outbox import (
-    BadPhaseRecord,
-    PhaseRecord,
-    PhaseRef,
-    mark_settled,
-    read_phase,
-    read_settlement,
-    unsettled_earlier_phases,
-)
+from workers.outbox import mark_settled, read_phase, read_settlement, unsettled_earlier_phases
 from workers.wallet_client import WalletClient, WalletPosting
 
 log = get_logger(__name__)
 
-TASK_NAME = "kishpa.settle_phase"
+TASK_NAME = SETTLE_TASK
 
 PostingsOf = Callable[[dict[str, Any]], Sequence[Posting | HandPosting]]
 

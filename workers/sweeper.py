@@ -19,12 +19,13 @@ from typing import Any
 import redis
 
 from services.common.logging import get_logger
+from shared.phase_record import PhaseRef
 from workers import metrics
 from workers.celery_app import kishpa_task
 from workers.config import worker_config
 from workers.deadletter import is_dead_lettered
 from workers.enqueue import enqueue_settlement
-from workers.outbox import PhaseRef, unsettled_phases
+from workers.outbox import unsettled_phases
 from workers.settlement import redis_client
 
 log = get_logger(__name__)

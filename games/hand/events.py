@@ -29,7 +29,7 @@ class Event:
         return self.private_to is None or self.private_to == seat
 
     def stream_parts(self) -> dict[str, Any]:
-        """The event in the table stream's shape (``services/table/events.py``).
+        """The event in the table stream's shape (``shared/stream.py``).
 
         A public event is ``type``/``seat``/``data``; a private one becomes a wholly private
         entry (``type`` "private", empty ``data``) whose ``private_data`` holds the event.

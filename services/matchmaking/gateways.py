@@ -11,14 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
-from redis.asyncio import Redis
 
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials
 from services.common.errors import FailedPrecondition, NotFound, error_reason
-from services.table.engine import Table
-from services.table.store import TableStore
 
 SERVICE_NAME = "matchmaking"
 CALL_TIMEOUT_S = 10.0
@@ -32,21 +29,56 @@ class CreatedTable:
     players: tuple[str, ...]
 
 
-class TableGateway:
-    """Creates tables and seats players through the table service's gRPC API."""
+@dataclass(frozen=True, slots=True)
+class TableFacts:
+    """What matchmaking needs to know of a live table: public facts, never a hand."""
 
-    def __init__(
-        self, channel: grpc.aio.Channel, credentials: ServiceCredentials, redis: Redis
-    ) -> None:
+    table_id: str
+    closed: bool
+    seats: int
+    players: tuple[str, ...]
+    """The seated players in seat order."""
+
+    def seat_of(self, player_id: str) -> int | None:
+        """The player's seat, or None when he does not sit here."""
+        try:
+            return self.players.index(player_id)
+        except ValueError:
+            return None
+
+
+class TableGateway:
+    """Creates tables, seats players and reads tables through the table service's RPCs.
+
+    Matchmaking never reads the table service's Redis keys: ``GetTable`` with the service
+    credential answers with a spectator's view (public facts only).
+    """
+
+    def __init__(self, channel: grpc.aio.Channel, credentials: ServiceCredentials) -> None:
         self._stub = table_pb2_grpc.TableServiceStub(channel)
         self._credentials = credentials
-        # Reads only: "is this table still live, where does he sit" (the table's own store).
-        self._store = TableStore(redis)
 
-    async def table(self, table_id: str) -> Table | None:
-        """The table's current state (read-only), or None if it is gone."""
-        snapshot = await self._store.load(table_id)
-        return None if snapshot is None else Table.from_dict(snapshot.state)
+    async def table(self, table_id: str) -> TableFacts | None:
+        """The table's public facts, or None if it is gone."""
+        try:
+            response = await self._stub.GetTable(
+                table_pb2.GetTableRequest(table_id=table_id),
+                metadata=self._credentials.metadata(),
+                timeout=CALL_TIMEOUT_S,
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise
+        view = response.table
+        return TableFacts(
+            table_id=view.table_id,
+            closed=view.status == table_pb2.TABLE_STATUS_CLOSED,
+            seats=view.settings.seats,
+            players=tuple(
+                s.player_id for s in sorted(view.seats, key=lambda s: s.seat) if s.player_id
+            ),
+        )
 
     async def create_table(
         self,
@@ -99,7 +131,7 @@ class TableGateway:
             if reason in ("GAME_STARTED", "NOT_PLAYING", "TABLE_CLOSED"):
                 # A table that filled up started by itself: to the player it is "full".
                 table = await self.table(table_id)
-                if table is None or len(table.players) < table.settings.seats:
+                if table is None or len(table.players) < table.seats:
                     raise FailedPrecondition(
                         "GAME_STARTED", "the game at that table has already started"
                     ) from None

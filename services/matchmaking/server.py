@@ -79,7 +79,7 @@ def wire(
         wallet = WalletGateway(wallet_channel, credentials)
     matchmaking = Matchmaking(
         MatchStore(redis, Keys(key_prefix)),
-        TableGateway(table_channel, credentials, redis),
+        TableGateway(table_channel, credentials),
         config or MatchmakingConfig(),
     )
     registrations = [

@@ -27,6 +27,8 @@ from services.common.errors import (
     ServiceError,
     failure_of,
 )
+from services.common.games import GAME_ENUMS
+from services.common.games import GAMES as GAME_NAMES
 from services.matchmaking import codes, metrics
 from services.matchmaking.gateways import TableGateway
 from services.matchmaking.notify import TicketNotifier
@@ -40,8 +42,6 @@ from services.matchmaking.store import (
     Seating,
     Ticket,
 )
-from services.table.convert import GAME_ENUMS
-from services.table.convert import GAMES as GAME_NAMES
 
 log = structlog.get_logger("kishpa.matchmaking")
 
@@ -363,7 +363,7 @@ class Matchmaking:
         seating = await self.store.seating(player_id)
         if seating is not None:
             table = await self.tables.table(seating.table_id)
-            if table is not None and table.status != "closed":
+            if table is not None and not table.closed:
                 seat = table.seat_of(player_id)
                 if seat is not None:
                     return Seating(seating.table_id, seat, seating.game)

@@ -16,9 +16,9 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from services.common.auth import current_player
 from services.common.errors import InvalidArgument
+from services.common.games import GAME_ENUMS, GAMES
 from services.matchmaking.service import Matchmaking, QueueState
 from services.matchmaking.store import CANCELLED, EXPIRED, FORMING, MATCHED, WAITING
-from services.table.convert import GAME_ENUMS, GAMES
 
 Context = grpc.aio.ServicerContext[Any, Any]
 

@@ -13,14 +13,13 @@ from google.protobuf import struct_pb2, timestamp_pb2
 
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
+from services.common.games import GAME_ENUMS, GAMES
 from services.table.engine import GameView, Hint, TableSettings
-from services.table.events import StoredEvent
 from services.table.service import TableView
+from shared.stream import StoredEvent
 
 DEFAULT_PAUSE_MS = 3000
 
-GAMES = {common_pb2.GAME_KISHPA: "kishpa", common_pb2.GAME_HAND: "hand"}
-GAME_ENUMS = {name: value for value, name in GAMES.items()}
 
 PHASES = {
     "start_reveal": table_pb2.ROUND_PHASE_START_REVEAL,

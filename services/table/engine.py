@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import grpc
 
 from services.common.errors import ServiceError
-from services.table.events import NO_SEAT, TableEvent
+from shared.stream import NO_SEAT, TableEvent
 
 SEAT_LIMITS = (2, 4)
 

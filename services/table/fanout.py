@@ -5,7 +5,7 @@ every 5 s to re-issue it. Now a watcher is an in-process :class:`Subscription` (
 buffer) and costs memory only:
 
 * Every commit that appends to a table's stream also ``PUBLISH``-es the table's wake-up
-  channel (``commit.lua``, ``settle.lua``; :func:`services.table.keys.notify`). The hub holds
+  channel (``commit.lua``, ``settle.lua``; :func:`shared.keys.notify`). The hub holds
   one pub/sub connection and subscribes only the channels of tables with a local watcher,
   so an idle watcher costs Redis nothing but a subscription entry.
 * One reader task reads the new entries of the tables that were woken, many tables per

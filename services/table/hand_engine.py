@@ -61,7 +61,7 @@ from services.table.engine import (
     TableSettings,
     announce_deadline,
 )
-from services.table.events import NO_SEAT, TableEvent
+from shared.stream import NO_SEAT, TableEvent
 
 AUTOPLAY_DELAY_MS = 1000
 """A seat on auto-play is played this soon (never later than its turn timer)."""

@@ -18,16 +18,18 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.redis_client import async_client, is_cluster_url, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
-from services.table import keys
 from services.table.engine import GameEngine
-from services.table.events import StoredEvent, stored_event
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
 from services.table.kishpa_engine import KishpaEngine
-from services.table.service import Enqueue, Tables
+from services.table.service import Tables
 from services.table.servicer import TableServicer
 from services.table.store import TableStore
 from services.table.timers import run_timers
+from shared import keys
+from shared.celery_enqueue import CeleryEnqueue
+from shared.stream import StoredEvent, stored_event
+from shared.tasks import DEFAULT_QUEUE, QUEUE_ENV, Enqueue
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
@@ -39,16 +41,11 @@ def engines() -> dict[str, GameEngine]:
     return {"kishpa": KishpaEngine(), "hand": HandEngine()}
 
 
-def settlement_enqueue() -> Enqueue | None:
-    """The Celery hand-off (``workers.enqueue``), unless disabled by the environment."""
+def settlement_enqueue(settings: Settings) -> Enqueue | None:
+    """The Celery hand-off to the workers' queue, unless disabled by the environment."""
     if os.environ.get(ENQUEUE_ENV, "1") == "0":
         return None
-    from workers.enqueue import enqueue_settlement
-
-    def enqueue(table_id: str, round_no: int, phase: str) -> None:
-        enqueue_settlement(table_id=table_id, round_no=round_no, phase=phase)
-
-    return enqueue
+    return CeleryEnqueue(settings.broker_url, queue=os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE)
 
 
 COMMAND_CONNECTIONS = 48
@@ -135,7 +132,7 @@ def create_table_server(
 
 async def _serve(settings: Settings) -> int:
     redis, hub = redis_clients(settings.redis_url)
-    tables = build_tables(redis, settlement_enqueue(), hub)
+    tables = build_tables(redis, settlement_enqueue(settings), hub)
     stop_timers = asyncio.Event()
     task: asyncio.Task[None] | None = None
 

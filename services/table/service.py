@@ -9,6 +9,7 @@ apply against the same version. Settlement tasks are enqueued only after the com
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -21,7 +22,6 @@ from typing import Any
 import grpc
 import structlog
 
-from services.table import keys
 from services.table.engine import (
     SEAT_LIMITS,
     Action,
@@ -36,23 +36,23 @@ from services.table.engine import (
     TableFullError,
     TableSettings,
 )
-from services.table.events import NO_SEAT, StoredEvent, TableEvent, stored_event
 from services.table.fanout import StreamHub, parse_id
 from services.table.metrics import DEADLINES, ENQUEUE_FAILURES, PHASES
 from services.table.store import (
     Committed,
-    PhaseRecord,
     Snapshot,
     TableExistsError,
     TableStore,
     Transition,
     request_field,
 )
+from shared import keys
+from shared.phase_record import PhaseRecord
+from shared.stream import NO_SEAT, StoredEvent, TableEvent, stored_event
+from shared.tasks import Enqueue
 
 log = structlog.get_logger("kishpa.table")
 
-Enqueue = Callable[[str, int, str], None]
-"""Hands a settled phase to the workers: (table_id, round_no, phase)."""
 
 SEED_BYTES = 80
 MAX_CLIENT_SEED = 64
@@ -184,15 +184,16 @@ class Tables:
             table.deadline = step.deadline
             events = step.events
             for phase in step.phases:
-                value = {
-                    "table_id": table.table_id,
-                    "game": table.game_name,
-                    "round": phase.round_no,
-                    "phase": phase.phase,
-                    "record": phase.record,
-                    "created_ms": now,
-                }
-                phases.append(PhaseRecord(phase.round_no, phase.phase, value))
+                phases.append(
+                    PhaseRecord(
+                        table.table_id,
+                        table.game_name,
+                        phase.round_no,
+                        phase.phase,
+                        dict(phase.record),
+                        now,
+                    )
+                )
             if step.closed:
                 table.status = "closed"
                 table.deadline = None
@@ -248,7 +249,11 @@ class Tables:
             return
         for phase in committed.transition.phases:
             try:
-                await asyncio.to_thread(self.enqueue, table_id, phase.round_no, phase.phase)
+                await asyncio.to_thread(
+                    functools.partial(
+                        self.enqueue, table_id=table_id, round_no=phase.round_no, phase=phase.phase
+                    )
+                )
             except Exception:  # the sweeper re-enqueues from the outbox
                 ENQUEUE_FAILURES.inc()
                 log.exception(

@@ -131,8 +131,9 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def GetTable(
         self, request: table_pb2.GetTableRequest, context: Context
     ) -> table_pb2.GetTableResponse:
-        player_id, _ = _player()
-        view = await self.tables.view(player_id, _table_id(request.table_id))
+        # A service (matchmaking) reads a table as a spectator: public facts, never a hand.
+        viewer = "" if isinstance(current_caller(), Service) else _player()[0]
+        view = await self.tables.view(viewer, _table_id(request.table_id))
         return table_pb2.GetTableResponse(table=self.convert.view(view))
 
     async def Draw(

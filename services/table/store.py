@@ -9,7 +9,7 @@ nothing. A version conflict reloads and recomputes, a bounded number of times.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -17,9 +17,10 @@ from typing import Any
 from redis.asyncio import Redis
 
 from services.common.errors import Aborted, AlreadyExists
-from services.table import keys
-from services.table.events import StoredEvent, TableEvent, decode, flatten
 from services.table.metrics import COMMITS
+from shared import keys
+from shared.phase_record import PhaseRecord
+from shared.stream import StoredEvent, TableEvent, decode, flatten
 
 COMMIT_MAX_ATTEMPTS = 16
 """Conflicting commits on one table retried this many times before giving up (busy)."""
@@ -50,15 +51,6 @@ class Snapshot:
     version: int
     state: dict[str, Any]
     deadline_ms: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseRecord:
-    """An outbox record: what settlement needs for one phase of one round."""
-
-    round_no: int
-    phase: str
-    value: Mapping[str, Any]
 
 
 @dataclass(slots=True)
@@ -190,10 +182,7 @@ class TableStore:
         for event in transition.events:
             args += flatten(event)
         for phase in transition.phases:
-            args += [
-                keys.phase_field(phase.round_no, phase.phase),
-                json.dumps(phase.value, separators=(",", ":")),
-            ]
+            args += [phase.field, phase.to_json()]
         result = await self._commit(
             keys=[
                 keys.state(table_id),

@@ -32,9 +32,9 @@ from games.hand.record import postings_for_phase
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table import events, keys
 from services.table.hand_botclient import HandBotPlayer
 from services.wallet.reconcile import reconcile_url
+from shared import keys, stream
 from tests.conftest import TEST_REDIS_URL
 from tests.e2e.test_play_terminal import PROMPT, stack_env
 from tests.integration.test_workers_settlement import (
@@ -171,7 +171,7 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
         assert sum(payouts) == game.pot == 4 * game.stake
 
         settled = [
-            events.decode(f)
+            stream.decode(f)
             for _, f in client.xrange(keys.events(table_id))
             if f[b"type"] == b"settled"
         ]

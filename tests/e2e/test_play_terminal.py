@@ -23,7 +23,7 @@ import pexpect
 import pytest
 import redis
 
-from services.table import keys as table_keys
+from shared import keys as table_keys
 from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.e2e

@@ -25,8 +25,8 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.settings import load_settings
 from services.matchmaking.server import create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
-from services.table import keys
 from services.table.server import create_table_server
+from shared import keys
 
 pytestmark = pytest.mark.integration
 

@@ -32,9 +32,9 @@ from services.common.errors import error_reason
 from services.common.settings import Settings, load_settings
 from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
-from services.table import keys as table_keys
 from services.table.server import TableServer, create_table_server
 from services.wallet.server import WalletServer, create_wallet_server
+from shared import keys as table_keys
 from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.integration

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from redis.asyncio import BlockingConnectionPool, Redis
 
-from services.table import keys
 from services.table.engine import Table, TableSettings
-from services.table.events import PRIVATE, StoredEvent, TableEvent, decode, stored_event
 from services.table.fanout import StreamHub, WatchCutOffError
 from services.table.server import engines
 from services.table.service import Tables
 from services.table.store import TableStore, Transition
+from shared import keys
+from shared.stream import PRIVATE, StoredEvent, TableEvent, decode, stored_event
 from tests.servers import RedisProcess, start_redis, stop_redis
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from redis.asyncio import Redis
 
-from services.table import keys
 from services.table.store import TableStore, Transition, request_field
+from shared import keys
 from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.integration

@@ -26,8 +26,8 @@ from games.kishpa import round as rnd
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table import keys
 from services.table.botclient import BotPlayer
+from shared import keys
 from tests.conftest import TEST_REDIS_URL
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

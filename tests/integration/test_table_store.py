@@ -14,16 +14,16 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from redis.asyncio import Redis
 
-from services.table import keys
-from services.table.events import TableEvent
 from services.table.store import (
-    PhaseRecord,
     Snapshot,
     TableExistsError,
     TableStore,
     Transition,
     request_field,
 )
+from shared import keys
+from shared.phase_record import PhaseRecord, parse_phase_record
+from shared.stream import TableEvent
 from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.integration
@@ -139,13 +139,13 @@ async def test_outbox_private_fields_deadline_and_expiry(redis: Redis, table_id:
     store = TableStore(redis, finished_ttl_s=120)
     await store.transact(table_id, _increment, create=True)
     event = TableEvent("drew", 1, 2, {"source": "pile"}, 2, {"tile": 7})
-    record = {"table_id": table_id, "round": 1, "phase": "start"}
+    record = PhaseRecord(table_id, "kishpa", 1, "start", {"players": ["p1", "p2"]}, 7)
     done = await store.transact(
         table_id,
         lambda s: Transition(
             state={"count": 0},
             events=[event],
-            phases=[PhaseRecord(1, "start", record)],
+            phases=[record],
             deadline_ms=12345,
         ),
     )
@@ -155,7 +155,7 @@ async def test_outbox_private_fields_deadline_and_expiry(redis: Redis, table_id:
     assert stored.event.visible_to(2) == {"tile": 7}
     assert stored.event.visible_to(1) is None
     raw: Any = await redis.hget(keys.outbox(table_id), keys.phase_field(1, "start"))
-    assert json.loads(raw) == record
+    assert parse_phase_record(raw) == record
     assert await store.deadline_of(table_id) == 12345
     assert await redis.zscore(keys.deadlines(), table_id) == 12345
     assert await redis.ttl(keys.state(table_id)) == -1

@@ -17,14 +17,15 @@ import pytest
 import redis
 from redis.asyncio import Redis
 
-from services.table import keys
 from services.table.engine import Table, TableSettings
-from services.table.events import TableEvent
 from services.table.server import engines
 from services.table.service import Tables
-from services.table.store import PhaseRecord, TableStore, Transition
+from services.table.store import TableStore, Transition
+from shared import keys
+from shared.phase_record import PhaseRecord, PhaseRef
+from shared.stream import TableEvent
 from tests.conftest import TEST_REDIS_URL
-from workers.outbox import PhaseRef, mark_settled
+from workers.outbox import mark_settled
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +53,7 @@ async def closed_table() -> AsyncIterator[tuple[Tables, str]]:
         lambda _: Transition(
             state=table.to_dict(),
             events=[TableEvent("table_closed", 1, -1, {})],
-            phases=[PhaseRecord(1, "end", {"table_id": table_id, "round": 1, "phase": "end"})],
+            phases=[PhaseRecord(table_id, "kishpa", 1, "end", {}, 0)],
         ),
         create=True,
     )

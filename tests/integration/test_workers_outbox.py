@@ -15,20 +15,15 @@ from pathlib import Path
 import pytest
 import redis
 
-from services.table import events, keys
+from shared import keys, stream
+from shared.phase_record import PhaseRef
 from workers.deadletter import (
     is_dead_lettered,
     list_dead_letters,
     push_dead_letter,
     release_dead_letter,
 )
-from workers.outbox import (
-    PhaseRef,
-    mark_settled,
-    read_settlement,
-    unsettled_earlier_phases,
-    unsettled_phases,
-)
+from workers.outbox import mark_settled, read_settlement, unsettled_earlier_phases, unsettled_phases
 from workers.samples import phase_entry, round_record
 from workers.sweeper import enqueued_marker, sweep
 
@@ -71,7 +66,7 @@ def test_settling_twice_writes_and_publishes_once(client: redis.Redis, table_id:
     assert client.hgetall(keys.balances(table_id)) == {b"ann": b"1998", b"ben": b"2001"}
     entries = client.xrange(keys.events(table_id))
     assert len(entries) == 1
-    event = events.decode(entries[0][1])
+    event = stream.decode(entries[0][1])
     assert (event.type, event.round, event.seat, event.private_seat) == ("settled", 1, -1, None)
     assert event.data["balances"] == balances
     assert event.data["phase"] == "start"

@@ -32,11 +32,12 @@ from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
-from services.table import events, keys
+from shared import keys, stream
+from shared.phase_record import PhaseRef
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.deadletter import list_dead_letters, release_dead_letter
-from workers.outbox import PhaseRef, read_settlement
+from workers.outbox import read_settlement
 from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
 from workers.wallet_client import WalletClient
 
@@ -236,8 +237,8 @@ class Tables:
     def settled(self, ref: PhaseRef) -> dict[str, Any] | None:
         return read_settlement(self.client, ref)
 
-    def settled_events(self, table: str) -> list[events.TableEvent]:
-        decoded = [events.decode(f) for _, f in self.client.xrange(keys.events(table))]
+    def settled_events(self, table: str) -> list[stream.TableEvent]:
+        decoded = [stream.decode(f) for _, f in self.client.xrange(keys.events(table))]
         return [e for e in decoded if e.type == "settled"]
 
     def cleanup(self) -> None:

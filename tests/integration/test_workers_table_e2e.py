@@ -26,8 +26,8 @@ from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table import events, keys
 from services.table.botclient import BotPlayer
+from shared import keys, stream
 from tests.integration.test_workers_settlement import (
     STARTING_TOKENS,
     WORKERS_REDIS_URL,
@@ -150,7 +150,7 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
         stored = client.hgetall(keys.balances(table_id))
         assert {k.decode(): int(v) for k, v in stored.items()} == expected
         settled = [
-            events.decode(f)
+            stream.decode(f)
             for _, f in client.xrange(keys.events(table_id))
             if f[b"type"] == b"settled"
         ]

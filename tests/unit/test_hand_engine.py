@@ -23,8 +23,8 @@ from services.table.engine import (
     TableError,
     TableSettings,
 )
-from services.table.events import PRIVATE, TableEvent
 from services.table.hand_engine import HandEngine
+from shared.stream import PRIVATE, TableEvent
 
 pytestmark = pytest.mark.unit
 

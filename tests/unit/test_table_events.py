@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.table.engine import Deadline, Table, TableSettings
-from services.table.events import NO_SEAT, TableEvent, decode, encode, flatten
+from shared.stream import NO_SEAT, TableEvent, decode, encode, flatten
 
 pytestmark = pytest.mark.unit
 

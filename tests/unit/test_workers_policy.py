@@ -11,15 +11,10 @@ import redis.exceptions
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from services.common.settings import Settings
+from shared.phase_record import BadPhaseRecord, PhaseRef, parse_phase_record
 from workers.celery_app import app, celery_settings, is_transient
 from workers.config import WorkerConfig
-from workers.outbox import (
-    BadPhaseRecord,
-    PhaseRef,
-    parse_phase_record,
-    phase_order,
-    table_id_of_outbox,
-)
+from workers.outbox import phase_order, table_id_of_outbox
 from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
 from workers.settlement import (
     PermanentSettlementError,

@@ -18,8 +18,8 @@ from redis.asyncio import Redis
 from kishpa.table.v1 import table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.settings import Settings, load_settings
-from services.table import keys
 from services.table.server import TableServer, create_table_server
+from shared import keys
 from tests.conftest import TEST_REDIS_URL
 
 PLAYERS = ["ann", "bob", "cat", "dan"]

@@ -25,8 +25,8 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
-from services.table import keys
 from services.table.hand_botclient import HandBotPlayer
+from shared import keys
 from tests.integration.tables.conftest import cleanup, ids_in, versioned_state
 
 pytestmark = pytest.mark.integration

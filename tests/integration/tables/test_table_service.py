@@ -24,9 +24,9 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import Settings
-from services.table import keys
 from services.table.botclient import BotPlayer
-from services.table.events import decode
+from shared import keys
+from shared.stream import decode
 from tests.integration.tables.conftest import cleanup, ids_in, versioned_state
 
 pytestmark = pytest.mark.integration
@@ -708,6 +708,16 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
         )
         assert mine.table.my_seat == 2
         assert len(mine.table.round.my_rack.tiles) in (14, 15)
+        # Matchmaking reads a table through GetTable with its credential: a spectator's view.
+        read = await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=service)
+        assert read.table.my_seat == -1
+        assert [s.player_id for s in read.table.seats] == players[:3]
+        assert read.table.status == table_pb2.TABLE_STATUS_PLAYING
+        assert not read.table.round.my_rack.tiles, "a service never sees a hand"
+        kishpa = read.table.round.kishpa
+        public = {t.id for t in read.table.round.discards}
+        public |= {kishpa.kishpa.id, kishpa.replaced_kishpa.id}
+        assert ids_in(MessageToDict(read.table.round)) <= public
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.CreateTable(
                 table_pb2.CreateTableRequest(
