@@ -14,7 +14,18 @@ import sys
 from collections.abc import Callable
 
 # The order here is the order of `kishpa --help`.
-COMMAND_GROUPS = ("run", "play", "bots", "demo", "rules", "wallet", "serve", "worker", "migrate")
+COMMAND_GROUPS = (
+    "run",
+    "play",
+    "verify",
+    "bots",
+    "demo",
+    "rules",
+    "wallet",
+    "serve",
+    "worker",
+    "migrate",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,6 +28,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError
 from sdk.client import DEFAULT_MATCHMAKING_ADDR, DEFAULT_TABLE_ADDR
+from sdk.credentials import save_token
 
 
 def register(subparsers: Any) -> None:
@@ -82,6 +83,8 @@ class Play:
         async with KishpaClient(self.mm_addr, self.table_addr) as client:
             session = await client.login(self.args.name or _default_name())
             self.names[session.player_id] = session.display_name
+            with contextlib.suppress(OSError):
+                save_token(session.token)  # for `kishpa verify` later, as this player
             self.console.print(
                 f"Signed in as [bold]{session.display_name}[/bold] ({session.player_id})."
             )

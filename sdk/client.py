@@ -516,6 +516,14 @@ class KishpaClient:
         )
         return response.table
 
+    async def round_record(self, table_id: str, round_no: int) -> table_pb2.RoundRecord:
+        """An ended round's record with the caller's own tiles (``sdk.fairness`` checks it)."""
+        response: table_pb2.GetRoundRecordResponse = await self._call(
+            self._tables.GetRoundRecord,
+            table_pb2.GetRoundRecordRequest(table_id=table_id, round=round_no),
+        )
+        return response.record
+
     async def watch_table(
         self, table_id: str, after_event_id: str = ""
     ) -> AsyncIterator[table_pb2.TableEvent]:

@@ -29,3 +29,11 @@ def database_url() -> str:
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     return TEST_REDIS_URL
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_file(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`kishpa play` saves its token for `kishpa verify`: in tests, never in the real home."""
+    if not os.environ.get("KISHPA_SESSION_FILE"):
+        path = tmp_path_factory.mktemp("session") / "session.json"
+        os.environ["KISHPA_SESSION_FILE"] = str(path)

@@ -29,6 +29,7 @@ from games.kishpa.solver import winning_discards
 from games.kishpa.tiles import parse_face
 from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError
+from sdk.fairness import RoundWitness, Verification, evidence_from_record, verify_round
 from services.table.botclient import bot_view
 
 PROMPT = "kishpa> "
@@ -108,6 +109,7 @@ class PlaySession:
         self.stream = FairStream(os.urandom(SERVER_SEED_BYTES), (), bot.BOT_TAG)
         self._reader: LineReader | None = None
         self._told: tuple[object, ...] = ()
+        self.witness = RoundWitness()
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -398,6 +400,27 @@ class PlaySession:
         if data is None or move is None:
             self.console.print("Nothing to do right now.", style="dim")
 
+    async def say_verdict(self, round_no: int, verdict: Verification | None) -> None:
+        """Whether the round's deal matches its seeds (docs/fairness.md).
+
+        A round whose start this session did not see (it joined a running table) is
+        checked from the server's record of it instead, as ``kishpa verify`` does.
+        """
+        if verdict is None and self.view.my_seat < 0:
+            return  # a watcher without a seat has no tiles of his own to check
+        if verdict is None:
+            try:
+                record = await self.client.round_record(self.table_id, round_no)
+            except KishpaError as exc:
+                self.console.print(Text(f"Round {round_no}: not checked ({exc.message})"))
+                return
+            verdict = verify_round(evidence_from_record(record))
+        line = Text(
+            f"Round {round_no}: {verdict.summary()}",
+            style="green" if verdict.ok else "bold red",
+        )
+        self.console.print(line)
+
     def show_help(self) -> None:
         """The list of commands."""
         table = Table(show_header=False, box=None, padding=(0, 2))
@@ -441,6 +464,7 @@ class PlaySession:
             self._reprompt()
 
     async def _narrate(self, event: table_pb2.TableEvent) -> None:
+        verdict = self.witness.observe_message(event)
         data: dict[str, Any] = json_format.MessageToDict(event.data)
         who = self.name(event.seat)
         joker = joker_face(self.view)
@@ -506,6 +530,7 @@ class PlaySession:
             winner = data.get("winner")
             result = f"{self.name(int(winner))} won" if winner is not None else "no winner"
             self.console.print(Text(f"Round {event.round} is over: {result}.", style="bold cyan"))
+            await self.say_verdict(event.round, verdict)
         elif kind == "bowl_changed":
             self.console.print(f"Bowl: {int(data.get('bowl', 0))} tokens.", style="dim")
         elif kind == "last_round_pressed":

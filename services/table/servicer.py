@@ -18,6 +18,7 @@ from services.common.auth import Service, current_caller, current_player
 from services.common.errors import InvalidArgument, PermissionDenied
 from services.table.convert import RUN_ENDS, SOURCES, Converter, groups_from, settings_from
 from services.table.engine import Action
+from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
 
 MAX_TABLE_ID = 64
@@ -251,6 +252,33 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     ) -> table_pb2.UndoTurnResponse:
         result = await self._act(request.table_id, "undo_turn", request.request_id)
         return table_pb2.UndoTurnResponse(table=self._view(result))
+
+    async def GetRoundRecord(
+        self, request: table_pb2.GetRoundRecordRequest, context: Context
+    ) -> table_pb2.GetRoundRecordResponse:
+        player_id, _ = _player()
+        record = await round_record(
+            self.tables.store, _table_id(request.table_id), request.round, player_id
+        )
+        return table_pb2.GetRoundRecordResponse(
+            record=table_pb2.RoundRecord(
+                table_id=record.table_id,
+                round=record.round_no,
+                player_ids=record.players,
+                starter_seat=record.starter,
+                my_seat=record.my_seat,
+                shuffle_commitment=record.commitment,
+                server_seed=record.server_seed,
+                client_seeds=[s or "" for s in record.client_seeds],
+                kishpa=record.kishpa,
+                replaced_kishpa=record.replaced_kishpa,
+                dealt_tile_ids=record.dealt,
+                pile_draws=[
+                    table_pb2.PileDraw(tile_id=t, pile_left=n) for t, n in record.pile_draws
+                ],
+                hand_size=record.hand_size,
+            )
+        )
 
     async def WatchTable(
         self, request: table_pb2.WatchTableRequest, context: Context

@@ -190,6 +190,8 @@ def test_play_a_round_against_three_bots(stack_env: dict[str, str], redis_url: s
                 child.sendline("auto")
                 child.expect("Auto: ")
         assert by_hand >= 1
+        # The SDK recomputed the deal from the revealed seed (docs/fairness.md).
+        child.expect(r"Round 1: deal verified \(commitment, your 1[45] dealt tiles")
         child.sendline("help")
         child.expect("make the next round the last one")
         child.sendline("discard 99")
@@ -199,6 +201,17 @@ def test_play_a_round_against_three_bots(stack_env: dict[str, str], redis_url: s
         child.expect(pexpect.EOF, timeout=30)
         child.close()
         assert child.exitstatus == 0
+        # Later, the same player checks the round again from the server's record of it.
+        verify = subprocess.run(
+            [KISHPA, "verify", "--table", table_id, "--round", "1"],
+            env=stack_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+        assert "seat 1: deal verified (commitment, your 15 dealt tiles" in verify.stdout
     finally:
         if child.isalive():
             child.terminate(force=True)

@@ -1,0 +1,468 @@
+"""Check that a Kishpa round was dealt from the seed the server committed to.
+
+This module is a second, independent implementation of the algorithm in ``docs/fairness.md``
+(standard library only; it shares no code with the server's ``games/fair.py``), so a client
+trusts its own arithmetic, not the server's. Given what one player saw of an ended round::
+
+    evidence = RoundEvidence(
+        commitment=...,            # published when the round started
+        server_seed_hex=...,       # revealed when it ended
+        client_seeds=[...],        # every seat's client seed, in seat order (None: none)
+        seats=4, starter=0, my_seat=2,
+        dealt=[...],               # the tile ids he was dealt
+        pile_draws=[PileDraw(tile_id=17, pile_left=51), ...],
+        kishpa="R5", replaced_kishpa=None, my_client_seed="abc",
+    )
+    result = verify_round(evidence)
+    if not result.ok:
+        for failure in result.failures:
+            print(failure.check, failure.message)
+
+it recomputes the deck, the deal, the turned kishpa (and its replacement) and the pile, and
+reports every check that failed with what was expected and what was seen. A player can
+only check his own tiles: the others' hands are never sent to him.
+
+:class:`RoundWitness` builds the evidence from the table events a player receives
+(``round_started``, ``dealt``, ``drew``, ``kishpa_replaced``, ``round_ended``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SERVER_SEED_BYTES = 80
+DECK_TAG = b"kishpa/fair/v1/deck"
+KISHPA_TAG = b"kishpa/fair/v1/kishpa"
+TILE_COUNT = 106
+HAND_SIZE = 14
+COLOURS = "RBYK"
+RED_DOLL, BLACK_DOLL = 104, 105
+
+# What a failed check is called (``Failure.check``).
+SEED_NOT_REVEALED = "SEED_NOT_REVEALED"
+SEED_MALFORMED = "SEED_MALFORMED"
+COMMITMENT_MISMATCH = "COMMITMENT_MISMATCH"
+CLIENT_SEED_MISMATCH = "CLIENT_SEED_MISMATCH"
+DEALT_TILES_MISMATCH = "DEALT_TILES_MISMATCH"
+DRAW_MISMATCH = "DRAW_MISMATCH"
+KISHPA_MISMATCH = "KISHPA_MISMATCH"
+REPLACEMENT_MISMATCH = "REPLACEMENT_MISMATCH"
+RECORD_INCOMPLETE = "RECORD_INCOMPLETE"
+
+
+# --- the algorithm (docs/fairness.md) ---------------------------------------------------
+
+
+def face(tile_id: int) -> str:
+    """The face of a tile id in the text notation: ``R7``, ``K13``, ``DR``, ``DK``."""
+    if tile_id == RED_DOLL:
+        return "DR"
+    if tile_id == BLACK_DOLL:
+        return "DK"
+    if not 0 <= tile_id < RED_DOLL:
+        raise ValueError(f"no tile has id {tile_id}")
+    return f"{COLOURS[(tile_id % 52) // 13]}{tile_id % 13 + 1}"
+
+
+def joker_face(kishpa_face: str) -> str:
+    """The joker of a kishpa: the next number in its colour, 13 wrapping to 1."""
+    number = int(kishpa_face[1:])
+    return f"{kishpa_face[0]}{number % 13 + 1}"
+
+
+class _Stream:
+    """HMAC-SHA256(server seed, tag || 0x00 || sha256(client seeds JSON) || counter) blocks."""
+
+    def __init__(self, seed: bytes, client_seeds: Sequence[str | None], tag: bytes) -> None:
+        encoded = json.dumps(list(client_seeds), separators=(",", ":"), ensure_ascii=False)
+        self._key = seed
+        self._prefix = tag + b"\x00" + hashlib.sha256(encoded.encode("utf-8")).digest()
+        self._counter = 0
+        self._bytes = b""
+
+    def _take(self, count: int) -> bytes:
+        while len(self._bytes) < count:
+            block = self._prefix + self._counter.to_bytes(8, "big")
+            self._bytes += hmac.new(self._key, block, hashlib.sha256).digest()
+            self._counter += 1
+        out, self._bytes = self._bytes[:count], self._bytes[count:]
+        return out
+
+    def below(self, n: int) -> int:
+        if n == 1:
+            return 0
+        bits = (n - 1).bit_length()
+        while True:
+            value = int.from_bytes(self._take((bits + 7) // 8), "big") & ((1 << bits) - 1)
+            if value < n:
+                return value
+
+
+def deck(server_seed: bytes, client_seeds: Sequence[str | None], n: int = TILE_COUNT) -> list[int]:
+    """The shuffled deck, top first: Fisher-Yates over ``0..n-1`` driven by the deck stream."""
+    cards = list(range(n))
+    stream = _Stream(server_seed, client_seeds, DECK_TAG)
+    for i in range(n - 1, 0, -1):
+        j = stream.below(i + 1)
+        cards[i], cards[j] = cards[j], cards[i]
+    return cards
+
+
+@dataclass(frozen=True, slots=True)
+class Dealt:
+    """A recomputed Kishpa deal: every hand, the kishpa (and replacement), the pile."""
+
+    deck: tuple[int, ...]
+    hands: tuple[tuple[int, ...], ...]
+    kishpa: int
+    dolls_returned: tuple[int, ...]
+    replacement: int | None
+    pile: tuple[int, ...]
+    """What is left to draw, top at the END: a draw that leaves ``k`` tiles took ``pile[k]``."""
+
+
+def _turn(pile: list[int], stream: _Stream) -> tuple[int, list[int]]:
+    returned: list[int] = []
+    while True:
+        tile = pile.pop()
+        if tile not in (RED_DOLL, BLACK_DOLL):
+            return tile, returned
+        returned.append(tile)
+        pile.insert(stream.below(len(pile)) if pile else 0, tile)
+
+
+def deal(
+    server_seed: bytes,
+    client_seeds: Sequence[str | None],
+    seats: int,
+    starter: int,
+    *,
+    hand_size: int = HAND_SIZE,
+    replacements: int = 1,
+) -> Dealt:
+    """Recompute a Kishpa deal (docs/fairness.md, "From the deck to the deal")."""
+    cards = deck(server_seed, client_seeds)
+    hands: list[tuple[int, ...]] = [()] * seats
+    cursor = 0
+    for k in range(seats):
+        seat = (starter + k) % seats
+        size = hand_size + (1 if seat == starter else 0)
+        hands[seat] = tuple(cards[cursor : cursor + size])
+        cursor += size
+    pile = list(reversed(cards[cursor:]))
+    stream = _Stream(server_seed, client_seeds, KISHPA_TAG)
+    kishpa, returned = _turn(pile, stream)
+    joker = joker_face(face(kishpa))
+    replacement = None
+    if replacements > 0 and not any(face(t) == joker for hand in hands for t in hand):
+        replacement, more = _turn(pile, stream)
+        returned += more
+    return Dealt(tuple(cards), tuple(hands), kishpa, tuple(returned), replacement, tuple(pile))
+
+
+# --- verification -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PileDraw:
+    """A tile the player drew from the pile, and how many tiles the pile had left after."""
+
+    tile_id: int
+    pile_left: int
+
+
+@dataclass(slots=True)
+class RoundEvidence:
+    """What one player knows of an ended round (public facts plus his own tiles)."""
+
+    commitment: str
+    server_seed_hex: str
+    client_seeds: list[str | None]
+    seats: int
+    starter: int
+    my_seat: int
+    dealt: list[int]
+    pile_draws: list[PileDraw] = field(default_factory=list)
+    kishpa: str | None = None
+    """The face turned as kishpa at the start (before any replacement), if known."""
+    replaced_kishpa: str | None = None
+    """The replacement kishpa's face, when the first one was replaced."""
+    my_client_seed: str | None = None
+    """The client seed this player handed in, if he remembers it (None: not checked)."""
+    hand_size: int = HAND_SIZE
+    replacements: int = 1
+    round_no: int = 0
+    table_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One check that failed: its name (``COMMITMENT_MISMATCH``...) and what went wrong."""
+
+    check: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The outcome: ``ok`` when every check passed, else each failure."""
+
+    failures: tuple[Failure, ...]
+    checked: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def summary(self) -> str:
+        """One line for people: ``deal verified (...)`` or what failed."""
+        if self.ok:
+            return "deal verified (" + ", ".join(self.checked) + ")"
+        return "deal NOT verified: " + "; ".join(f"{f.check}: {f.message}" for f in self.failures)
+
+
+def _client_seeds(seeds: Sequence[str | None]) -> list[str | None]:
+    # On the wire a seat without a client seed is "" (proto3 strings); the algorithm's
+    # canonical list has null there. Table services refuse an empty client seed.
+    return [s if s else None for s in seeds]
+
+
+def verify_round(evidence: RoundEvidence) -> Verification:
+    """Every check of docs/fairness.md "Verifying a round", as far as this player can."""
+    failures: list[Failure] = []
+    checked: list[str] = []
+    e = evidence
+    seed_text = (e.server_seed_hex or "").strip().lower()
+    if not seed_text:
+        return Verification((Failure(SEED_NOT_REVEALED, "the server seed was not revealed"),), ())
+    try:
+        seed = bytes.fromhex(seed_text)
+    except ValueError:
+        seed = b""
+    if len(seed) != SERVER_SEED_BYTES:
+        return Verification(
+            (
+                Failure(
+                    SEED_MALFORMED,
+                    f"the revealed seed is not {SERVER_SEED_BYTES} bytes of hex: {seed_text!r}",
+                ),
+            ),
+            (),
+        )
+    digest = hashlib.sha256(seed).hexdigest()
+    if not hmac.compare_digest(digest, (e.commitment or "").strip().lower()):
+        failures.append(
+            Failure(
+                COMMITMENT_MISMATCH,
+                f"sha256 of the revealed seed is {digest}, but the round started with "
+                f"commitment {e.commitment or '(none)'}",
+            )
+        )
+    else:
+        checked.append("commitment")
+    if not (2 <= e.seats <= 4 and 0 <= e.starter < e.seats and 0 <= e.my_seat < e.seats):
+        failures.append(
+            Failure(
+                RECORD_INCOMPLETE,
+                f"seats {e.seats}, starter {e.starter}, my seat {e.my_seat} do not make a round",
+            )
+        )
+        return Verification(tuple(failures), tuple(checked))
+    seeds = _client_seeds(e.client_seeds)
+    if len(seeds) != e.seats:
+        failures.append(
+            Failure(
+                RECORD_INCOMPLETE,
+                f"{len(seeds)} client seeds for {e.seats} seats",
+            )
+        )
+        return Verification(tuple(failures), tuple(checked))
+    if e.my_client_seed is not None and seeds[e.my_seat] != (e.my_client_seed or None):
+        failures.append(
+            Failure(
+                CLIENT_SEED_MISMATCH,
+                f"you handed in client seed {e.my_client_seed!r}, but the round mixed "
+                f"{seeds[e.my_seat]!r} for your seat",
+            )
+        )
+    elif e.my_client_seed is not None:
+        checked.append("your client seed")
+    dealt = deal(
+        seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
+    )
+    expected = dealt.hands[e.my_seat]
+    if sorted(expected) != sorted(e.dealt):
+        missing = sorted(set(expected) - set(e.dealt))
+        extra = sorted(set(e.dealt) - set(expected))
+        failures.append(
+            Failure(
+                DEALT_TILES_MISMATCH,
+                f"the seeds deal your seat {_faces(expected)}; you were dealt {_faces(e.dealt)}"
+                f" (missing {_faces(missing)}, not yours {_faces(extra)})",
+            )
+        )
+    else:
+        checked.append(f"your {len(expected)} dealt tiles")
+    if e.kishpa is not None:
+        if face(dealt.kishpa) != e.kishpa:
+            failures.append(
+                Failure(
+                    KISHPA_MISMATCH,
+                    f"the seeds turn {face(dealt.kishpa)} as kishpa; the table showed {e.kishpa}",
+                )
+            )
+        else:
+            checked.append("kishpa")
+    shown = e.replaced_kishpa or None
+    computed = None if dealt.replacement is None else face(dealt.replacement)
+    if e.kishpa is not None and shown != computed:
+        failures.append(
+            Failure(
+                REPLACEMENT_MISMATCH,
+                f"the seeds replace the kishpa with {computed or 'nothing'}; "
+                f"the table replaced it with {shown or 'nothing'}",
+            )
+        )
+    elif shown is not None:
+        checked.append("replacement kishpa")
+    draws_ok = True
+    for n, draw in enumerate(e.pile_draws, start=1):
+        if not 0 <= draw.pile_left < len(dealt.pile):
+            draws_ok = False
+            failures.append(
+                Failure(
+                    DRAW_MISMATCH,
+                    f"draw {n}: the pile never had {draw.pile_left + 1} tiles after the deal",
+                )
+            )
+        elif dealt.pile[draw.pile_left] != draw.tile_id:
+            draws_ok = False
+            want = dealt.pile[draw.pile_left]
+            failures.append(
+                Failure(
+                    DRAW_MISMATCH,
+                    f"draw {n} from the pile (leaving {draw.pile_left}): the seeds put "
+                    f"{face(want)} (id {want}) there; you drew {_face_or_id(draw.tile_id)}"
+                    f" (id {draw.tile_id})",
+                )
+            )
+    if e.pile_draws and draws_ok:
+        checked.append(f"your {len(e.pile_draws)} pile draws")
+    return Verification(tuple(failures), tuple(checked))
+
+
+def _face_or_id(tile_id: int) -> str:
+    try:
+        return face(tile_id)
+    except ValueError:
+        return "?"
+
+
+def _faces(tiles: Sequence[int]) -> str:
+    return "[" + " ".join(_face_or_id(t) for t in sorted(tiles)) + "]"
+
+
+# --- evidence from table events ---------------------------------------------------------
+
+
+class RoundWitness:
+    """Collects one player's evidence of each round from the table events he receives.
+
+    Feed it every event (``observe``); after ``round_ended`` it returns the round's
+    :class:`Verification`. It reads only what the events carry: the public facts and the
+    private ``dealt`` / ``drew`` parts that only this player receives.
+    """
+
+    def __init__(self, my_client_seed: str | None = None) -> None:
+        self.my_client_seed = my_client_seed
+        self._rounds: dict[int, RoundEvidence] = {}
+
+    def observe(
+        self,
+        kind: str,
+        round_no: int,
+        seat: int,
+        data: Mapping[str, Any],
+        private: Mapping[str, Any] | None = None,
+    ) -> Verification | None:
+        """Take one event in; the verification of its round when the event ended it."""
+        if kind == "round_started":
+            players = list(data.get("players") or [])
+            self._rounds[round_no] = RoundEvidence(
+                commitment=str(data.get("commitment") or ""),
+                server_seed_hex="",
+                client_seeds=[],
+                seats=len(players),
+                starter=int(data.get("starter") or 0),
+                my_seat=-1,
+                dealt=[],
+                kishpa=str(data["kishpa"]) if data.get("kishpa") else None,
+                my_client_seed=self.my_client_seed,
+                round_no=round_no,
+            )
+            return None
+        evidence = self._rounds.get(round_no)
+        if evidence is None:
+            return None  # joined mid-round: nothing to check this round
+        if kind == "dealt" and private and "hand" in private:
+            evidence.my_seat = seat
+            evidence.dealt = [int(t["id"]) for t in private["hand"]]
+        elif kind == "kishpa_replaced" and data.get("kishpa"):
+            evidence.replaced_kishpa = str(data["kishpa"])
+        elif kind == "drew" and private and data.get("source") == "pile":
+            evidence.pile_draws.append(PileDraw(int(private["tile_id"]), int(data["pile"])))
+        elif kind == "round_ended":
+            del self._rounds[round_no]
+            if evidence.my_seat < 0:
+                return None  # a watcher without a seat has nothing of his own to check
+            evidence.server_seed_hex = str(data.get("server_seed") or "")
+            evidence.client_seeds = list(data.get("client_seeds") or [])
+            evidence.commitment = str(data.get("commitment") or evidence.commitment)
+            return verify_round(evidence)
+        return None
+
+    def observe_message(self, event: Any) -> Verification | None:
+        """:meth:`observe` for a ``kishpa.table.v1.TableEvent`` message."""
+        from google.protobuf import json_format
+
+        data = json_format.MessageToDict(event.data)
+        private = (
+            json_format.MessageToDict(event.private_data)
+            if event.HasField("private_data")
+            else None
+        )
+        return self.observe(event.type, event.round, event.seat, data, private)
+
+
+def evidence_from_record(record: Any, my_client_seed: str | None = None) -> RoundEvidence:
+    """The evidence in a ``kishpa.table.v1.RoundRecord`` (``KishpaClient.round_record``)."""
+    return RoundEvidence(
+        commitment=record.shuffle_commitment,
+        server_seed_hex=record.server_seed,
+        client_seeds=list(record.client_seeds),
+        seats=len(record.player_ids),
+        starter=record.starter_seat,
+        my_seat=record.my_seat,
+        dealt=list(record.dealt_tile_ids),
+        pile_draws=[PileDraw(d.tile_id, d.pile_left) for d in record.pile_draws],
+        kishpa=record.kishpa or None,
+        replaced_kishpa=record.replaced_kishpa or None,
+        my_client_seed=my_client_seed,
+        hand_size=record.hand_size or HAND_SIZE,
+        round_no=record.round,
+        table_id=record.table_id,
+    )
+
+
+def verification_to_dict(result: Verification) -> dict[str, Any]:
+    """The verdict as JSON-able data (``kishpa verify --json``)."""
+    return {
+        "verified": result.ok,
+        "checked": list(result.checked),
+        "failures": [{"check": f.check, "message": f.message} for f in result.failures],
+    }

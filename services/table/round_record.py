@@ -1,0 +1,114 @@
+"""An ended round's record as one player may know it, rebuilt from the table's event stream.
+
+``GetRoundRecord`` serves what the server published during the round (the commitment, the
+turned kishpa, the revealed seed and client seeds) together with the caller's own private
+facts (his dealt tiles and the tiles he drew from the pile), so the caller can recompute
+the deal (docs/fairness.md) long after the round. The record is read back from the same
+stream the players watched, so it says exactly what they were told; nothing of another
+seat's hand is ever in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.common.errors import FailedPrecondition, NotFound, PermissionDenied
+from services.table.events import TableEvent
+from services.table.store import TableStore
+
+READ_PAGE = 500
+
+
+@dataclass(slots=True)
+class RoundRecord:
+    """The public facts of one ended round plus one seat's own dealt tiles and draws."""
+
+    table_id: str
+    round_no: int
+    players: list[str]
+    starter: int
+    my_seat: int
+    commitment: str = ""
+    server_seed: str = ""
+    client_seeds: list[str | None] = field(default_factory=list)
+    kishpa: str = ""
+    replaced_kishpa: str = ""
+    dealt: list[int] = field(default_factory=list)
+    pile_draws: list[tuple[int, int]] = field(default_factory=list)
+    hand_size: int = 14
+
+
+def _hand_size(data: Mapping[str, Any], starter: int) -> int:
+    sizes = [int(s) for s in data.get("hand_sizes") or []]
+    others = [s for seat, s in enumerate(sizes) if seat != starter]
+    return others[0] if others else 14
+
+
+async def round_record(
+    store: TableStore, table_id: str, round_no: int, player_id: str
+) -> RoundRecord:
+    """The record of ``round_no`` for ``player_id``; refused unless he sat in that round."""
+    if round_no < 1:
+        raise NotFound("ROUND_NOT_FOUND", "rounds are numbered from 1")
+    record: RoundRecord | None = None
+    ended = False
+    cursor = "0-0"
+    while not ended:
+        page = await store.read_events(table_id, cursor, count=READ_PAGE)
+        if not page:
+            break
+        cursor = page[-1].id
+        for stored in page:
+            event = stored.event
+            if event.round != round_no:
+                continue
+            if event.type == "round_started":
+                record = _started(table_id, round_no, player_id, event)
+            elif record is not None:
+                ended = _observe(record, event) or ended
+    if record is None:
+        if await store.load(table_id) is None:
+            raise NotFound("TABLE_NOT_FOUND", f"no table {table_id!r} (or it expired)")
+        raise NotFound("ROUND_NOT_FOUND", f"table {table_id} has no Kishpa round {round_no}")
+    if record.my_seat < 0:
+        raise PermissionDenied("NOT_SEATED", f"you did not play round {round_no} of this table")
+    if not ended:
+        raise FailedPrecondition(
+            "ROUND_NOT_ENDED", f"round {round_no} has not ended: its seed is still secret"
+        )
+    return record
+
+
+def _started(table_id: str, round_no: int, player_id: str, event: TableEvent) -> RoundRecord:
+    data = event.data
+    players = [str(p) for p in data.get("players") or []]
+    starter = int(data.get("starter") or 0)
+    return RoundRecord(
+        table_id=table_id,
+        round_no=round_no,
+        players=players,
+        starter=starter,
+        my_seat=players.index(player_id) if player_id in players else -1,
+        commitment=str(data.get("commitment") or ""),
+        kishpa=str(data.get("kishpa") or ""),
+        hand_size=_hand_size(data, starter),
+    )
+
+
+def _observe(record: RoundRecord, event: TableEvent) -> bool:
+    """Fold one event of the round into the record; True at ``round_ended``."""
+    mine = record.my_seat >= 0 and event.private_seat == record.my_seat
+    private = event.private_data or {}
+    if event.type == "dealt" and mine:
+        record.dealt = [int(t["id"]) for t in private.get("hand", [])]
+    elif event.type == "drew" and mine and event.data.get("source") == "pile":
+        record.pile_draws.append((int(private["tile_id"]), int(event.data["pile"])))
+    elif event.type == "kishpa_replaced":
+        record.replaced_kishpa = str(event.data.get("kishpa") or "")
+    elif event.type == "round_ended":
+        record.server_seed = str(event.data.get("server_seed") or "")
+        record.client_seeds = list(event.data.get("client_seeds") or [])
+        return True
+    return False
