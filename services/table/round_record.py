@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.common.errors import FailedPrecondition, NotFound, PermissionDenied
-from services.table.events import TableEvent
 from services.table.store import TableStore
+from shared.stream import TableEvent
 
 READ_PAGE = 500
 
