@@ -56,8 +56,9 @@ def count_ones(hand: Sequence[Face], facts: KishpaFacts) -> int:
 
 
 def one_bonus(facts: KishpaFacts, rules: RuleSet = DEFAULT_RULES) -> int:
-    """What each other player pays per 1 of the kishpa's colour (2 when the kishpa is a 1)."""
-    return rules.one_bonus_kishpa_one if facts.kishpa_is_one else rules.one_bonus
+    """Tokens each other player pays per 1 of the kishpa's colour (2 when the kishpa is a 1),
+    times the stake."""
+    return rules.tokens(rules.one_bonus_kishpa_one if facts.kishpa_is_one else rules.one_bonus)
 
 
 def start_bonus_postings(
@@ -76,19 +77,21 @@ def start_bonus_postings(
             for player in players:
                 if doll in start_hands[player]:
                     postings += from_every_other(
-                        players, player, rules.doll_bonus, Reason.BONUS_DOLL
+                        players, player, rules.tokens(rules.doll_bonus), Reason.BONUS_DOLL
                     )
     for player in players:
         jokers = count_jokers(start_hands[player], facts)
         postings += from_every_other(
-            players, player, jokers * rules.joker_bonus, Reason.BONUS_JOKER
+            players, player, rules.tokens(jokers * rules.joker_bonus), Reason.BONUS_JOKER
         )
     per_one = one_bonus(facts, rules)
     for player in players:
         ones = count_ones(start_hands[player], facts)
         postings += from_every_other(players, player, ones * per_one, Reason.BONUS_ONE)
     if start_reveal is not None:
-        postings += from_every_other(players, start_reveal, rules.kishpa_bonus, Reason.BONUS_KISHPA)
+        postings += from_every_other(
+            players, start_reveal, rules.tokens(rules.kishpa_bonus), Reason.BONUS_KISHPA
+        )
     return postings
 
 
@@ -112,7 +115,7 @@ def end_bonus_postings(
             continue
         jokers = count_jokers(end_hands[player], facts)
         postings += from_every_other(
-            players, player, jokers * rules.joker_bonus, Reason.BONUS_JOKER
+            players, player, rules.tokens(jokers * rules.joker_bonus), Reason.BONUS_JOKER
         )
     per_one = one_bonus(facts, rules)
     for player in players:
@@ -121,5 +124,7 @@ def end_bonus_postings(
         ones = count_ones(end_hands[player], facts)
         postings += from_every_other(players, player, ones * per_one, Reason.BONUS_ONE)
     if end_reveal is not None and start_reveal is None and end_reveal != winner:
-        postings += from_every_other(players, end_reveal, rules.kishpa_bonus, Reason.BONUS_KISHPA)
+        postings += from_every_other(
+            players, end_reveal, rules.tokens(rules.kishpa_bonus), Reason.BONUS_KISHPA
+        )
     return postings

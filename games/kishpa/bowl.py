@@ -10,10 +10,11 @@ from games.kishpa.tiles import Face
 
 
 def contribution(final_kishpa: Face, rules: RuleSet = DEFAULT_RULES) -> int:
-    """What every player pays into the bowl this round (2 when the final kishpa is a 1)."""
+    """Tokens every player pays into the bowl this round (2 when the final kishpa is a 1),
+    times the stake."""
     if final_kishpa.number == 1:
-        return rules.bowl_contribution_kishpa_one
-    return rules.bowl_contribution
+        return rules.tokens(rules.bowl_contribution_kishpa_one)
+    return rules.tokens(rules.bowl_contribution)
 
 
 def contribution_postings(
@@ -41,17 +42,27 @@ def completes_streak(
     return winner == previous_winner
 
 
-def split_shares(amount: int, players: Sequence[str], first: str) -> list[tuple[str, int]]:
-    """Equal split with the remainder one each in seat order starting with ``first``.
+def split_shares(
+    amount: int, players: Sequence[str], first: str, unit: int = 1
+) -> list[tuple[str, int]]:
+    """Equal split in whole ``unit``s with the remainder one unit each in seat order starting
+    with ``first``; tokens short of a whole unit then go one each, continuing the same order.
 
     Returns ``(player, share)`` in seat order starting with ``first``.
     """
     if amount < 0:
         raise ValueError("the bowl is never negative")
+    if unit < 1:
+        raise ValueError("the split's unit is at least one token")
     start = players.index(first)
-    order = [players[(start + k) % len(players)] for k in range(len(players))]
-    base, remainder = divmod(amount, len(players))
-    return [(p, base + (1 if k < remainder else 0)) for k, p in enumerate(order)]
+    count = len(players)
+    order = [players[(start + k) % count] for k in range(count)]
+    units, loose = divmod(amount, unit)
+    base, remainder = divmod(units, count)
+    shares = [unit * (base + (1 if k < remainder else 0)) for k in range(count)]
+    for j in range(loose):
+        shares[(remainder + j) % count] += 1
+    return list(zip(order, shares, strict=True))
 
 
 def bowl_end_postings(
@@ -74,9 +85,10 @@ def bowl_end_postings(
     if not last_round:
         return []
     first = winner if winner is not None else starter
+    unit = rules.stake if rules.bowl_split_in_stakes else 1
     return [
         Posting(BOWL, player, share, Reason.BOWL_SPLIT)
-        for player, share in split_shares(bowl_amount, players, first)
+        for player, share in split_shares(bowl_amount, players, first, unit)
         if share > 0
     ]
 

@@ -16,7 +16,7 @@ def win_payout(
     kishpa: Face,
     rules: RuleSet = DEFAULT_RULES,
 ) -> int:
-    """Tokens each loser pays the winner.
+    """Tokens each loser pays the winner (the units below times ``rules.stake``).
 
     ``win_base``, plus ``win_per_joker`` per joker among the 14 tiles left in hand, plus
     ``win_kishpa`` if the kishpa's face is among them, plus ``win_joker_discard`` if the last
@@ -34,4 +34,4 @@ def win_payout(
         payout += rules.win_kishpa
     if final_discard == joker:
         payout += rules.win_joker_discard
-    return payout
+    return rules.tokens(payout)

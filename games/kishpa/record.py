@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from games.kishpa.bonuses import (
     KishpaFacts,
@@ -38,6 +38,7 @@ START_FIELDS = frozenset(
         "bowl",
         "previous_winner",
         "last_round",
+        "stake",
     }
 )
 """The fields known when a round starts (the start phase record holds only these)."""
@@ -63,6 +64,8 @@ class RoundRecord:
     winner: str | None = None
     final_discard: Face | None = None
     end_reveal: str | None = None
+    stake: int = 1
+    """Tokens per unit of the rules' amounts (``"stake"``, default 1)."""
 
     @property
     def facts(self) -> KishpaFacts:
@@ -164,6 +167,11 @@ def parse_record(
     last_round = obj.get("last_round", False)
     if not isinstance(last_round, bool):
         raise _fail("last_round must be true or false")
+    stake = obj.get("stake")
+    if stake is None:
+        stake = 1  # optional, like every other optional field: absent or null
+    if isinstance(stake, bool) or not isinstance(stake, int) or stake < 1:
+        raise _fail(f"stake must be a whole number of tokens >= 1, got {stake!r}")
 
     start_hands = _hands(obj["start_hands"], players, "start_hands")
     sizes = sorted(len(h) for h in start_hands.values())
@@ -193,7 +201,15 @@ def parse_record(
     previous_winner = _optional_player(obj, "previous_winner", players)
 
     record = RoundRecord(
-        players, kishpa, replacement, start_hands, start_reveal, bowl, previous_winner, last_round
+        players,
+        kishpa,
+        replacement,
+        start_hands,
+        start_reveal,
+        bowl,
+        previous_winner,
+        last_round,
+        stake=stake,
     )
     if "end_hands" not in obj:
         if require_end:
@@ -252,24 +268,28 @@ def _parse_end(
         winner,
         final_discard,
         end_reveal,
+        record.stake,
     )
 
 
 def _as_record(
     record: RoundRecord | Mapping[str, object], rules: RuleSet, end: bool
-) -> RoundRecord:
+) -> tuple[RoundRecord, RuleSet]:
+    """The validated record and the rules at its stake (the record's stake decides)."""
     if isinstance(record, RoundRecord):
         if end and record.end_hands is None:
             raise _fail("missing field 'end_hands'")
-        return record
-    return parse_record(record, rules, require_end=end)
+        rec = record
+    else:
+        rec = parse_record(record, rules, require_end=end)
+    return rec, rules if rules.stake == rec.stake else replace(rules, stake=rec.stake)
 
 
 def start_postings(
     record: RoundRecord | Mapping[str, object], rules: RuleSet = DEFAULT_RULES
 ) -> list[Posting]:
     """The start phase: bowl contributions, then the start bonuses (one atomic batch)."""
-    rec = _as_record(record, rules, end=False)
+    rec, rules = _as_record(record, rules, end=False)
     postings = contribution_postings(rec.players, rec.facts.final, rules)
     postings += start_bonus_postings(
         rec.players, rec.start_hands, rec.facts, rec.start_reveal, rules
@@ -281,7 +301,7 @@ def end_postings(
     record: RoundRecord | Mapping[str, object], rules: RuleSet = DEFAULT_RULES
 ) -> list[Posting]:
     """The end phase: the win, the end bonuses, then the bowl (taken or split)."""
-    rec = _as_record(record, rules, end=True)
+    rec, rules = _as_record(record, rules, end=True)
     assert rec.end_hands is not None
     facts = rec.facts
     postings: list[Posting] = []
@@ -329,10 +349,12 @@ def settle_record(obj: dict[str, object], rules: RuleSet = DEFAULT_RULES) -> dic
          "end_reveal": "p4",                         optional: who revealed in the end window
          "bowl": 12,                                 tokens in the bowl before this round
          "previous_winner": "p2",                    optional: won the round before, kept the bowl
-         "last_round": false}                        optional: this is the final round
+         "last_round": false,                        optional: this is the final round
+         "stake": 5}                                 optional (default 1): tokens per unit
 
     Output: each posting is ``{"from", "to", "amount", "reason"}``; accounts are the player
-    ids and ``"bowl"``.
+    ids and ``"bowl"``. The stake multiplies every amount the rules move; the bowl (given in
+    tokens) and its last-round split follow from the multiplied amounts.
     """
     record = parse_record(obj, rules, require_end=True)
     return {

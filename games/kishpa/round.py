@@ -417,6 +417,7 @@ def start_record(state: RoundState) -> dict[str, Any]:
         },
         "bowl": state.bowl,
         "last_round": state.last_round,
+        "stake": state.ruleset.stake,
     }
     if len(state.kishpa_tiles) > 1:
         rec["replacement"] = str(face_of(state.kishpa_tiles[1]))

@@ -55,6 +55,18 @@ class RuleSet:
     win_kishpa: int = 1
     win_joker_discard: int = 2
 
+    # Stake (issue 17): every amount above is in units of the table's stake.
+    stake: int = 1
+    """Tokens per unit: the stake multiplies every amount the rules move (bowl contributions,
+    start and end bonuses, the win table). Bank loads and the starting grant are wallet
+    amounts and are never multiplied."""
+    bowl_split_in_stakes: bool = False
+    """Ruling (RULES.md decides the last-round split only at stake 1): the bowl's tokens are
+    split equally and the tokens that do not divide go one each in seat order from the
+    winner (or the starter), so a 35-token bowl among 4 at stake 5 is 9, 9, 9, 8, as even as
+    tokens allow. True splits whole stakes instead (10, 10, 10, 5): exactly the stake-1
+    split multiplied, at the price of a less even split."""
+
     # Wallet (section 5).
     starting_tokens: int = 2000
     load_tokens: int = 50
@@ -65,6 +77,12 @@ class RuleSet:
             raise ValueError("seats must satisfy 2 <= min <= default <= max <= 4")
         if self.max_kishpa_replacements not in (0, 1):
             raise ValueError("the kishpa is replaced at most once per round")
+        if isinstance(self.stake, bool) or not isinstance(self.stake, int) or self.stake < 1:
+            raise ValueError(f"a stake is a whole number of tokens >= 1, not {self.stake!r}")
+
+    def tokens(self, units: int) -> int:
+        """The tokens ``units`` of the rules' amounts move at this table's stake."""
+        return units * self.stake
 
 
 DEFAULT_RULES = RuleSet()

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 LogFormat = Literal["console", "json"]
 
@@ -34,6 +34,13 @@ REQUIRED_SECRETS: Mapping[str, tuple[str, ...]] = {
     "worker": (SERVICE_SECRET_ENV,),
     "beat": (SERVICE_SECRET_ENV,),
 }
+
+DEFAULT_STAKES: tuple[int, ...] = (1, 5, 10, 50, 100)
+"""Stake levels a table may be played at, per game, unless configured otherwise."""
+MAX_STAKE = 1_000_000
+
+Stakes = Annotated[tuple[int, ...], NoDecode]
+"""A list of allowed stakes: ``"1,5,10,50,100"`` in the environment, sorted and distinct."""
 
 # HS256 keys shorter than the hash output weaken the signature (RFC 7518 section 3.2).
 MIN_SECRET_LENGTH = 32
@@ -113,6 +120,39 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         default=10.0, ge=0, validation_alias="KISHPA_SHUTDOWN_GRACE_SECONDS"
     )
+
+    stakes_kishpa: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_KISHPA")
+    stakes_hand: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_HAND")
+
+    @field_validator("stakes_kishpa", "stakes_hand", mode="before")
+    @classmethod
+    def _parse_stakes(cls, value: object) -> tuple[int, ...]:
+        """``"1,5,10"`` (or a sequence of ints) -> ``(1, 5, 10)``; every stake 1..MAX_STAKE."""
+        items: list[object]
+        if isinstance(value, str):
+            items = [part.strip() for part in value.split(",") if part.strip()]
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            raise ValueError("a comma-separated list of stakes, e.g. 1,5,10,50,100")
+        stakes: set[int] = set()
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise ValueError(f"a stake is a whole number of tokens, not {item!r}")
+            try:
+                stake = int(item)
+            except ValueError:
+                raise ValueError(f"a stake is a whole number of tokens, not {item!r}") from None
+            if not 1 <= stake <= MAX_STAKE:
+                raise ValueError(f"a stake is 1-{MAX_STAKE} tokens, not {stake}")
+            stakes.add(stake)
+        if not stakes:
+            raise ValueError("at least one stake must be offered")
+        return tuple(sorted(stakes))
+
+    def stakes(self) -> dict[str, tuple[int, ...]]:
+        """The allowed stakes of each game, by the game's name."""
+        return {"kishpa": self.stakes_kishpa, "hand": self.stakes_hand}
 
     @property
     def grpc_address(self) -> str:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -80,7 +80,8 @@ def wire(
     matchmaking = Matchmaking(
         MatchStore(redis, Keys(key_prefix)),
         TableGateway(table_channel, credentials),
-        config or MatchmakingConfig(),
+        # The stakes offered come from the settings, like the table service's.
+        replace(config or MatchmakingConfig(), stakes=settings.stakes()),
     )
     registrations = [
         ServiceRegistration(

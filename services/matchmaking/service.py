@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 import grpc
@@ -29,6 +29,7 @@ from services.common.errors import (
 )
 from services.common.games import GAME_ENUMS
 from services.common.games import GAMES as GAME_NAMES
+from services.common.settings import DEFAULT_STAKES
 from services.matchmaking import codes, metrics
 from services.matchmaking.gateways import TableGateway
 from services.matchmaking.notify import TicketNotifier
@@ -47,8 +48,6 @@ log = structlog.get_logger("kishpa.matchmaking")
 
 GAMES = ("kishpa", "hand")
 """Games the table service plays; each (game, seats, stake) has its own queue."""
-STAKES = (1,)
-"""Stake tiers offered (the table service refuses any other)."""
 SEAT_RANGE = (2, 4)
 MAX_REQUEST_ID = 128
 
@@ -74,6 +73,10 @@ class MatchmakingConfig:
     """Turn timer of quick-match tables (0: the table service's default)."""
     reveal_window_seconds: int = 0
     next_round_pause_ms: int = 0
+    stakes: Mapping[str, tuple[int, ...]] = field(
+        default_factory=lambda: dict.fromkeys(GAMES, DEFAULT_STAKES)
+    )
+    """Stakes offered per game (``KISHPA_STAKES_<GAME>``, the same the table service reads)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +124,9 @@ class Matchmaking:
         low, high = SEAT_RANGE
         if not low <= seats <= high:
             raise InvalidArgument("BAD_SEATS", f"seats must be {low}-{high}")
-        if stake not in STAKES:
-            offered = ", ".join(str(s) for s in STAKES)
+        stakes = self.config.stakes.get(game, (1,))
+        if stake not in stakes:
+            offered = ", ".join(str(s) for s in stakes)
             raise InvalidArgument("BAD_STAKE", f"stake must be one of: {offered}")
 
     async def join_queue(

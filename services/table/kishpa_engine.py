@@ -59,6 +59,7 @@ def _rules(settings: TableSettings) -> RuleSet:
         turn_seconds=settings.turn_seconds,
         reveal_window_seconds=settings.reveal_window_seconds,
         allow_run_12_13_1=bool(settings.options.get("allow_high_wrap", False)),
+        stake=settings.stake,
     )
 
 

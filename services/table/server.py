@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,9 +67,14 @@ def redis_clients(url: str) -> tuple[Any, StreamHub[StoredEvent]]:
     return commands, hub
 
 
-def build_tables(redis: Any, enqueue: Enqueue | None, hub: StreamHub[StoredEvent]) -> Tables:
-    """The use cases over Redis connections."""
-    return Tables(TableStore(redis), engines(), enqueue=enqueue, hub=hub)
+def build_tables(
+    redis: Any,
+    enqueue: Enqueue | None,
+    hub: StreamHub[StoredEvent],
+    stakes: Mapping[str, Sequence[int]] | None = None,
+) -> Tables:
+    """The use cases over Redis connections (``stakes``: the stakes offered per game)."""
+    return Tables(TableStore(redis), engines(), enqueue=enqueue, hub=hub, stakes=stakes)
 
 
 def registration(tables: Tables) -> ServiceRegistration:
@@ -125,14 +130,14 @@ def create_table_server(
 ) -> TableServer:
     """A ready-to-start table server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
     redis, hub = redis_clients(settings.redis_url)
-    tables = build_tables(redis, enqueue, hub)
+    tables = build_tables(redis, enqueue, hub, settings.stakes())
     server = create_server([registration(tables)], settings, address=address, options=options)
     return TableServer(server, tables, redis, hub, timers)
 
 
 async def _serve(settings: Settings) -> int:
     redis, hub = redis_clients(settings.redis_url)
-    tables = build_tables(redis, settlement_enqueue(settings), hub)
+    tables = build_tables(redis, settlement_enqueue(settings), hub, settings.stakes())
     stop_timers = asyncio.Event()
     task: asyncio.Task[None] | None = None
 

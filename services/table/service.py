@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 import structlog
 
+from services.common.settings import DEFAULT_STAKES
 from services.table.engine import (
     SEAT_LIMITS,
     Action,
@@ -147,11 +148,17 @@ class Tables:
         clock: Callable[[], int] = now_ms,
         settlement_wait_ms: int | None = None,
         hub: StreamHub[StoredEvent] | None = None,
+        stakes: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         self.store = store
         self.hub = hub
         self._own_hub = False
         self.engines = dict(engines)
+        # The stakes each game is offered at (KISHPA_STAKES_<GAME>); a game not named: 1.
+        self.stakes = {
+            name: tuple(sorted(offered))
+            for name, offered in (stakes or dict.fromkeys(self.engines, DEFAULT_STAKES)).items()
+        }
         self.enqueue = enqueue
         self.clock = clock
         # A service that hands rounds to the workers waits for their last settlement
@@ -325,8 +332,10 @@ class Tables:
             raise BadRequestError("reveal_window_seconds must be 1-600", "BAD_WINDOW_SECONDS")
         if not 0 <= settings.next_round_pause_ms <= 60_000:
             raise BadRequestError("next_round_pause_ms must be 0-60000", "BAD_PAUSE")
-        if settings.stake != 1:
-            raise BadRequestError("only stake 1 is offered", "BAD_STAKE")
+        offered = self.stakes.get(game, (1,))
+        if settings.stake not in offered:
+            listed = ", ".join(str(stake) for stake in offered)
+            raise BadRequestError(f"stake must be one of: {listed}", "BAD_STAKE")
         seated = list(players) or [(creator, "")]
         ids = [p for p, _ in seated]
         if seated[0][0] != creator or len(set(ids)) != len(ids) or len(ids) > settings.seats:

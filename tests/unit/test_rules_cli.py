@@ -149,3 +149,33 @@ def test_settle_reports_a_bad_record_and_exits_2() -> None:
     assert code == 2
     assert len(out) == 2
     assert all(line.keys() == {"error"} for line in out)
+
+
+def test_settle_takes_an_optional_stake_and_keeps_its_output_shape() -> None:
+    """Issue 17: ``"stake"`` (default 1) multiplies the amounts; the output is unchanged in
+    shape, one line per record, errors as before."""
+    from tests.unit.test_record import WIN_HAND, record
+
+    rec = record(end={"p3": WIN_HAND}, winner="p3", final_discard="Y3", bowl=15, last_round=True)
+    staked = {**rec, "stake": 5, "bowl": 75}  # the bowl is written in tokens
+    code, out = run("settle", rec, {**rec, "stake": 1}, staked, {**rec, "stake": 0})
+    assert code == 2
+    assert out[0] == out[1]
+    assert out[0].keys() == out[2].keys() == {"start", "end"}
+    assert out[3].keys() == {"error"}
+    assert "stake" in out[3]["error"]
+    # Stake 1: p1 holds a joker; p3 wins 2 from each; bowl 15 + 4 = 19 split 5, 5, 5, 4 from p3.
+    # Stake 5: 5 and 10 from each; bowl 75 + 20 = 95 split 24, 24, 24, 23 from p3.
+    assert [(p["to"], p["amount"], p["reason"]) for p in out[2]["start"]] == [
+        *[("bowl", 5, "bowl_contribution")] * 4,
+        *[("p1", 5, "bonus_joker")] * 3,
+    ]
+    assert [(p["from"], p["to"], p["amount"], p["reason"]) for p in out[2]["end"]] == [
+        ("p1", "p3", 10, "win"),
+        ("p2", "p3", 10, "win"),
+        ("p4", "p3", 10, "win"),
+        ("bowl", "p3", 24, "bowl_split"),
+        ("bowl", "p4", 24, "bowl_split"),
+        ("bowl", "p1", 24, "bowl_split"),
+        ("bowl", "p2", 23, "bowl_split"),
+    ]

@@ -37,6 +37,8 @@ ENV_VARS = (
     "KISHPA_SERVICE",
     "KISHPA_TOKEN_SECRET_PREVIOUS",
     "KISHPA_SERVICE_SECRET_PREVIOUS",
+    "KISHPA_STAKES_KISHPA",
+    "KISHPA_STAKES_HAND",
 )
 
 
@@ -172,3 +174,19 @@ def test_environment_variables_cover_the_documented_table() -> None:
     assert documented <= set(names)
     assert set(names) == set(ENV_VARS)
     assert names["KISHPA_GRPC_PORT"] == "grpc_port"
+
+
+def test_stakes_are_offered_per_game_from_a_comma_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().stakes() == {"kishpa": (1, 5, 10, 50, 100), "hand": (1, 5, 10, 50, 100)}
+    monkeypatch.setenv("KISHPA_STAKES_HAND", " 100, 5,5 ,20")
+    assert Settings().stakes() == {"kishpa": (1, 5, 10, 50, 100), "hand": (5, 20, 100)}
+    assert Settings(stakes_kishpa=[10, 1]).stakes_kishpa == (1, 10)
+
+
+@pytest.mark.parametrize("value", ["0", "5,-1", "", "1,five", "2.5", "1000001"])
+def test_a_bad_stake_list_fails_fast_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("KISHPA_STAKES_KISHPA", value)
+    with pytest.raises(SettingsError, match="KISHPA_STAKES_KISHPA"):
+        load_settings("worker", service_secret="x" * 40)
