@@ -45,6 +45,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seats", type=int, default=4, choices=(2, 3, 4), help="seats per table")
     parser.add_argument(
+        "--stake", type=int, default=1, metavar="N", help="the tables' stake (default 1)"
+    )
+    parser.add_argument(
         "--rounds",
         type=_at_least_two,
         default=2,
@@ -108,6 +111,7 @@ async def _run_table(
             turn_seconds=args.turn_seconds,
             reveal_window_seconds=args.reveal_seconds,
             next_round_pause_ms=args.pause_ms,
+            stake=args.stake,
         )
         run.table_id = private.table_id
         await join_all(others, private.invite_code)

@@ -50,6 +50,13 @@ def register(subparsers: Any) -> None:
         "--private", action="store_true", help="create a private table and share its code"
     )
     parser.add_argument("--seats", type=int, choices=(2, 3, 4), help="table size (default 4)")
+    parser.add_argument(
+        "--stake",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the stake to play at (default 1; the services say which they offer)",
+    )
     parser.add_argument("--turn-seconds", type=int, default=0, help="turn timer (new tables)")
     parser.add_argument("--reveal-seconds", type=int, default=0, help="reveal window (new tables)")
     parser.add_argument(
@@ -78,6 +85,7 @@ class Play:
         self.bot_clients: list[KishpaClient] = []
         self.hand = getattr(args, "game", "kishpa") == "hand"
         self.game = common_pb2.GAME_HAND if self.hand else common_pb2.GAME_KISHPA
+        self.stake = int(getattr(args, "stake", 1) or 1)
 
     async def run(self) -> int:
         async with KishpaClient(self.mm_addr, self.table_addr) as client:
@@ -136,6 +144,7 @@ class Play:
                 turn_seconds=args.turn_seconds,
                 reveal_window_seconds=args.reveal_seconds,
                 next_round_pause_ms=args.pause_ms,
+                stake=self.stake,
             )
             self.console.print(
                 f"Table {private.table_id} · invite code [bold]{private.invite_code}[/bold]"
@@ -168,12 +177,13 @@ class Play:
 
     async def quick_match(self, client: KishpaClient, seats: int) -> str | None:
         """Queue for a table of ``seats``; shows the queue until matched (Ctrl-C leaves)."""
-        first = await client.join_queue(seats=seats, game=self.game)
+        first = await client.join_queue(seats=seats, stake=self.stake, game=self.game)
         ticket = first
         if first.state == mm_pb2.TICKET_STATE_MATCHED:
             self.console.print(f"Table {first.table_id} · you sit in seat {first.seat + 1}.")
             return first.table_id
-        self.console.print(f"Looking for a {seats}-seat table… (Ctrl-C to stop)")
+        at = f" at stake {self.stake}" if self.stake != 1 else ""
+        self.console.print(f"Looking for a {seats}-seat table{at}… (Ctrl-C to stop)")
         try:
             with self.console.status("waiting for players") as status:
                 async for update in client.watch_queue(first.ticket_id):

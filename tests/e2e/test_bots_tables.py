@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 
+import pexpect
 import pytest
 
 from tests.e2e.test_play_terminal import KISHPA, redis_url, stack_env
@@ -49,3 +50,47 @@ def test_bots_report_failure_when_the_services_are_down(stack_env: dict[str, str
     )
     assert finished.returncode == 1, finished.stdout + finished.stderr
     assert "UNAVAILABLE" in finished.stdout
+
+
+def test_bots_and_play_take_a_stake(stack_env: dict[str, str]) -> None:
+    """``--stake N`` reaches the services: a stake they offer plays to the end, one they do
+    not offer is refused with the list of stakes (issue 17)."""
+    env = {**stack_env, "COLUMNS": "120"}
+    refused = subprocess.run(
+        [KISHPA, "bots", "--tables", "1", "--seats", "2", "--stake", "7", "--timeout", "60"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    out = refused.stdout + refused.stderr
+    assert refused.returncode == 1, out
+    assert "stake must be one of: 1, 5, 10, 50, 100" in " ".join(out.split()), out
+    played = subprocess.run(
+        [KISHPA, "bots", "--tables", "1", "--seats", "2", "--stake", "50", "--pause-ms", "50"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    out = played.stdout + played.stderr
+    assert played.returncode == 0, out
+    assert "1 / 1" in out
+
+    child = pexpect.spawn(
+        KISHPA, ["play", "--private", "--stake", "7"], env=env, encoding="utf-8", timeout=60
+    )
+    child.expect("stake must be one of: 1, 5, 10, 50, 100")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    child = pexpect.spawn(
+        KISHPA, ["play", "--seats", "3", "--stake", "100"], env=env, encoding="utf-8", timeout=60
+    )
+    child.expect("Looking for a 3-seat table at stake 100")
+    child.sendintr()
+    child.expect("Bye!")
+    child.expect(pexpect.EOF)
+    child.close()

@@ -23,7 +23,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
-from services.table import keys as table_keys
+from shared import keys as table_keys
 from tests.integration.test_matchmaking_service import (
     authority,
     channel,

@@ -23,9 +23,9 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.errors import error_reason
 from services.common.settings import Settings
-from services.table import keys
-from services.table.events import decode
 from services.table.server import TableServer, create_table_server
+from shared import keys
+from shared.stream import decode
 from tests.integration.tables.conftest import cleanup
 
 pytestmark = pytest.mark.integration
