@@ -208,6 +208,22 @@ class KishpaClient:
         )
         return self._session
 
+    async def sign_in_with_provider_token(self, provider_token: str) -> Session:
+        """Sign in with an OpenID Connect provider's token (when the services accept one).
+
+        The token is exchanged (``RefreshToken``) for a Kishpa player token of the player
+        the provider's user maps to; that one is kept and refreshed as after ``login``.
+        """
+        try:
+            response: auth_pb2.RefreshTokenResponse = await self._auth.RefreshToken(
+                auth_pb2.RefreshTokenRequest(),
+                metadata=(("authorization", "Bearer " + provider_token),),
+                timeout=CALL_TIMEOUT_S,
+            )
+        except grpc.RpcError as exc:
+            raise KishpaError.from_rpc(exc) from None
+        return self.use_token(response.token)
+
     async def refresh_token(self) -> Session:
         """Exchange the still-valid token for a fresh one (done automatically before calls)."""
         session = self.session

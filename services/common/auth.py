@@ -4,7 +4,11 @@ Tokens are HS256 JWTs. A *player token* (signed with ``KISHPA_TOKEN_SECRET``) na
 player: ``sub`` is the player id, ``name`` the display name, ``typ`` is ``"player"``. A
 *service credential* (signed with ``KISHPA_SERVICE_SECRET``, a different key, so a leaked
 player key cannot mint one) has ``sub = "service:<name>"``, ``typ`` and ``role`` ``"service"``.
-Both carry ``iss = "kishpa"``, ``iat`` and ``exp``.
+Both carry ``iss = "kishpa"``, ``iat`` and ``exp``. An *admin token* (also signed with
+``KISHPA_SERVICE_SECRET``; ``typ`` and ``role`` ``"admin"``, ``sub = "admin:<operator>"``)
+makes an :class:`Admin` caller, separate from players and services. Tokens of an external
+OpenID Connect provider (``services.common.oidc``, when configured) are accepted too: they
+name a player, or an admin when they carry the admin role.
 
 Servicers never read the player from a request body: the interceptor verifies the
 ``authorization: Bearer <jwt>`` metadata and stores the caller for the duration of the call;
@@ -28,6 +32,7 @@ from pydantic import SecretStr
 
 from services.common.errors import PermissionDenied, Unauthenticated, abort_with
 from services.common.handlers import wrap_handler
+from services.common.oidc import OidcVerifier, oidc_verifier_from_settings
 from services.common.settings import Settings
 
 ISSUER: Final = "kishpa"
@@ -35,12 +40,15 @@ ALGORITHM: Final = "HS256"
 PLAYER_TYP: Final = "player"
 SERVICE_TYP: Final = "service"
 SERVICE_SUBJECT_PREFIX: Final = "service:"
+ADMIN_TYP: Final = "admin"
+ADMIN_SUBJECT_PREFIX: Final = "admin:"
 AUTHORIZATION_KEY: Final = "authorization"
 BEARER_PREFIX: Final = "Bearer "
 # Tolerated clock difference between the machines that mint and check tokens.
 LEEWAY_SECONDS: Final = 5
 MAX_NAME_LENGTH: Final = 64
 VERIFIED_CACHE_SIZE: Final = 10_000
+ADMIN_OIDC_PREFIX: Final = "oidc:"
 
 DEFAULT_PUBLIC_METHODS: Final[frozenset[str]] = frozenset(
     {
@@ -69,7 +77,15 @@ class Service:
     name: str
 
 
-Caller = Player | Service
+@dataclass(frozen=True, slots=True)
+class Admin:
+    """An operator: may call the audited admin RPCs, never play or move money silently."""
+
+    admin_id: str
+    name: str = ""
+
+
+Caller = Player | Service | Admin
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +113,9 @@ class TokenAuthority:
         clock: Callable[[], float] = time.time,
         previous_token_secret: str | None = None,
         previous_service_secret: str | None = None,
+        external: OidcVerifier | None = None,
     ) -> None:
+        self._external = external
         self._token_secret = token_secret
         self._service_secret = service_secret
         # Verification-only keys during a rotation; new tokens are always signed with the
@@ -122,6 +140,7 @@ class TokenAuthority:
             service_token_ttl_seconds=settings.service_token_ttl_seconds,
             previous_token_secret=_revealed(settings.token_secret_previous),
             previous_service_secret=_revealed(settings.service_secret_previous),
+            external=oidc_verifier_from_settings(settings),
         )
 
     # -- player tokens -------------------------------------------------------------------
@@ -179,6 +198,38 @@ class TokenAuthority:
             raise Unauthenticated("TOKEN_INVALID", "the service credential is malformed")
         return Service(name=subject.removeprefix(SERVICE_SUBJECT_PREFIX)), int(claims["exp"])
 
+    # -- admin tokens --------------------------------------------------------------------
+
+    def issue_admin_token(self, admin_id: str, name: str = "") -> IssuedToken:
+        """Sign a short-lived admin token for the operator ``admin_id`` (service key)."""
+        if not admin_id:
+            raise ValueError("admin id must not be empty")
+        return self._sign(
+            {
+                "sub": ADMIN_SUBJECT_PREFIX + admin_id,
+                "name": name[:MAX_NAME_LENGTH],
+                "typ": ADMIN_TYP,
+                "role": ADMIN_TYP,
+            },
+            self._key(self._service_secret, "admin tokens"),
+            self.service_token_ttl_seconds,
+        )
+
+    def _admin(self, token: str) -> tuple[Admin, int]:
+        claims = self._decode(token, self._key(self._service_secret, "admin tokens"), ADMIN_TYP)
+        subject = str(claims["sub"])
+        if not subject.startswith(ADMIN_SUBJECT_PREFIX) or claims.get("role") != ADMIN_TYP:
+            raise Unauthenticated("TOKEN_INVALID", "the admin token is malformed")
+        admin = Admin(subject.removeprefix(ADMIN_SUBJECT_PREFIX), str(claims.get("name", "")))
+        return admin, int(claims["exp"])
+
+    def _external_caller(self, token: str) -> tuple[Caller, int]:
+        assert self._external is not None
+        who = self._external.verify(token)
+        if who.admin:
+            return Admin(ADMIN_OIDC_PREFIX + who.subject, who.name), who.expires_at
+        return Player(player_id=who.player_id, name=who.name), who.expires_at
+
     def verify(self, token: str) -> Caller:
         """Verify a token of either kind, choosing the key by its (then verified) ``typ``.
 
@@ -194,8 +245,12 @@ class TokenAuthority:
             raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT") from None
         # The claim only selects the key; the chosen key then verifies signature and typ.
         caller: Caller
-        if unverified.get("typ") == SERVICE_TYP and self._service_secret:
+        if self._external is not None and unverified.get("iss") == self._external.issuer:
+            caller, expires_at = self._external_caller(token)
+        elif unverified.get("typ") == SERVICE_TYP and self._service_secret:
             caller, expires_at = self._service(token)
+        elif unverified.get("typ") == ADMIN_TYP and self._service_secret:
+            caller, expires_at = self._admin(token)
         else:
             caller, expires_at = self._player(token)
         with self._verified_lock:  # servicers may verify from worker threads too
@@ -267,6 +322,8 @@ def caller_label(caller: Caller | None) -> str:
         return "anonymous"
     if isinstance(caller, Player):
         return caller.player_id
+    if isinstance(caller, Admin):
+        return ADMIN_SUBJECT_PREFIX + caller.admin_id
     return SERVICE_SUBJECT_PREFIX + caller.name
 
 
@@ -294,6 +351,18 @@ def require_service(*allowed: str) -> Service:
         raise PermissionDenied("SERVICE_REQUIRED", "only an internal service may call this")
     if allowed and caller.name not in allowed:
         raise PermissionDenied("SERVICE_NOT_ALLOWED", f"service {caller.name} may not call this")
+    return caller
+
+
+def require_admin() -> Admin:
+    """The operator calling the current RPC; players and services are refused."""
+    caller = _caller.get()
+    if caller is None:
+        raise Unauthenticated("TOKEN_MISSING", "this call needs an admin token")
+    if not isinstance(caller, Admin):
+        raise PermissionDenied(
+            "ADMIN_REQUIRED", "only an operator with the admin role may call this"
+        )
     return caller
 
 

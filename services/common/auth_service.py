@@ -16,7 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
 from services.common.auth import IssuedToken, TokenAuthority, current_player
-from services.common.errors import InvalidArgument
+from services.common.errors import InvalidArgument, PermissionDenied
 from services.common.server import ServiceRegistration
 
 SERVICE_NAME = auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name
@@ -49,10 +49,15 @@ def _expiry(issued: IssuedToken) -> Timestamp:
 
 
 class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
-    """Guest login and refresh, signing with the process's player-token key."""
+    """Guest login and refresh, signing with the process's player-token key.
 
-    def __init__(self, authority: TokenAuthority) -> None:
+    ``guest_login=False`` (``KISHPA_GUEST_LOGIN=0``, production) refuses ``Login``: players
+    then sign in with their identity provider's token, exchanged by ``RefreshToken``.
+    """
+
+    def __init__(self, authority: TokenAuthority, *, guest_login: bool = True) -> None:
         self._authority = authority
+        self._guest_login = guest_login
 
     async def Login(
         self,
@@ -60,6 +65,10 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> auth_pb2.LoginResponse:
         """Mint a new guest player and his token."""
+        if not self._guest_login:
+            raise PermissionDenied(
+                "GUEST_LOGIN_DISABLED", "guest login is off here: sign in with your account"
+            )
         name = clean_display_name(request.display_name)
         player_id = new_player_id()
         issued = self._authority.issue_player_token(player_id, name)
@@ -75,14 +84,22 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         request: auth_pb2.RefreshTokenRequest,
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> auth_pb2.RefreshTokenResponse:
-        """A fresh token for the player whose valid token the interceptor verified."""
+        """A fresh token for the player whose valid token the interceptor verified.
+
+        With an identity provider's token this is the exchange: the answer is a Kishpa
+        player token for the player the provider's user maps to.
+        """
         player = current_player()
         issued = self._authority.issue_player_token(player.player_id, player.name)
         return auth_pb2.RefreshTokenResponse(token=issued.token, expire_time=_expiry(issued))
 
 
-def auth_registration(authority: TokenAuthority) -> ServiceRegistration:
+def auth_registration(
+    authority: TokenAuthority, *, guest_login: bool = True
+) -> ServiceRegistration:
     """The auth servicer, ready for ``create_server``."""
     return ServiceRegistration(
-        SERVICE_NAME, AuthServicer(authority), auth_pb2_grpc.add_AuthServiceServicer_to_server
+        SERVICE_NAME,
+        AuthServicer(authority, guest_login=guest_login),
+        auth_pb2_grpc.add_AuthServiceServicer_to_server,
     )

@@ -120,6 +120,17 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         default=10.0, ge=0, validation_alias="KISHPA_SHUTDOWN_GRACE_SECONDS"
     )
+    # External OpenID Connect provider (services/common/oidc.py): off unless the issuer is set.
+    oidc_issuer: str = Field(default="", validation_alias="KISHPA_OIDC_ISSUER")
+    oidc_audience: str = Field(default="", validation_alias="KISHPA_OIDC_AUDIENCE")
+    oidc_jwks_url: str = Field(default="", validation_alias="KISHPA_OIDC_JWKS_URL")
+    oidc_algorithms: str = Field(default="RS256,ES256", validation_alias="KISHPA_OIDC_ALGORITHMS")
+    oidc_jwks_cache_seconds: float = Field(
+        default=300.0, gt=0, validation_alias="KISHPA_OIDC_JWKS_CACHE_SECONDS"
+    )
+    oidc_admin_role: str = Field(default="kishpa-admin", validation_alias="KISHPA_OIDC_ADMIN_ROLE")
+    # The development login (AuthService.Login mints guests); set 0 in production.
+    guest_login: bool = Field(default=True, validation_alias="KISHPA_GUEST_LOGIN")
 
     stakes_kishpa: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_KISHPA")
     stakes_hand: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_HAND")

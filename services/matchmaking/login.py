@@ -13,8 +13,9 @@ from typing import Any
 import grpc
 
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
-from services.common.auth import TokenAuthority
+from services.common.auth import TokenAuthority, current_player
 from services.common.auth_service import SERVICE_NAME, AuthServicer
+from services.common.oidc import PLAYER_ID_PREFIX as OIDC_PLAYER_PREFIX
 from services.common.server import ServiceRegistration
 from services.matchmaking.gateways import WalletGateway
 
@@ -22,8 +23,10 @@ from services.matchmaking.gateways import WalletGateway
 class LoginServicer(AuthServicer):
     """Login = sign a token for a new guest + open his wallet (idempotent in the wallet)."""
 
-    def __init__(self, authority: TokenAuthority, wallet: WalletGateway | None) -> None:
-        super().__init__(authority)
+    def __init__(
+        self, authority: TokenAuthority, wallet: WalletGateway | None, *, guest_login: bool = True
+    ) -> None:
+        super().__init__(authority, guest_login=guest_login)
         self._wallet = wallet
 
     async def Login(
@@ -38,13 +41,25 @@ class LoginServicer(AuthServicer):
             await self._wallet.open_wallet(response.player_id)
         return response
 
+    async def RefreshToken(
+        self,
+        request: auth_pb2.RefreshTokenRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> auth_pb2.RefreshTokenResponse:
+        """Refresh; a player signing in with his identity provider's token (the exchange)
+        gets his wallet opened here, as a guest's is at Login (idempotent)."""
+        player = current_player()
+        if self._wallet is not None and player.player_id.startswith(OIDC_PLAYER_PREFIX):
+            await self._wallet.open_wallet(player.player_id)
+        return await super().RefreshToken(request, context)
+
 
 def login_registration(
-    authority: TokenAuthority, wallet: WalletGateway | None
+    authority: TokenAuthority, wallet: WalletGateway | None, *, guest_login: bool = True
 ) -> ServiceRegistration:
     """The auth servicer with wallet opening, ready for ``create_server``."""
     return ServiceRegistration(
         SERVICE_NAME,
-        LoginServicer(authority, wallet),
+        LoginServicer(authority, wallet, guest_login=guest_login),
         auth_pb2_grpc.add_AuthServiceServicer_to_server,
     )

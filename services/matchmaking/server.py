@@ -89,7 +89,7 @@ def wire(
             MatchmakingServicer(matchmaking),
             matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server,
         ),
-        login_registration(authority, wallet),
+        login_registration(authority, wallet, guest_login=settings.guest_login),
     ]
     return Wiring(matchmaking, registrations, redis, channels)
 

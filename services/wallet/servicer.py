@@ -13,7 +13,14 @@ import grpc
 from prometheus_client import Counter
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.auth import Player, Service, current_caller, current_player, require_service
+from services.common.auth import (
+    Admin,
+    Player,
+    Service,
+    current_caller,
+    current_player,
+    require_service,
+)
 from services.common.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
 from services.common.logging import get_logger
 from services.wallet.accounts import Reason, ils, player_account
@@ -60,7 +67,7 @@ def _count(kind: str, result: BatchResult) -> None:
         )
 
 
-def _caller() -> Player | Service:
+def _caller() -> Player | Service | Admin:
     caller = current_caller()
     if caller is None:
         raise Unauthenticated(

@@ -1,0 +1,177 @@
+"""Tokens from an external OpenID Connect provider, accepted beside our own player tokens.
+
+A provider signs ID/access tokens with asymmetric keys (RS256 or ES256) that it publishes as
+a JWK Set at its JWKS URL. :class:`OidcVerifier` fetches that set with PyJWT's
+``PyJWKClient`` (cached for ``jwks_cache_seconds``; a token naming a key id the cache does
+not know triggers one refetch, at most once per ``jwks_cooldown_seconds``, so a provider's
+key rotation is followed at once and a stream of bogus key ids cannot hammer it), then
+checks the signature with the algorithm pinned to the configured list, the issuer, the
+audience, ``exp``/``iat``/``sub``.
+
+A verified token becomes a :class:`~services.common.auth.Player` whose id is derived from
+``(issuer, sub)`` (:func:`player_id_for`): stable across logins, never colliding with a
+guest id (``p…``), safe in Redis keys and wallet account names. The display name is the
+token's ``name`` (or ``preferred_username``). A token whose ``roles`` claim (configurable)
+holds the admin role makes an :class:`~services.common.auth.Admin` caller.
+
+``TokenAuthority.verify`` hands a token to this verifier when its (unverified) ``iss`` is
+the provider's; everything else still goes to our own HS256 keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import jwt
+
+from services.common.errors import Unauthenticated, Unavailable
+from services.common.settings import Settings
+
+PLAYER_ID_PREFIX: Final = "o"
+ALLOWED_ALGORITHMS: Final = frozenset({"RS256", "ES256"})
+LEEWAY_SECONDS: Final = 5
+MAX_NAME_LENGTH: Final = 64
+
+
+def player_id_for(issuer: str, subject: str) -> str:
+    """Our player id for the provider's user ``subject`` (``o`` + 20 hex digits)."""
+    digest = hashlib.sha256(f"{issuer}\x00{subject}".encode()).hexdigest()
+    return PLAYER_ID_PREFIX + digest[:20]
+
+
+@dataclass(frozen=True, slots=True)
+class OidcConfig:
+    """Where the provider is and what its tokens must say."""
+
+    issuer: str
+    audience: str
+    jwks_url: str
+    algorithms: tuple[str, ...] = ("RS256", "ES256")
+    jwks_cache_seconds: float = 300.0
+    jwks_cooldown_seconds: float = 30.0
+    roles_claim: str = "roles"
+    admin_role: str = "kishpa-admin"
+    fetch_timeout_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not (self.issuer and self.audience and self.jwks_url):
+            raise ValueError("OIDC needs an issuer, an audience and a JWKS URL")
+        unknown = set(self.algorithms) - ALLOWED_ALGORITHMS
+        if unknown or not self.algorithms:
+            raise ValueError(f"OIDC algorithms must be among {sorted(ALLOWED_ALGORITHMS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class OidcIdentity:
+    """What a verified provider token says about its bearer."""
+
+    player_id: str
+    name: str
+    subject: str
+    admin: bool
+    expires_at: int
+
+
+class OidcVerifier:
+    """Verifies the provider's tokens against its published keys."""
+
+    def __init__(self, config: OidcConfig, *, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self._clock = clock
+        self._keys = jwt.PyJWKClient(
+            config.jwks_url,
+            cache_keys=False,  # a key the provider withdrew must stop verifying with the set
+            cache_jwk_set=True,
+            lifespan=config.jwks_cache_seconds,
+            timeout=config.fetch_timeout_seconds,
+            cooldown_duration=config.jwks_cooldown_seconds,
+        )
+
+    @property
+    def issuer(self) -> str:
+        return self.config.issuer
+
+    def verify(self, token: str) -> OidcIdentity:
+        """The identity in a valid provider token; :class:`Unauthenticated` otherwise.
+
+        Fetching the key set may block for up to ``fetch_timeout_seconds``: on the first
+        token, after ``jwks_cache_seconds``, and on a key rotation.
+        """
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT") from None
+        if header.get("alg") not in self.config.algorithms:
+            raise Unauthenticated(
+                "TOKEN_INVALID", f"tokens of this provider must be signed with {self._algs()}"
+            )
+        try:
+            key = self._keys.get_signing_key_from_jwt(token)
+        except jwt.PyJWKClientConnectionError:
+            raise Unavailable(
+                "IDENTITY_PROVIDER_UNAVAILABLE", "the identity provider's keys cannot be fetched"
+            ) from None
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated("TOKEN_INVALID", f"no key of the provider fits: {exc}") from None
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key.key,
+                algorithms=list(self.config.algorithms),
+                audience=self.config.audience,
+                issuer=self.config.issuer,
+                leeway=LEEWAY_SECONDS,
+                options={"require": ["exp", "iat", "iss", "sub", "aud"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("TOKEN_EXPIRED", "the token has expired: sign in again") from None
+        except jwt.InvalidAudienceError:
+            raise Unauthenticated("TOKEN_INVALID", "the token is not meant for Kishpa") from None
+        except jwt.InvalidIssuerError:
+            raise Unauthenticated("TOKEN_INVALID", "the token's issuer is not trusted") from None
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated("TOKEN_INVALID", f"the token is invalid: {exc}") from None
+        subject = str(claims["sub"])
+        if not subject:
+            raise Unauthenticated("TOKEN_INVALID", "the token names no subject")
+        name = str(claims.get("name") or claims.get("preferred_username") or "")
+        roles = claims.get(self.config.roles_claim) or []
+        admin = isinstance(roles, list) and self.config.admin_role in roles
+        try:
+            expires_at = int(claims["exp"])
+        except (TypeError, ValueError):
+            raise Unauthenticated("TOKEN_INVALID", "the token's times are malformed") from None
+        return OidcIdentity(
+            player_id=player_id_for(self.config.issuer, subject),
+            name=name[:MAX_NAME_LENGTH],
+            subject=subject,
+            admin=admin,
+            expires_at=expires_at,
+        )
+
+    def _algs(self) -> str:
+        return "/".join(self.config.algorithms)
+
+
+def oidc_verifier_from_settings(settings: Settings) -> OidcVerifier | None:
+    """The process's verifier when ``KISHPA_OIDC_ISSUER`` is set (else None: OIDC is off).
+
+    A half-configured provider (issuer without audience or JWKS URL) fails at start-up.
+    """
+    if not settings.oidc_issuer:
+        return None
+    algorithms = tuple(a.strip() for a in settings.oidc_algorithms.split(",") if a.strip())
+    return OidcVerifier(
+        OidcConfig(
+            issuer=settings.oidc_issuer,
+            audience=settings.oidc_audience,
+            jwks_url=settings.oidc_jwks_url,
+            algorithms=algorithms,
+            jwks_cache_seconds=settings.oidc_jwks_cache_seconds,
+            admin_role=settings.oidc_admin_role,
+        )
+    )
