@@ -66,8 +66,10 @@ TOKEN_SECRET = secrets.token_urlsafe(48)
 PHASES = ["0:buy_in", "7:payout"]
 
 
-async def play_hand_game(port: int, players: list[str]) -> tuple[str, table_pb2.TableView]:
-    """Four bots play a whole game; returns the table id and the final view."""
+async def play_hand_game(
+    port: int, players: list[str], stake: int = 1
+) -> tuple[str, table_pb2.TableView]:
+    """Four bots play a whole game at ``stake``; returns the table id and the final view."""
     authority = TokenAuthority(TOKEN_SECRET)
     md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -77,6 +79,7 @@ async def play_hand_game(port: int, players: list[str]) -> tuple[str, table_pb2.
                 settings=table_pb2.TableSettings(
                     game=common_pb2.GAME_HAND,
                     seats=len(players),
+                    stake=stake,
                     turn_seconds=60,
                     next_round_pause_ms=20,
                 ),

@@ -43,7 +43,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TOKEN_SECRET = secrets.token_urlsafe(48)
 
 
-async def _play_two_round_game(port: int, players: list[str], created_ids: list[str]) -> str:
+async def _play_two_round_game(
+    port: int, players: list[str], created_ids: list[str], stake: int = 1
+) -> str:
     authority = TokenAuthority(TOKEN_SECRET)
     md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -53,6 +55,7 @@ async def _play_two_round_game(port: int, players: list[str], created_ids: list[
                 settings=table_pb2.TableSettings(
                     game=common_pb2.GAME_KISHPA,
                     seats=len(players),
+                    stake=stake,
                     turn_seconds=60,
                     reveal_window_seconds=1,  # a window nobody acts in closes soon
                     next_round_pause_ms=30,
