@@ -64,7 +64,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     settle = commands.add_parser(
         "settle",
         help="the ledger postings of round records",
-        description="Reads one round record per line; prints the settlement of each.",
+        description="Reads one round record per line; prints the settlement of each. An "
+        'optional "stake" (default 1) multiplies every amount; "bowl" is in tokens.',
     )
     settle.set_defaults(handler=_settle_handler)
 

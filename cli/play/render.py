@@ -149,6 +149,8 @@ def board(view: table_pb2.TableView, names: Mapping[str, str]) -> RenderableType
         facts.append("   Joker ")
         facts.append_text(tile_text(joker, joker))
         facts.append(f"   Bowl {view.bowl}   Pile {r.pile_count}")
+        if view.settings.stake > 1:
+            facts.append(f"   Stake {view.settings.stake}")
         if view.last_round_pressed:
             facts.append("   LAST ROUND", style="bold yellow")
         parts.append(facts)
