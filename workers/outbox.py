@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,42 @@ def _parse_field(name: str) -> tuple[int, str] | None:
     return int(round_text), phase
 
 
+@dataclass(frozen=True, slots=True)
+class PendingPhase:
+    """An unsettled outbox phase and when its record was written (None: unreadable record)."""
+
+    ref: PhaseRef
+    created_ms: int | None
+
+
+def _pending(table_id: str, outbox_fields: list[Any], raws: list[Any]) -> list[PendingPhase]:
+    pending = []
+    for field, raw in zip(outbox_fields, raws, strict=True):
+        parsed = _parse_field(_text(field))
+        if parsed is None or raw is None:
+            continue
+        try:
+            created: int | None = parse_phase_record(raw).created_ms
+        except BadPhaseRecord:
+            created = None  # still worth a task: it will dead-letter the record
+        pending.append(PendingPhase(PhaseRef(table_id, *parsed), created))
+    return sorted(pending, key=lambda p: phase_order(p.ref.round_no, p.ref.phase))
+
+
+def pending_phases(client: redis.Redis, table_id: str) -> list[PendingPhase]:
+    """The table's unsettled outbox phases, earliest first (by round, start before end)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hkeys(keys.outbox(table_id))
+    pipe.hkeys(keys.settled(table_id))
+    outbox_fields, settled_fields = pipe.execute()
+    settled = {_text(f) for f in settled_fields}
+    unsettled = [f for f in outbox_fields if _text(f) not in settled]
+    if not unsettled:
+        return []
+    raws = client.hmget(keys.outbox(table_id), unsettled)
+    return _pending(table_id, unsettled, raws)
+
+
 def unsettled_earlier_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRef]:
     """Phases of the same table before ``ref`` (by round, start before end) not yet settled.
 
@@ -137,6 +174,16 @@ def unsettled_earlier_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRe
     return sorted(earlier, key=lambda r: phase_order(r.round_no, r.phase))
 
 
+def unsettled_later_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRef]:
+    """Phases of the same table after ``ref`` not yet settled, earliest first."""
+    order = phase_order(ref.round_no, ref.phase)
+    return [
+        p.ref
+        for p in pending_phases(client, ref.table_id)
+        if phase_order(p.ref.round_no, p.ref.phase) > order
+    ]
+
+
 def table_id_of_outbox(key: bytes | str) -> str:
     """The table id inside an outbox key ``kishpa:table:{<id>}:outbox``."""
     text = _text(key)
@@ -146,35 +193,39 @@ def table_id_of_outbox(key: bytes | str) -> str:
     return text[start + 1 : end]
 
 
-def unsettled_phases(
-    client: redis.Redis, *, created_before_ms: int, scan_count: int = 500
-) -> Iterator[PhaseRef]:
-    """Every outbox phase created before ``created_before_ms`` that has no settlement yet.
+def pending_tables(
+    client: redis.Redis, *, scan_count: int = 500
+) -> Iterator[tuple[str, list[PendingPhase]]]:
+    """Every table with unsettled outbox phases, and those phases (earliest first).
 
-    Walks the outboxes with SCAN (never KEYS), one table at a time.
+    Walks the outboxes with SCAN (never KEYS), one table at a time; field names first, so a
+    long-lived table's records are read only while unsettled.
     """
     for key in client.scan_iter(match=keys.outbox_pattern(), count=scan_count, _type="HASH"):
         table_id = table_id_of_outbox(key)
-        # Field names first: a long-lived table's records are read only while unsettled.
-        pipe = client.pipeline(transaction=False)
-        pipe.hkeys(key)
-        pipe.hkeys(keys.settled(table_id))
-        outbox_fields, settled_fields = pipe.execute()
-        settled = {_text(f) for f in settled_fields}
-        pending = [f for f in outbox_fields if _text(f) not in settled]
-        if not pending:
-            continue
-        for field, raw in zip(pending, client.hmget(key, pending), strict=True):
-            name = _text(field)
-            if raw is None:
-                continue
-            try:
-                record = parse_phase_record(raw)
-            except BadPhaseRecord:
-                # Still worth a task: it will put the record in the dead-letter list.
-                parsed = _parse_field(name)
-                if parsed is not None:
-                    yield PhaseRef(table_id, *parsed)
-                continue
-            if record.created_ms < created_before_ms:
-                yield PhaseRef(table_id, record.round_no, record.phase)
+        pending = pending_phases(client, table_id)
+        if pending:
+            yield table_id, pending
+
+
+def unsettled_phases(
+    client: redis.Redis, *, created_before_ms: int, scan_count: int = 500
+) -> Iterator[PhaseRef]:
+    """Every outbox phase created before ``created_before_ms`` that has no settlement yet
+    (and every unreadable one: a task will dead-letter it)."""
+    for _table_id, pending in pending_tables(client, scan_count=scan_count):
+        for phase in pending:
+            if phase.created_ms is None or phase.created_ms < created_before_ms:
+                yield phase.ref
+
+
+def enqueued_marker(ref: PhaseRef) -> str:
+    """Key remembering that ``ref`` was enqueued again recently (expires by itself)."""
+    return f"kishpa:sweeper:{{{ref.table_id}}}:{ref.round_no}:{ref.phase}"
+
+
+def claim_enqueue(client: redis.Redis, ref: PhaseRef, *, now_ms: int, deadline_s: float) -> bool:
+    """Whether to enqueue ``ref`` again now: true at most once per deadline per phase, for
+    the sweeper and waiting tasks together (SET NX with the deadline as expiry)."""
+    ttl_ms = max(int(deadline_s * 1000), 1000)
+    return bool(client.set(enqueued_marker(ref), now_ms, nx=True, px=ttl_ms))

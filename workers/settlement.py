@@ -3,22 +3,26 @@
 ``kishpa.settle_phase(table_id=..., round_no=..., phase=...)``:
 
 1. read the phase record from the table's outbox (nothing to do if the phase is settled);
-   wait (retry later) while an earlier phase of the table is still unsettled;
+   while an earlier phase of the table is unsettled, wait a little (it is usually settling
+   in another thread), then hand the table back: enqueue that earlier phase and stop;
 2. compute its postings with the game's rules engine;
 3. open the players' wallets (idempotent) and apply the postings as ONE wallet batch under
    the idempotency key ``kishpa:<table_id>:<round>:<phase>``;
-4. mark the phase settled, write the balances and publish ``settled``, in one Lua script.
+4. mark the phase settled, write the balances and publish ``settled``, in one Lua script;
+5. enqueue the table's next unsettled phase at once (one that waited on this one).
 
 Delivered twice, the task has one effect: the wallet replays the batch and the script finds
 the phase settled. A permanent failure (no record, a record the rules reject, a batch the
-wallet refuses) goes to the dead-letter list and is not retried; transient failures are
-retried by the task decorator with backoff.
+wallet refuses) goes to the dead-letter list and is not retried. A transient failure is
+tried again inside the task, for at most its budget (half the broker's visibility timeout),
+then left to the sweeper: the task never keeps its message longer, and never leaves a
+countdown retry waiting unacknowledged in its worker.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -34,10 +38,18 @@ from services.common.logging import get_logger
 from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef
 from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
-from workers.celery_app import TransientError, is_transient, kishpa_task
+from workers.celery_app import RETRY_FIRST_S, RETRY_MAX_S, is_transient, kishpa_task
 from workers.config import worker_config
 from workers.deadletter import is_dead_lettered, push_dead_letter
-from workers.outbox import mark_settled, read_phase, read_settlement, unsettled_earlier_phases
+from workers.enqueue import enqueue_settlement
+from workers.outbox import (
+    claim_enqueue,
+    mark_settled,
+    read_phase,
+    read_settlement,
+    unsettled_earlier_phases,
+    unsettled_later_phases,
+)
 from workers.wallet_client import WalletClient, WalletPosting
 
 log = get_logger(__name__)
@@ -70,8 +82,9 @@ PERMANENT_GRPC_CODES = frozenset(
 )
 
 
-class EarlierPhaseUnsettled(TransientError):
-    """An earlier phase of the table is not settled yet: settle this one after it."""
+ORDER_WAIT_S = 2.0
+"""How long a phase waits for an earlier phase of its table before handing the table back."""
+ORDER_POLL_S = 0.05
 
 
 class PermanentSettlementError(Exception):
@@ -174,9 +187,19 @@ def _apply(wallet: WalletClient, ref: PhaseRef, record: PhaseRecord) -> tuple[st
 
 
 def settle(
-    client: redis.Redis, wallet: WalletClient, ref: PhaseRef, *, now_ms: Callable[[], int]
+    client: redis.Redis,
+    wallet: WalletClient,
+    ref: PhaseRef,
+    *,
+    now_ms: Callable[[], int],
+    order_wait_s: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Outcome:
-    """Settle one round phase (see the module docstring); safe to run any number of times."""
+    """Settle one round phase (see the module docstring); safe to run any number of times.
+
+    While an earlier phase of the table is unsettled (and not dead-lettered) it waits up to
+    ``order_wait_s``, then answers ``waiting`` naming that phase, having changed nothing.
+    """
     if read_settlement(client, ref) is not None:
         return Outcome("already_settled")
     if is_dead_lettered(client, ref):
@@ -185,7 +208,9 @@ def settle(
         record = read_phase(client, ref)
         if record is None:
             raise PermanentSettlementError("PHASE_RECORD_MISSING", "no outbox record")
-        _require_earlier_phases_settled(client, ref)
+        blocking = _wait_for_earlier_phases(client, ref, order_wait_s, sleep)
+        if blocking is not None:
+            return Outcome("waiting", reason=f"{blocking.round_no}:{blocking.phase}")
         batch_id, balances = _apply(wallet, ref, record)
     except BadPhaseRecord as exc:
         return _dead_letter(
@@ -208,15 +233,26 @@ def settle(
     return Outcome("settled", batch_id=batch_id)
 
 
-def _require_earlier_phases_settled(client: redis.Redis, ref: PhaseRef) -> None:
-    # A dead-lettered phase waits for an operator; later phases go ahead without it.
-    waiting = [p for p in unsettled_earlier_phases(client, ref) if not is_dead_lettered(client, p)]
-    if waiting:
-        first = waiting[0]
-        raise EarlierPhaseUnsettled(
-            f"{ref.table_id} round {ref.round_no} {ref.phase} waits for round "
-            f"{first.round_no} {first.phase} to settle"
-        )
+def earliest_blocking_phase(client: redis.Redis, ref: PhaseRef) -> PhaseRef | None:
+    """The earliest phase of the table before ``ref`` that is unsettled and not dead-lettered.
+
+    A dead-lettered phase waits for an operator; later phases go ahead without it.
+    """
+    for earlier in unsettled_earlier_phases(client, ref):
+        if not is_dead_lettered(client, earlier):
+            return earlier
+    return None
+
+
+def _wait_for_earlier_phases(
+    client: redis.Redis, ref: PhaseRef, wait_s: float, sleep: Callable[[float], None]
+) -> PhaseRef | None:
+    deadline = time.monotonic() + wait_s
+    while True:
+        blocking = earliest_blocking_phase(client, ref)
+        if blocking is None or time.monotonic() >= deadline:
+            return blocking
+        sleep(ORDER_POLL_S)
 
 
 def _dead_letter(
@@ -242,32 +278,131 @@ def _now_ms() -> int:
 @cache
 def redis_client() -> redis.Redis:
     """The process's Redis client (a thread-safe connection pool)."""
-    return redis.Redis.from_url(worker_config().redis_url, health_check_interval=30)
+    # Socket timeouts keep a hung Redis from holding a task past its budget.
+    budget = worker_config().task_budget_s
+    return redis.Redis.from_url(
+        worker_config().redis_url,
+        health_check_interval=30,
+        socket_timeout=budget,
+        socket_connect_timeout=min(2.0, budget),
+    )
 
 
 @cache
 def wallet_client() -> WalletClient:
     """The process's wallet client (one channel, reconnecting by itself)."""
-    return WalletClient.from_settings(worker_config().settings)
+    config = worker_config()
+    return WalletClient.from_settings(config.settings, timeout_s=config.task_budget_s)
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(RETRY_MAX_S, RETRY_FIRST_S * 2**attempt))
+
+
+def settle_within_budget(
+    client: redis.Redis,
+    wallet: WalletClient,
+    ref: PhaseRef,
+    *,
+    budget_s: float,
+    now_ms: Callable[[], int] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Outcome:
+    """:func:`settle`, trying again after transient failures for at most ``budget_s``.
+
+    Returns ``retry_later`` when the budget ran out (the sweeper enqueues the phase again
+    after its deadline) and ``failed`` for a non-transient gRPC error (e.g. a wrong service
+    secret). Anything else that raises is a bug and propagates.
+    """
+    deadline = time.monotonic() + budget_s
+    order_wait_s = min(ORDER_WAIT_S, budget_s / 2)
+    attempt = 0
+    while True:
+        try:
+            clock = now_ms or _now_ms
+            return settle(client, wallet, ref, now_ms=clock, order_wait_s=order_wait_s, sleep=sleep)
+        except Exception as exc:
+            if isinstance(exc, grpc.RpcError) and not is_transient(exc):
+                log.error("settlement_failed", **_ids(ref), transient=False, error=str(exc))
+                return Outcome("failed", reason=str(exc))
+            if not is_transient(exc):
+                raise
+            metrics.SETTLEMENTS.labels(phase=ref.phase, outcome="retry").inc()
+            pause = _backoff(attempt)
+            attempt += 1
+            if time.monotonic() + pause > deadline:
+                log.warning(
+                    "settlement_handed_to_sweeper",
+                    **_ids(ref),
+                    transient=True,
+                    attempts=attempt,
+                    error=str(exc),
+                )
+                return Outcome("retry_later", reason=str(exc))
+            log.info("settlement_retrying", **_ids(ref), transient=True, error=str(exc))
+            sleep(pause)
+
+
+def _ids(ref: PhaseRef) -> dict[str, object]:
+    return {"table_id": ref.table_id, "round": ref.round_no, "phase": ref.phase}
+
+
+def follow_up(
+    client: redis.Redis,
+    ref: PhaseRef,
+    outcome: Outcome,
+    *,
+    enqueue: Callable[..., None] = enqueue_settlement,
+    hand_back: Callable[[PhaseRef], bool] | None = None,
+) -> list[PhaseRef]:
+    """What a finished task enqueues next; returns the phases it enqueued.
+
+    - settled or dead-lettered: the table's next unsettled phase, at once (it may have been
+      waiting on this one, or its own message may have been lost);
+    - waiting: the earliest unsettled phase blocking it, unless the sweeper or another
+      waiting task enqueued it within the deadline (``hand_back`` takes that marker).
+    """
+    targets: Iterable[PhaseRef] = ()
+    if outcome.outcome in ("settled", "dead_letter"):
+        later = unsettled_later_phases(client, ref)
+        targets = [p for p in later if not is_dead_lettered(client, p)][:1]
+    elif outcome.outcome == "waiting":
+        blocking = earliest_blocking_phase(client, ref)
+        if blocking is not None and (hand_back is None or hand_back(blocking)):
+            targets = [blocking]
+    sent = []
+    for target in targets:
+        enqueue(table_id=target.table_id, round_no=target.round_no, phase=target.phase)
+        sent.append(target)
+    return sent
 
 
 @kishpa_task(TASK_NAME)
 def settle_phase(*, table_id: str, round_no: int, phase: str) -> dict[str, str]:
     """Celery task ``kishpa.settle_phase``: settle one round phase of one table."""
     ref = PhaseRef(table_id, round_no, phase)
+    config = worker_config()
+    client = redis_client()
     try:
-        outcome = settle(redis_client(), wallet_client(), ref, now_ms=_now_ms)
-    except Exception as exc:
-        transient = is_transient(exc)
-        metrics.SETTLEMENTS.labels(phase=phase, outcome="retry" if transient else "failed").inc()
-        log.warning(
-            "settlement_attempt_failed",
-            table_id=table_id,
-            round=round_no,
-            phase=phase,
-            transient=transient,
-            error=str(exc),
-        )
+        outcome = settle_within_budget(client, wallet_client(), ref, budget_s=config.task_budget_s)
+    except Exception:
+        metrics.SETTLEMENTS.labels(phase=phase, outcome="failed").inc()
         raise
     metrics.SETTLEMENTS.labels(phase=phase, outcome=outcome.outcome).inc()
+    if outcome.outcome == "waiting":
+        # Not an error: an earlier phase of the table is not settled yet. The task stops
+        # (its message is acknowledged); that phase is enqueued, and settling it enqueues
+        # this one again.
+        log.info("phase_waits_for_earlier_phase", **_ids(ref), earlier=outcome.reason)
+    try:
+        follow_up(
+            client,
+            ref,
+            outcome,
+            hand_back=lambda blocking: claim_enqueue(
+                client, blocking, now_ms=_now_ms(), deadline_s=config.settle_deadline_s
+            ),
+        )
+    except Exception as exc:  # the sweeper finds the next phase anyway
+        log.warning("settlement_follow_up_failed", **_ids(ref), error=str(exc))
     return outcome.as_dict()

@@ -1,9 +1,12 @@
 """The periodic tasks Celery beat runs: the outbox sweeper and the wallet reconciliation.
 
-The sweeper is what makes a lost task harmless: every few seconds it SCANs the tables'
-outboxes and enqueues again every phase that has no settlement after the deadline (a task
-lost with its broker, a worker that gave up retrying). It enqueues one phase at most once
-per deadline, so a long wallet outage does not flood the queue.
+The sweeper is what makes a lost task harmless: every couple of seconds it SCANs the tables'
+outboxes and, for every table whose earliest unsettled phase has waited past the deadline,
+enqueues that phase (earliest phase first, oldest table first). Settling it enqueues the
+table's next phase at once, so a table recovers in order without a task per phase waiting
+on another. It enqueues one phase at most once per deadline, so a long wallet outage does
+not flood the queue. Each sweep also measures settlement lag: the age of the oldest
+unsettled phase, the unsettled phases, and the tables stalled past ``KISHPA_STALL_AFTER``.
 
 The reconciliation checks the wallet's ledger every minute and reports discrepancies as a
 metric and as the structured log line ``event=wallet_reconciliation_failed`` that an alert
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -25,7 +29,12 @@ from workers.celery_app import kishpa_task
 from workers.config import worker_config
 from workers.deadletter import is_dead_lettered
 from workers.enqueue import enqueue_settlement
-from workers.outbox import unsettled_phases
+from workers.outbox import (
+    PendingPhase,
+    claim_enqueue,
+    enqueued_marker,
+    pending_tables,
+)
 from workers.settlement import redis_client
 
 log = get_logger(__name__)
@@ -33,10 +42,74 @@ log = get_logger(__name__)
 SWEEP_TASK = "kishpa.sweep_outboxes"
 RECONCILE_TASK = "kishpa.reconcile_wallet"
 
+__all__ = ["enqueued_marker", "sweep", "sweep_report"]
 
-def enqueued_marker(ref: PhaseRef) -> str:
-    """Key remembering that the sweeper enqueued ``ref`` recently (expires by itself)."""
-    return f"kishpa:sweeper:{{{ref.table_id}}}:{ref.round_no}:{ref.phase}"
+
+def stalled_marker(table_id: str) -> str:
+    """Key that limits the ``settlement_table_stalled`` warning to one per table per period."""
+    return f"kishpa:sweeper:{{{table_id}}}:stalled"
+
+
+@dataclass(slots=True)
+class SweepReport:
+    """What one sweep found and did."""
+
+    enqueued: list[PhaseRef] = field(default_factory=list)
+    unsettled: int = 0
+    oldest_age_s: float = 0.0
+    stalled: list[str] = field(default_factory=list)
+
+
+def _live(client: redis.Redis, pending: list[PendingPhase]) -> list[PendingPhase]:
+    """The phases not in the dead-letter list (those wait for an operator, and alert)."""
+    return [p for p in pending if not is_dead_lettered(client, p.ref)]
+
+
+def sweep_report(
+    client: redis.Redis,
+    *,
+    deadline_s: float,
+    now_ms: int,
+    stall_after_s: float = 60.0,
+    enqueue: Callable[..., None] = enqueue_settlement,
+) -> SweepReport:
+    """One sweep: enqueue the earliest unsettled phase of every table where it is older than
+    ``deadline_s`` (oldest first), and measure the lag. ``enqueue`` is called with the
+    keyword ids of ``kishpa.settle_phase``."""
+    report = SweepReport()
+    due: list[tuple[int, PhaseRef]] = []
+    for table_id, pending in pending_tables(client):
+        live = _live(client, pending)
+        if not live:
+            continue
+        report.unsettled += len(live)
+        # An unreadable record has no time: treat it as due now (its task dead-letters it).
+        created = [p.created_ms for p in live if p.created_ms is not None]
+        oldest_ms = min(created) if created else now_ms
+        age_s = max(0.0, (now_ms - oldest_ms) / 1000)
+        report.oldest_age_s = max(report.oldest_age_s, age_s)
+        if age_s >= stall_after_s:
+            report.stalled.append(table_id)
+        earliest = live[0]
+        if earliest.created_ms is None or earliest.created_ms <= now_ms - deadline_s * 1000:
+            due.append((earliest.created_ms or 0, earliest.ref))
+    for _created, ref in sorted(due, key=lambda d: d[0]):
+        if not claim_enqueue(client, ref, now_ms=now_ms, deadline_s=deadline_s):
+            continue  # enqueued again within the deadline (by a sweep or a waiting task)
+        enqueue(table_id=ref.table_id, round_no=ref.round_no, phase=ref.phase)
+        report.enqueued.append(ref)
+        metrics.SWEPT.inc()
+        log.warning(
+            "unsettled_phase_reenqueued",
+            table_id=ref.table_id,
+            round=ref.round_no,
+            phase=ref.phase,
+        )
+    for table_id in report.stalled:
+        period_ms = max(int(stall_after_s * 1000), 1000)
+        if client.set(stalled_marker(table_id), now_ms, nx=True, px=period_ms):
+            log.warning("settlement_table_stalled", table_id=table_id, stall_after_s=stall_after_s)
+    return report
 
 
 def sweep(
@@ -46,39 +119,34 @@ def sweep(
     now_ms: int,
     enqueue: Callable[..., None] = enqueue_settlement,
 ) -> list[PhaseRef]:
-    """Enqueue every phase unsettled for longer than ``deadline_s``; returns those enqueued.
-
-    ``enqueue`` is called with the keyword ids of ``kishpa.settle_phase``.
-    """
-    deadline_ms = int(deadline_s * 1000)
-    enqueued: list[PhaseRef] = []
-    for ref in unsettled_phases(client, created_before_ms=now_ms - deadline_ms):
-        if is_dead_lettered(client, ref):
-            continue
-        # SET NX: another beat or sweep run within the deadline already enqueued it.
-        if not client.set(enqueued_marker(ref), now_ms, nx=True, px=max(deadline_ms, 1000)):
-            continue
-        enqueue(table_id=ref.table_id, round_no=ref.round_no, phase=ref.phase)
-        enqueued.append(ref)
-        metrics.SWEPT.inc()
-        log.warning(
-            "unsettled_phase_reenqueued",
-            table_id=ref.table_id,
-            round=ref.round_no,
-            phase=ref.phase,
-        )
-    return enqueued
+    """Enqueue the phases :func:`sweep_report` finds due; returns those enqueued."""
+    return sweep_report(client, deadline_s=deadline_s, now_ms=now_ms, enqueue=enqueue).enqueued
 
 
-@kishpa_task(SWEEP_TASK, max_retries=0, ignore_result=True)
+@kishpa_task(SWEEP_TASK, ignore_result=True)
 def sweep_outboxes() -> dict[str, Any]:
     """Celery task ``kishpa.sweep_outboxes``: one sweep of every table's outbox."""
-    refs = sweep(
+    config = worker_config()
+    now = time.time_ns() // 1_000_000
+    report = sweep_report(
         redis_client(),
-        deadline_s=worker_config().settle_deadline_s,
-        now_ms=time.time_ns() // 1_000_000,
+        deadline_s=config.settle_deadline_s,
+        now_ms=now,
+        stall_after_s=config.stall_after_s,
     )
-    return {"enqueued": len(refs)}
+    metrics.OLDEST_UNSETTLED.set(report.oldest_age_s)
+    metrics.UNSETTLED.set(report.unsettled)
+    metrics.STALLED_TABLES.set(len(report.stalled))
+    metrics.LAST_SWEEP.set(now / 1000)
+    # Nothing to do is the normal case: say so only at debug level.
+    log.log(
+        20 if report.enqueued else 10,
+        "sweep_done",
+        enqueued=len(report.enqueued),
+        unsettled=report.unsettled,
+        oldest_unsettled_s=round(report.oldest_age_s, 3),
+    )
+    return {"enqueued": len(report.enqueued)}
 
 
 def reconcile(database_url: str) -> list[str]:
@@ -90,7 +158,7 @@ def reconcile(database_url: str) -> list[str]:
     return [f"{d.check} {d.subject}: {d.detail}" for d in report.discrepancies]
 
 
-@kishpa_task(RECONCILE_TASK, max_retries=0, ignore_result=True)
+@kishpa_task(RECONCILE_TASK, ignore_result=True)
 def reconcile_wallet() -> dict[str, Any]:
     """Celery task ``kishpa.reconcile_wallet``: check the ledger, report what is wrong."""
     try:
@@ -109,5 +177,5 @@ def reconcile_wallet() -> dict[str, Any]:
         )
     else:
         metrics.RECONCILIATION_RUNS.labels(result="clean").inc()
-        log.info("wallet_reconciliation_clean")
+        log.debug("wallet_reconciliation_clean")
     return {"discrepancies": len(discrepancies)}

@@ -3,7 +3,7 @@
 Blocking calls on one channel per process (Celery tasks are synchronous; a channel is
 thread-safe and reconnects by itself). Every call carries a service credential signed with
 ``KISHPA_SERVICE_SECRET`` and a deadline, so a stuck wallet surfaces as DEADLINE_EXCEEDED,
-which the task decorator retries.
+which the settlement task retries within its budget.
 """
 
 from __future__ import annotations
@@ -56,7 +56,10 @@ class BatchResult:
 class WalletClient:
     """A blocking wallet client with the worker's service credential."""
 
-    def __init__(self, address: str, credentials: ServiceCredentials) -> None:
+    def __init__(
+        self, address: str, credentials: ServiceCredentials, *, timeout_s: float = CALL_TIMEOUT_S
+    ) -> None:
+        self._timeout_s = timeout_s
         self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._credentials = credentials
@@ -64,10 +67,14 @@ class WalletClient:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> WalletClient:
-        """A client of the wallet at ``KISHPA_WALLET_ADDR`` with a credential for ``worker``."""
+    def from_settings(
+        cls, settings: Settings, *, timeout_s: float = CALL_TIMEOUT_S
+    ) -> WalletClient:
+        """A client of the wallet at ``KISHPA_WALLET_ADDR`` with a credential for ``worker``;
+        every call gives up after ``timeout_s`` (DEADLINE_EXCEEDED)."""
         authority = TokenAuthority.from_settings(settings)
-        return cls(settings.wallet_addr, ServiceCredentials(authority, SERVICE_NAME))
+        credentials = ServiceCredentials(authority, SERVICE_NAME)
+        return cls(settings.wallet_addr, credentials, timeout_s=timeout_s)
 
     def close(self) -> None:
         """Close the channel."""
@@ -82,7 +89,7 @@ class WalletClient:
             self._stub.OpenWallet(
                 wallet_pb2.OpenWalletRequest(player_id=player_id),
                 metadata=self._credentials.metadata(),
-                timeout=CALL_TIMEOUT_S,
+                timeout=self._timeout_s,
             )
             with self._lock:
                 if len(self._opened) >= _OPENED_LIMIT:
@@ -108,7 +115,7 @@ class WalletClient:
                 ],
             ),
             metadata=self._credentials.metadata(),
-            timeout=CALL_TIMEOUT_S,
+            timeout=self._timeout_s,
         )
         return BatchResult(
             batch_id=str(response.batch_id),
@@ -121,6 +128,6 @@ class WalletClient:
         response = self._stub.GetBalance(
             wallet_pb2.GetBalanceRequest(account=account),
             metadata=self._credentials.metadata(),
-            timeout=CALL_TIMEOUT_S,
+            timeout=self._timeout_s,
         )
         return int(response.balance.tokens)

