@@ -22,6 +22,7 @@ COMMAND_GROUPS = (
     "demo",
     "rules",
     "wallet",
+    "admin",
     "serve",
     "worker",
     "migrate",

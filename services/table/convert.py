@@ -14,7 +14,14 @@ from google.protobuf import struct_pb2, timestamp_pb2
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
-from services.table.engine import GameView, Hint, TableSettings
+from services.table.engine import (
+    WATCH_ANYONE,
+    WATCH_INVITEES,
+    WATCH_PLAYERS,
+    GameView,
+    Hint,
+    TableSettings,
+)
 from services.table.service import TableView
 from shared.stream import StoredEvent
 
@@ -51,6 +58,14 @@ RUN_ENDS = {table_pb2.RUN_END_LOW: "low", table_pb2.RUN_END_HIGH: "high"}
 SOURCES = {table_pb2.DRAW_SOURCE_PILE: "pile", table_pb2.DRAW_SOURCE_DISCARD: "discard"}
 
 
+WATCH_POLICIES = {
+    table_pb2.WATCH_POLICY_PLAYERS: WATCH_PLAYERS,
+    table_pb2.WATCH_POLICY_INVITEES: WATCH_INVITEES,
+    table_pb2.WATCH_POLICY_ANYONE: WATCH_ANYONE,
+}
+WATCH_POLICY_ENUMS = {name: enum for enum, name in WATCH_POLICIES.items()}
+
+
 def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
     """The game name and the settings a CreateTable asks for (unset numbers: defaults)."""
     game = GAMES.get(msg.game, "")
@@ -62,6 +77,8 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
         next_round_pause_ms=msg.next_round_pause_ms or DEFAULT_PAUSE_MS,
         stake=msg.stake or defaults.stake,
         options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
+        watch_policy=WATCH_POLICIES.get(msg.watch_policy, WATCH_ANYONE),
+        invited_watchers=tuple(msg.invited_watchers),
     )
 
 
@@ -112,6 +129,8 @@ class Converter:
             reveal_window_seconds=table.settings.reveal_window_seconds,
             stake=table.settings.stake,
             next_round_pause_ms=table.settings.next_round_pause_ms,
+            watch_policy=WATCH_POLICY_ENUMS[table.settings.watch_policy],
+            invited_watchers=table.settings.invited_watchers,
         )
         if table.game_name == "kishpa":
             allow = bool(table.settings.options.get("allow_high_wrap", False))

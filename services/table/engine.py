@@ -48,6 +48,11 @@ class TableFullError(TableError):
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+WATCH_PLAYERS = "players"
+WATCH_INVITEES = "invitees"
+WATCH_ANYONE = "anyone"
+
+
 @dataclass(frozen=True, slots=True)
 class TableSettings:
     """What the creator chose for the table."""
@@ -59,9 +64,21 @@ class TableSettings:
     stake: int = 1
     options: Mapping[str, bool] = field(default_factory=dict)
     """Game-specific switches (Kishpa: ``allow_high_wrap``, the 12-13-1 run)."""
+    watch_policy: str = WATCH_ANYONE
+    """Who may watch without a seat: ``players`` (nobody), ``invitees``, ``anyone``."""
+    invited_watchers: tuple[str, ...] = ()
+    """With ``invitees``: the player ids that may watch."""
+
+    def may_watch(self, player_id: str) -> bool:
+        """Whether a player without a seat may watch (GetTable, WatchTable)."""
+        if self.watch_policy == WATCH_ANYONE:
+            return True
+        return self.watch_policy == WATCH_INVITEES and player_id in self.invited_watchers
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "watch_policy": self.watch_policy,
+            "invited_watchers": list(self.invited_watchers),
             "seats": self.seats,
             "turn_seconds": self.turn_seconds,
             "reveal_window_seconds": self.reveal_window_seconds,
@@ -73,10 +90,15 @@ class TableSettings:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> TableSettings:
         # Only known fields: a replica running older code must still read newer tables.
-        known = {f.name for f in fields(cls)} - {"options"}
+        known = {f.name for f in fields(cls)} - {"options", "watch_policy", "invited_watchers"}
         numbers = {k: int(v) for k, v in obj.items() if k in known}
         options = {str(k): bool(v) for k, v in obj.get("options", {}).items()}
-        return cls(**numbers, options=options)
+        return cls(
+            **numbers,
+            options=options,
+            watch_policy=str(obj.get("watch_policy", WATCH_ANYONE)),
+            invited_watchers=tuple(str(p) for p in obj.get("invited_watchers", ())),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ import structlog
 from services.common.settings import DEFAULT_STAKES
 from services.table.engine import (
     SEAT_LIMITS,
+    WATCH_INVITEES,
+    WATCH_PLAYERS,
     Action,
     BadRequestError,
     GameEngine,
@@ -57,6 +59,8 @@ log = structlog.get_logger("kishpa.table")
 
 SEED_BYTES = 80
 MAX_CLIENT_SEED = 64
+MAX_INVITED_WATCHERS = 50
+MAX_PLAYER_ID = 100
 MAX_REQUEST_ID = 128
 WAITING_TABLE_TTL_S = 24 * 3600
 """A table that never starts is forgotten a day after its last join or leave."""
@@ -126,6 +130,35 @@ def _check_request_id(request_id: str) -> None:
     if len(request_id) > MAX_REQUEST_ID:
         raise BadRequestError(
             f"request_id is longer than {MAX_REQUEST_ID} characters", "BAD_REQUEST_ID"
+        )
+
+
+def _check_watchers(settings: TableSettings) -> None:
+    watchers = settings.invited_watchers
+    if len(watchers) > MAX_INVITED_WATCHERS or any(
+        not 1 <= len(w) <= MAX_PLAYER_ID or not w.isprintable() for w in watchers
+    ):
+        raise BadRequestError(
+            f"invited_watchers: at most {MAX_INVITED_WATCHERS} player ids", "BAD_WATCHERS"
+        )
+    if watchers and settings.watch_policy != WATCH_INVITEES:
+        raise BadRequestError(
+            "invited_watchers needs watch_policy WATCH_POLICY_INVITEES", "BAD_WATCHERS"
+        )
+
+
+def _check_may_watch(table: Table, player_id: str) -> None:
+    """A player without a seat watches only where the table's watch policy lets him.
+
+    ``""`` is a service reading for a player (matchmaking): a spectator's view, always allowed.
+    """
+    if not player_id or table.seat_of(player_id) is not None or player_id == table.creator:
+        return
+    if not table.settings.may_watch(player_id):
+        raise NotAllowedError(
+            "this table may be watched only by "
+            + ("its players" if table.settings.watch_policy == WATCH_PLAYERS else "invitees"),
+            "NOT_ALLOWED_TO_WATCH",
         )
 
 
@@ -326,6 +359,7 @@ class Tables:
         low, high = SEAT_LIMITS
         if not low <= settings.seats <= high:
             raise BadRequestError(f"seats must be {low}-{high}", "BAD_SEATS")
+        _check_watchers(settings)
         if not 1 <= settings.turn_seconds <= 600:
             raise BadRequestError("turn_seconds must be 1-600", "BAD_TURN_SECONDS")
         if not 1 <= settings.reveal_window_seconds <= 600:
@@ -478,6 +512,28 @@ class Tables:
 
         return await self._mutate(player_id, table_id, request_id, compute)
 
+    async def close_by_operator(
+        self, table_id: str, *, reason: str, closed_by: str, request_id: str
+    ) -> tuple[ActResult, bool, int]:
+        """Close a stuck or abandoned table at once (AdminService.CloseTable, audited there).
+
+        No further round starts and its timers stop; watchers receive ``table_closed`` with
+        the reason. Returns the spectator's view, whether it was closed already, and how many
+        of its phases the workers have not settled yet (the bowl is refunded after those).
+        """
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            if table.status == "closed":
+                return None, {"already_closed": True}
+            round_no = int(table.game.get("round_no", 0) or 0)
+            data = {"reason": reason, "closed_by": closed_by, "by_operator": True}
+            event = TableEvent("table_closed", round_no, NO_SEAT, data)
+            return Step(game=table.game, events=[event], closed=True), {"already_closed": False}
+
+        result = await self._mutate(f"admin:{closed_by}", table_id, request_id, compute, viewer="")
+        pending = await self.store.unsettled_phases(table_id)
+        return result, bool(result.result.get("already_closed")), pending
+
     async def press_last_round(
         self, player_id: str, table_id: str, *, request_id: str = ""
     ) -> ActResult:
@@ -517,6 +573,7 @@ class Tables:
         if snapshot is None:
             raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND")
         table = Table.from_dict(snapshot.state)
+        _check_may_watch(table, player_id)
         return self._view_of(table, player_id, snapshot.version, last_event_id, balances)
 
     def _view_of(
@@ -586,6 +643,7 @@ class Tables:
         balances), for at most ``settlement_wait_ms``, re-checking every ``settle_poll_ms``.
         """
         table, _ = await self._load(table_id)
+        _check_may_watch(table, player_id)
         seat = table.seat_of(player_id)
         cursor = after_id or "0-0"
         cursor_key = parse_id(cursor)

@@ -14,7 +14,7 @@ import grpc
 
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from services.common.auth import Service, current_caller, current_player
+from services.common.auth import Service, current_caller, current_player, require_service
 from services.common.errors import InvalidArgument, PermissionDenied
 from services.table.convert import RUN_ENDS, SOURCES, Converter, groups_from, settings_from
 from services.table.engine import Action
@@ -22,6 +22,7 @@ from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
 
 MAX_TABLE_ID = 64
+MAX_CLOSE_REASON = 500
 GROUP_KIND_NAMES = {common_pb2.GROUP_KIND_RUN: "run", common_pb2.GROUP_KIND_SET: "set"}
 EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -278,6 +279,27 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 ],
                 hand_size=record.hand_size,
             )
+        )
+
+    async def CloseTable(
+        self, request: table_pb2.CloseTableRequest, context: Context
+    ) -> table_pb2.CloseTableResponse:
+        require_service("wallet")
+        reason = request.reason.strip()
+        if not 1 <= len(reason) <= MAX_CLOSE_REASON:
+            raise InvalidArgument(
+                "MISSING_REASON", f"reason must be 1-{MAX_CLOSE_REASON} characters"
+            )
+        if not request.closed_by:
+            raise InvalidArgument("MISSING_CLOSED_BY", "closed_by must name the operator")
+        result, already, pending = await self.tables.close_by_operator(
+            _table_id(request.table_id),
+            reason=reason,
+            closed_by=request.closed_by,
+            request_id=request.request_id,
+        )
+        return table_pb2.CloseTableResponse(
+            table=self._view(result), already_closed=already, unsettled_phases=pending
         )
 
     async def WatchTable(

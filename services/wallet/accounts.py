@@ -47,6 +47,13 @@ class Reason(StrEnum):
     PLAYER_LOAD = "player_load"
     POT_BUY_IN = "pot_buy_in"
     POT_PAYOUT = "pot_payout"
+    ADMIN_CREDIT = "admin_credit"
+    ADMIN_DEBIT = "admin_debit"
+    ADMIN_REFUND = "admin_refund"
+
+
+ADMIN_REASONS = frozenset({Reason.ADMIN_CREDIT, Reason.ADMIN_DEBIT, Reason.ADMIN_REFUND})
+"""Reasons only the audited AdminService posts (``services/wallet/admin.py``)."""
 
 
 def account_kind(account: str) -> AccountKind:

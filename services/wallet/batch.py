@@ -127,7 +127,8 @@ def plan_batch(postings: Sequence[Posting], balances: Mapping[str, int]) -> Plan
     """Apply ``postings`` in order to ``balances`` (every touched non-bank account).
 
     A player who cannot pay is first loaded from the bank in 50-token loads, each recorded
-    as a ``bank_load`` posting; a bowl or pot that cannot pay refuses the whole batch.
+    as a ``bank_load`` posting; a bowl or pot that cannot pay refuses the whole batch, and so
+    does a player an operator debits (``admin_debit`` corrects a balance, it never loads).
     """
     now = dict(balances)
     now.setdefault(BANK, 0)
@@ -145,7 +146,7 @@ def plan_batch(postings: Sequence[Posting], balances: Mapping[str, int]) -> Plan
     for p in postings:
         kind = account_kind(p.from_account)
         shortfall = p.amount - now[p.from_account]
-        if shortfall > 0 and kind is AccountKind.PLAYER:
+        if shortfall > 0 and kind is AccountKind.PLAYER and p.reason != Reason.ADMIN_DEBIT:
             needed = -(-shortfall // LOAD_TOKENS)
             loads += needed
             if loads > MAX_LOADS_PER_BATCH:

@@ -23,6 +23,7 @@ from sqlalchemy.exc import IntegrityError
 
 from services.wallet import postgres, schema
 from services.wallet.accounts import (
+    ADMIN_REASONS,
     BANK,
     LOAD_TOKENS,
     STARTING_TOKENS,
@@ -115,7 +116,17 @@ class Ledger:
         """Apply ``postings`` atomically under idempotency key ``key`` (client keys)."""
         if key.startswith(INTERNAL_KEY_PREFIX):
             raise InvalidRequest(f"request_id may not start with {INTERNAL_KEY_PREFIX!r}")
+        for p in postings:
+            if p.reason in ADMIN_REASONS:
+                raise InvalidRequest(
+                    f"reason {p.reason!r} is posted only by the audited admin service",
+                    reason="ADMIN_REASON",
+                )
         return self._apply(key, postings)
+
+    def apply_admin_batch(self, name: str, postings: Sequence[Posting]) -> BatchResult:
+        """Apply an operator's batch under the internal key ``wallet:admin:<name>``."""
+        return self._apply(f"{INTERNAL_KEY_PREFIX}admin:{name}", postings)
 
     def open_wallet(self, player_id: str) -> tuple[int, bool]:
         """Open a player's wallet, granting the starting tokens once.

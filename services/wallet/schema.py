@@ -61,6 +61,28 @@ postings = Table(
     CheckConstraint("from_account <> to_account", name="ck_postings_distinct_accounts"),
 )
 
+# Append-only (migration 0002 adds triggers refusing UPDATE and DELETE): what operators did.
+admin_audit = Table(
+    "admin_audit",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("admin_id", String(120), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("player_id", String(100), nullable=True),
+    Column("table_id", String(100), nullable=True),
+    Column("amount", BigInteger, nullable=False, server_default="0"),
+    Column("reason", Text, nullable=False),
+    Column("ticket", String(100), nullable=False),
+    Column("request_id", String(200), nullable=False),
+    Column("batch_id", _Id, ForeignKey("batches.id"), nullable=True),
+    Column("details", Text, nullable=False, server_default="{}"),
+)
+
+Index("ix_admin_audit_request", admin_audit.c.request_id, admin_audit.c.action, unique=True)
+Index("ix_admin_audit_player", admin_audit.c.player_id, admin_audit.c.id)
+Index("ix_admin_audit_table", admin_audit.c.table_id, admin_audit.c.id)
+
 Index("ix_postings_batch", postings.c.batch_id, postings.c.seq, unique=True)
 Index("ix_postings_from", postings.c.from_account, postings.c.id)
 Index("ix_postings_to", postings.c.to_account, postings.c.id)

@@ -11,8 +11,11 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.auth import TokenAuthority
 from services.common.server import KishpaServer, ServiceRegistration, create_server, run
 from services.common.settings import Settings, SettingsError, load_settings
+from services.wallet.admin import Administration
+from services.wallet.admin_servicer import AdminServicer, admin_registration
 from services.wallet.database import create_wallet_engine
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import current_revision, head_revision, upgrade
@@ -31,6 +34,7 @@ class WalletServer:
     server: KishpaServer
     engine: Engine
     executor: ThreadPoolExecutor
+    admin: AdminServicer | None = None
 
     @property
     def port(self) -> int:
@@ -44,6 +48,8 @@ class WalletServer:
     async def stop(self, grace: float | None = None) -> None:
         """Stop serving (health NOT_SERVING first), then release threads and connections."""
         await self.server.stop(grace)
+        if self.admin is not None:
+            await self.admin.aclose()
         self.close()
 
     def close(self) -> None:
@@ -78,6 +84,18 @@ def wallet_registration(ledger: Ledger, executor: ThreadPoolExecutor) -> Service
     )
 
 
+def admin_servicer(
+    settings: Settings, ledger: Ledger, executor: ThreadPoolExecutor
+) -> AdminServicer:
+    """The audited admin RPCs over this ledger (they reach the table service to close one)."""
+    return AdminServicer(
+        Administration(ledger),
+        executor,
+        TokenAuthority.from_settings(settings),
+        settings.table_addr,
+    )
+
+
 def create_wallet_server(
     settings: Settings, *, address: str | None = None, migrate: bool = False
 ) -> WalletServer:
@@ -90,10 +108,14 @@ def create_wallet_server(
     workers = SQLITE_WORKERS if _is_sqlite(settings.database_url) else POSTGRES_WORKERS
     engine = create_wallet_engine(settings.database_url, pool_size=workers)
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ledger")
+    ledger = Ledger(engine)
+    admin = admin_servicer(settings, ledger, executor)
     server = create_server(
-        [wallet_registration(Ledger(engine), executor)], settings, address=address
+        [wallet_registration(ledger, executor), admin_registration(admin)],
+        settings,
+        address=address,
     )
-    return WalletServer(server, engine, executor)
+    return WalletServer(server, engine, executor, admin)
 
 
 def main() -> int:
@@ -108,11 +130,16 @@ def main() -> int:
     engine = create_wallet_engine(settings.database_url, pool_size=workers)
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ledger")
 
+    ledger = Ledger(engine)
+    admin = admin_servicer(settings, ledger, executor)
+
     async def cleanup() -> None:
+        await admin.aclose()
         executor.shutdown(wait=True)
         engine.dispose()
 
-    return run(settings, [wallet_registration(Ledger(engine), executor)], cleanup=cleanup)
+    registrations = [wallet_registration(ledger, executor), admin_registration(admin)]
+    return run(settings, registrations, cleanup=cleanup)
 
 
 if __name__ == "__main__":
