@@ -139,8 +139,8 @@ async def _run(call: Call, args: argparse.Namespace, token: str) -> int:
                 print(json.dumps({"error": exc.details(), "reason": reason}))
             else:
                 print(f"kishpa admin: {exc.details()} ({reason})", file=sys.stderr)
-            unreachable = exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED)
-            return 2 if unreachable else 1
+            no_answer = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED)
+            return 2 if exc.code() in no_answer else 1
     if args.json:
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True)))
     else:
