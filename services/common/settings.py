@@ -37,7 +37,11 @@ REQUIRED_SECRETS: Mapping[str, tuple[str, ...]] = {
 
 DEFAULT_STAKES: tuple[int, ...] = (1, 5, 10, 50, 100)
 """Stake levels a table may be played at, per game, unless configured otherwise."""
-MAX_STAKE = 1_000_000
+MAX_STAKE = 5_000
+"""The highest stake a setting may offer. A Kishpa player owes at most 13 units in one phase
+(an end phase: a win of 6, two jokers, two 1s at 2 each, the kishpa), so four players with
+nothing left need at most 4 x 13 x 5000 / 50 = 5,200 bank loads in one batch, within the
+wallet's 10,000 (services/wallet/batch.py MAX_LOADS_PER_BATCH)."""
 
 Stakes = Annotated[tuple[int, ...], NoDecode]
 """A list of allowed stakes: ``"1,5,10,50,100"`` in the environment, sorted and distinct."""

@@ -190,7 +190,7 @@ def test_stakes_are_offered_per_game_from_a_comma_list(monkeypatch: pytest.Monke
     assert Settings(stakes_kishpa=[10, 1]).stakes_kishpa == (1, 10)
 
 
-@pytest.mark.parametrize("value", ["0", "5,-1", "", "1,five", "2.5", "1000001"])
+@pytest.mark.parametrize("value", ["0", "5,-1", "", "1,five", "2.5", "5001"])
 def test_a_bad_stake_list_fails_fast_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:

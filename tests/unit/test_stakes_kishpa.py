@@ -33,6 +33,9 @@ from games.kishpa.round import (
 )
 from games.kishpa.ruleset import RuleSet
 from games.kishpa.tiles import ALL_FACES, TILE_COUNT, Colour, Face, face_of, joker_of
+from services.common.settings import MAX_STAKE
+from services.wallet.accounts import LOAD_TOKENS
+from services.wallet.batch import MAX_LOADS_PER_BATCH
 from tests.unit.test_record import WIN_HAND, record, rows
 
 pytestmark = pytest.mark.unit
@@ -225,6 +228,25 @@ def _play(
         state, events = apply(state, action if action is not None else CloseWindow())
         data += [dict(e.data) for e in events]
     raise AssertionError("a round never ended")
+
+
+@settings(max_examples=60, deadline=None)
+@given(obj=random_rounds())
+def test_the_highest_stake_a_setting_offers_never_needs_more_loads_than_a_batch_allows(
+    obj: dict[str, Any],
+) -> None:
+    """Every player broke, every phase at MAX_STAKE: the 50-token loads the wallet adds stay
+    within its per-batch limit, and within the 13-unit bound MAX_STAKE is derived from."""
+    staked = settle_record(_at_stake(obj, MAX_STAKE))
+    for phase in ("start", "end"):
+        owed: Counter[str] = Counter()
+        for posting in staked[phase]:
+            if posting["from"] != "bowl":
+                owed[posting["from"]] += posting["amount"]
+        assert all(amount <= 13 * MAX_STAKE for amount in owed.values())
+        loads = sum(-(-amount // LOAD_TOKENS) for amount in owed.values())
+        assert loads <= MAX_LOADS_PER_BATCH
+    assert 4 * -(-13 * MAX_STAKE // LOAD_TOKENS) <= MAX_LOADS_PER_BATCH
 
 
 # --- hand-computed examples ------------------------------------------------------------
