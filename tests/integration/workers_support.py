@@ -67,6 +67,7 @@ class RedisServer:
 
     data_dir: Path
     appendfsync: str = "always"
+    appendonly: bool = True
     port: int = field(default_factory=free_port)
     binary: str = field(default_factory=lambda: SYSTEM_REDIS if Path(SYSTEM_REDIS).exists() else "")
     process: subprocess.Popen[bytes] | None = None
@@ -81,6 +82,7 @@ class RedisServer:
             self.data_dir,
             self.port,
             appendfsync=self.appendfsync,
+            appendonly=self.appendonly,
             binary=self.binary or redis_server_binary(),
         )
         return self

