@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
-PROTO_SRC := $(shell find protos -name '*.proto' 2>/dev/null)
+# Our contracts only: protos/google/ (vendored error details) is served by googleapis-common-protos.
+PROTO_SRC := $(shell find protos/kishpa -name '*.proto' 2>/dev/null)
 
 .DEFAULT_GOAL := help
 .PHONY: help install proto run test lint format bench clean

@@ -35,6 +35,7 @@ from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from shared import keys as table_keys
 
@@ -117,14 +118,14 @@ async def create_directly(
     """Wall seconds to create the same tables with CreateTable (service credential)."""
     md = bearer_metadata(authority.issue_service_token("bench").token)
     tables: set[str] = set()
-    settings = table_pb2.TableSettings(game=common_pb2.GAME_KISHPA, seats=4, turn_seconds=600)
+    settings = table_settings(common_pb2.GAME_KISHPA, 4, turn_seconds=600)
 
     async def create(group: list[str]) -> None:
         response = await stub.CreateTable(
             table_pb2.CreateTableRequest(
                 settings=settings,
                 request_id=uuid.uuid4().hex,
-                player_ids=group,
+                players=[table_pb2.SeatedPlayer(player_id=p) for p in group],
                 auto_start=True,
             ),
             metadata=md,

@@ -34,6 +34,7 @@ from redis.asyncio import Redis
 
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.table.store import TableStore
 from shared import keys
@@ -132,9 +133,9 @@ class BenchTable:
     async def open(self) -> None:
         created = await self.stub.CreateTable(
             table_pb2.CreateTableRequest(
-                settings=table_pb2.TableSettings(
-                    game=common_pb2.GAME_KISHPA,
-                    seats=4,
+                settings=table_settings(
+                    common_pb2.GAME_KISHPA,
+                    4,
                     turn_seconds=120,
                     reveal_window_seconds=60,
                     next_round_pause_ms=1,

@@ -62,6 +62,26 @@ CHANNEL_OPTIONS = (
 TABLE_CLOSED = "table_closed"
 
 
+def table_settings(
+    game: common_pb2.Game.ValueType,
+    seats: int,
+    *,
+    stake: int = 1,
+    turn_seconds: int = 0,
+    reveal_window_seconds: int = 0,
+    next_round_pause_ms: int = 0,
+) -> table_pb2.TableSettings:
+    """Settings for a new table; a zero timer is left unset (the server's default)."""
+    settings = table_pb2.TableSettings(game=game, seats=seats, stake=stake)
+    if turn_seconds:
+        settings.turn_time.FromSeconds(turn_seconds)
+    if reveal_window_seconds:
+        settings.reveal_window.FromSeconds(reveal_window_seconds)
+    if next_round_pause_ms:
+        settings.next_round_pause.FromMilliseconds(next_round_pause_ms)
+    return settings
+
+
 def new_request_id() -> str:
     """A fresh idempotency key (a UUID)."""
     return uuid.uuid4().hex
@@ -251,14 +271,20 @@ class KishpaClient:
         stake: int = 1,
         game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
         *,
+        client_seed: str = "",
         request_id: str | None = None,
     ) -> mm_pb2.QueueTicket:
         """Queue for a quick match; the ticket is already MATCHED if this completed a table
-        (or if the player already sits at a live table: he is sent back to it)."""
+        (or if the player already sits at a live table: he is sent back to it).
+        ``client_seed`` is mixed into the shuffles of the table he is matched to."""
         response: mm_pb2.JoinQueueResponse = await self._call(
             self._mm.JoinQueue,
             mm_pb2.JoinQueueRequest(
-                game=game, seats=seats, stake=stake, request_id=request_id or new_request_id()
+                game=game,
+                seats=seats,
+                stake=stake,
+                client_seed=client_seed,
+                request_id=request_id or new_request_id(),
             ),
         )
         return response.ticket
@@ -321,6 +347,7 @@ class KishpaClient:
         next_round_pause_ms: int = 0,
         stake: int = 1,
         game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
+        client_seed: str = "",
         request_id: str | None = None,
     ) -> mm_pb2.CreatePrivateTableResponse:
         """Create a table for friends (the caller sits in seat 0 and is its creator).
@@ -328,24 +355,25 @@ class KishpaClient:
         Share ``invite_code``; the game starts by itself when every seat is taken (or when
         the creator calls :meth:`start_game`). Zero timers mean the server's defaults.
         """
-        settings = table_pb2.TableSettings(
-            game=game,
-            seats=seats,
-            stake=stake,
-            turn_seconds=turn_seconds,
-            reveal_window_seconds=reveal_window_seconds,
-            next_round_pause_ms=next_round_pause_ms,
-        )
         response: mm_pb2.CreatePrivateTableResponse = await self._call(
             self._mm.CreatePrivateTable,
             mm_pb2.CreatePrivateTableRequest(
-                settings=settings, request_id=request_id or new_request_id()
+                settings=table_settings(
+                    game,
+                    seats,
+                    stake=stake,
+                    turn_seconds=turn_seconds,
+                    reveal_window_seconds=reveal_window_seconds,
+                    next_round_pause_ms=next_round_pause_ms,
+                ),
+                client_seed=client_seed,
+                request_id=request_id or new_request_id(),
             ),
         )
         return response
 
     async def join_by_code(
-        self, invite_code: str, *, request_id: str | None = None
+        self, invite_code: str, *, client_seed: str = "", request_id: str | None = None
     ) -> mm_pb2.JoinByCodeResponse:
         """Sit at the private table of an invite code (case and dashes do not matter).
 
@@ -355,7 +383,9 @@ class KishpaClient:
         response: mm_pb2.JoinByCodeResponse = await self._call(
             self._mm.JoinByCode,
             mm_pb2.JoinByCodeRequest(
-                invite_code=invite_code, request_id=request_id or new_request_id()
+                invite_code=invite_code,
+                client_seed=client_seed,
+                request_id=request_id or new_request_id(),
             ),
         )
         return response
@@ -544,13 +574,15 @@ class KishpaClient:
         self, table_id: str, after_event_id: str = ""
     ) -> AsyncIterator[table_pb2.TableEvent]:
         """Every event after ``after_event_id`` (e.g. ``TableView.last_event_id``), then
-        live ones, until the table closes.
+        live ones, until the table closed and its last settlement arrived (the server ends
+        the stream then). Read an event with :mod:`sdk.events` (``kind``, ``seat``).
 
         A dropped stream (server restart, network change) is reopened from the last event
         delivered, so nothing is missed or repeated; an expiring token is refreshed.
         """
         cursor = after_event_id
         attempt = 0
+        closed = False
         while True:
             call = self._tables.WatchTable(
                 table_pb2.WatchTableRequest(table_id=table_id, after_event_id=cursor),
@@ -561,8 +593,9 @@ class KishpaClient:
                     attempt = 0
                     cursor = message.event.event_id
                     yield message.event
-                    if message.event.type == TABLE_CLOSED:
-                        return
+                    closed = closed or message.event.WhichOneof("event") == TABLE_CLOSED
+                if closed:
+                    return
                 # Ended before the table closed (a server going away): reopen, bounded.
                 attempt += 1
                 if attempt >= self.retry.attempts:

@@ -3,8 +3,31 @@
 from __future__ import annotations
 
 import grpc
+from google.rpc import error_details_pb2, status_pb2
 
-from services.common.errors import error_reason
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+"""Trailing metadata holding the serialized ``google.rpc.Status`` of a failed call."""
+
+
+def error_info(error: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
+    """The ``google.rpc.ErrorInfo`` a failed call carries in its status details, if any
+    (the protos are vendored under ``protos/google/rpc/`` for other languages)."""
+    trailing = getattr(error, "trailing_metadata", None)
+    for key, value in (trailing() if trailing is not None else None) or ():
+        if key != STATUS_DETAILS_KEY:
+            continue
+        data = value if isinstance(value, bytes) else str(value).encode("latin-1")
+        for detail in status_pb2.Status.FromString(data).details:
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info):  # False when the detail is another message type
+                return info
+    return None
+
+
+def error_reason(error: grpc.RpcError) -> str | None:
+    """The machine-readable reason of a failed call (``"NOT_YOUR_TURN"``...), if any."""
+    info = error_info(error)
+    return info.reason if info is not None else None
 
 
 class KishpaError(Exception):

@@ -427,16 +427,39 @@ class RoundWitness:
         return None
 
     def observe_message(self, event: Any) -> Verification | None:
-        """:meth:`observe` for a ``kishpa.table.v1.TableEvent`` message."""
-        from google.protobuf import json_format
+        """:meth:`observe` for a typed ``kishpa.table.v1.TableEvent`` message."""
+        from kishpa.table.v1 import table_pb2  # the generated contract, only here
 
-        data = json_format.MessageToDict(event.data)
-        private = (
-            json_format.MessageToDict(event.private_data)
-            if event.HasField("private_data")
-            else None
-        )
-        return self.observe(event.type, event.round, event.seat, data, private)
+        kind = event.WhichOneof("event") or ""
+        seat = event.seat if event.HasField("seat") else -1
+        data: dict[str, Any] = {}
+        private: dict[str, Any] | None = None
+        if kind == "round_started":
+            started = event.round_started
+            data = {
+                "players": list(started.player_ids),
+                "starter": started.starter_seat,
+                "commitment": started.shuffle_commitment,
+                "kishpa": started.kishpa.face,
+            }
+        elif kind == "dealt" and event.dealt.tiles:
+            private = {"hand": [{"id": t.id} for t in event.dealt.tiles]}
+        elif kind == "kishpa_replaced":
+            data = {"kishpa": event.kishpa_replaced.kishpa.face}
+        elif kind == "drew":
+            drew = event.drew
+            from_pile = drew.source == table_pb2.DRAW_SOURCE_PILE
+            data = {"source": "pile" if from_pile else "discard", "pile": drew.pile_count}
+            if from_pile and drew.HasField("tile"):
+                private = {"tile_id": drew.tile.id}
+        elif kind == "round_ended":
+            ended = event.round_ended
+            data = {
+                "server_seed": ended.server_seed,
+                "client_seeds": list(ended.client_seeds),
+                "commitment": ended.shuffle_commitment,
+            }
+        return self.observe(kind, event.round, seat, data, private)
 
 
 def evidence_from_record(record: Any, my_client_seed: str | None = None) -> RoundEvidence:

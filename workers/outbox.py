@@ -9,7 +9,7 @@ it settled, update the table's balances and publish a ``settled`` event in one s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ def mark_settled(
     batch_id: str,
     balances: Mapping[str, int],
     settled_ms: int,
+    postings: Sequence[Mapping[str, Any]] = (),
 ) -> bool:
     """Record the settlement, update the table's balances and publish ``settled``, atomically.
 
@@ -80,6 +81,8 @@ def mark_settled(
                 "batch_id": batch_id,
                 "balances": dict(balances),
                 "settled_ms": settled_ms,
+                # Who paid whom and why ({from, to, amount, reason}), bank loads included.
+                "postings": [dict(p) for p in postings],
             },
         )
     )

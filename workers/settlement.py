@@ -162,8 +162,15 @@ def compute_postings(record: PhaseRecord) -> list[WalletPosting]:
     ]
 
 
-def _apply(wallet: WalletClient, ref: PhaseRef, record: PhaseRecord) -> tuple[str, dict[str, int]]:
-    """Apply the phase's batch; returns the batch id and each player's balance after it."""
+Payments = list[dict[str, Any]]
+"""The postings a batch applied as ``{from, to, amount, reason}`` (the ``settled`` event's)."""
+
+
+def _apply(
+    wallet: WalletClient, ref: PhaseRef, record: PhaseRecord
+) -> tuple[str, dict[str, int], Payments]:
+    """Apply the phase's batch; returns the batch id, each player's balance after it and
+    the postings applied (bank loads included)."""
     players = players_of(record)
     postings = compute_postings(record)
     try:
@@ -171,9 +178,13 @@ def _apply(wallet: WalletClient, ref: PhaseRef, record: PhaseRecord) -> tuple[st
         if postings:
             result = wallet.apply_batch(idempotency_key(ref), postings)
             batch_id, after = result.batch_id, dict(result.balances)
+            payments = [
+                {"from": p.from_account, "to": p.to_account, "amount": p.amount, "reason": p.reason}
+                for p in result.applied
+            ]
         else:
             # Nothing moves (e.g. a round with no winner and no bonus): still publish balances.
-            batch_id, after = "", {}
+            batch_id, after, payments = "", {}, []
         balances = {}
         for player in players:
             account = wallet_account(ref.table_id, player)
@@ -183,7 +194,7 @@ def _apply(wallet: WalletClient, ref: PhaseRef, record: PhaseRecord) -> tuple[st
             reason = error_reason(exc) or exc.code().name
             raise PermanentSettlementError(reason, str(exc.details())) from exc
         raise
-    return batch_id, balances
+    return batch_id, balances, payments
 
 
 def settle(
@@ -211,7 +222,7 @@ def settle(
         blocking = _wait_for_earlier_phases(client, ref, order_wait_s, sleep)
         if blocking is not None:
             return Outcome("waiting", reason=f"{blocking.round_no}:{blocking.phase}")
-        batch_id, balances = _apply(wallet, ref, record)
+        batch_id, balances, payments = _apply(wallet, ref, record)
     except BadPhaseRecord as exc:
         return _dead_letter(
             client, ref, PermanentSettlementError("BAD_PHASE_RECORD", str(exc)), now_ms()
@@ -219,7 +230,14 @@ def settle(
     except PermanentSettlementError as exc:
         return _dead_letter(client, ref, exc, now_ms())
     settled_ms = now_ms()
-    if not mark_settled(client, ref, batch_id=batch_id, balances=balances, settled_ms=settled_ms):
+    if not mark_settled(
+        client,
+        ref,
+        batch_id=batch_id,
+        balances=balances,
+        settled_ms=settled_ms,
+        postings=payments,
+    ):
         return Outcome("already_settled", batch_id=batch_id)
     metrics.SETTLEMENT_LATENCY.observe(max(0, settled_ms - record.created_ms) / 1000)
     log.info(

@@ -19,6 +19,8 @@ from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
 
 CALL_TIMEOUT_S = 10.0
+REASON_PREFIX = "TRANSFER_REASON_"
+"""Wire name of a ledger reason: the prefix plus the reason in capitals (``BOWL_WIN``)."""
 # Reconnect quickly after the wallet restarts (gRPC's default backoff grows to two minutes).
 CHANNEL_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 250),
@@ -51,6 +53,8 @@ class BatchResult:
     batch_id: str
     balances: Mapping[str, int]
     replayed: bool
+    applied: tuple[WalletPosting, ...] = ()
+    """Every posting applied, in order, automatic bank loads included."""
 
 
 class WalletClient:
@@ -106,7 +110,7 @@ class WalletClient:
                         from_account=p.from_account,
                         to_account=p.to_account,
                         amount=p.amount,
-                        reason=p.reason,
+                        reason=wallet_pb2.TransferReason.Value(REASON_PREFIX + p.reason.upper()),
                         table_id=p.table_id,
                         round=p.round_no,
                         phase=p.phase,
@@ -121,6 +125,20 @@ class WalletClient:
             batch_id=str(response.batch_id),
             balances={b.account: b.tokens for b in response.balances},
             replayed=response.replayed,
+            applied=tuple(
+                WalletPosting(
+                    from_account=p.from_account,
+                    to_account=p.to_account,
+                    amount=p.amount,
+                    reason=wallet_pb2.TransferReason.Name(p.reason)
+                    .removeprefix(REASON_PREFIX)
+                    .lower(),
+                    table_id=p.table_id,
+                    round_no=p.round,
+                    phase=p.phase,
+                )
+                for p in response.applied
+            ),
         )
 
     def balance(self, account: str) -> int:

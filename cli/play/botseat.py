@@ -17,7 +17,8 @@ from games.fair import SERVER_SEED_BYTES, FairStream
 from games.kishpa import bot
 from games.kishpa import round as rnd
 from kishpa.table.v1 import table_pb2
-from sdk import KishpaClient, KishpaError
+from sdk import KishpaClient, KishpaError, events
+from sdk.views import my_seat
 from services.table.botclient import bot_view
 
 # Events after which this seat may have something to do.
@@ -78,18 +79,17 @@ class BotSeat:
         view = await self.client.get_table(self.table_id)
         await self._act(view)
         async for event in self.client.watch_table(self.table_id, view.last_event_id):
-            if event.type == "round_ended":
+            kind, seat = events.kind(event), events.seat(event)
+            if kind == "round_ended":
                 self.stats.rounds_ended += 1
                 if self.on_round_end is not None:
                     self.on_round_end(self.table_id, event.round)
-            elif event.type == "won" and event.seat == view.my_seat:
+            elif kind == "won" and seat == my_seat(view):
                 self.stats.wins += 1
-            elif event.type == "table_closed":
+            elif kind == "table_closed":
                 self.stats.closed = True
                 break
-            if event.type in WAKE_EVENTS and (
-                event.seat in (view.my_seat, -1) or event.type != "turn_started"
-            ):
+            if kind in WAKE_EVENTS and (seat in (my_seat(view), None) or kind != "turn_started"):
                 view = await self.client.get_table(self.table_id)
                 await self._act(view)
         return self.stats

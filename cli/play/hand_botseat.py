@@ -18,7 +18,8 @@ from games.hand import actions as ha
 from games.hand.bot import MAX_ACTIONS_PER_TURN, next_action
 from games.hand.ruleset import DEFAULT_RULES
 from kishpa.table.v1 import table_pb2
-from sdk import KishpaClient, KishpaError
+from sdk import KishpaClient, KishpaError, events
+from sdk.views import my_seat
 from services.table.hand_botclient import BOT_TAG, bot_view
 
 WAKE_EVENTS = frozenset({"turn_started", "deal_started"})
@@ -46,16 +47,17 @@ class HandBotSeat:
         view = await self.client.get_table(self.table_id)
         await self._turn(view)
         async for event in self.client.watch_table(self.table_id, view.last_event_id):
-            if event.type == "deal_ended":
+            kind, seat = events.kind(event), events.seat(event)
+            if kind == "deal_ended":
                 self.stats.rounds_ended += 1
                 if self.on_deal_end is not None:
                     self.on_deal_end(self.table_id, event.round)
-            elif event.type == "went_out" and event.seat == view.my_seat:
+            elif kind == "went_out" and seat == my_seat(view):
                 self.stats.wins += 1
-            elif event.type == "table_closed":
+            elif kind == "table_closed":
                 self.stats.closed = True
                 break
-            if event.type in WAKE_EVENTS and event.seat in (view.my_seat, -1):
+            if kind in WAKE_EVENTS and seat in (my_seat(view), None):
                 view = await self.client.get_table(self.table_id)
                 await self._turn(view)
         return self.stats

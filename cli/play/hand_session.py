@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from google.protobuf import json_format
 from rich.console import Group as RichGroup
 from rich.console import RenderableType
 from rich.panel import Panel
@@ -28,7 +27,8 @@ from games.hand.cards import is_joker, sort_key
 from games.hand.ruleset import DEFAULT_RULES
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
-from sdk import KishpaError
+from sdk import KishpaError, events
+from sdk.views import my_seat, my_turn, turn_seat
 from services.table.hand_botclient import BOT_TAG, bot_view
 
 SUIT_STYLES = {"S": "bold white", "H": "bold red", "D": "bold magenta", "C": "bold green"}
@@ -112,12 +112,12 @@ class HandPlaySession(PlaySession):
         seats = Table.grid(padding=(0, 2))
         opened = set(r.hand.opened_seats) if r is not None else set()
         for info in view.seats:
-            turn = r is not None and r.turn_seat == info.seat
+            turn = r is not None and turn_seat(view) == info.seat
             seats.add_row(
                 Text("▶" if turn else " ", style="bold green"),
                 Text(
                     seat_name(view, info.seat, self.names) if info.player_id else "(free)",
-                    style="bold" if info.seat == view.my_seat else "",
+                    style="bold" if info.seat == my_seat(view) else "",
                 ),
                 f"{info.tile_count} cards" if info.player_id and r is not None else "",
                 "opened" if info.seat in opened else "",
@@ -125,13 +125,13 @@ class HandPlaySession(PlaySession):
                 f"{info.balance:,} tokens" if info.player_id else "",
             )
         parts.append(seats)
-        if r is not None and r.round and view.my_seat >= 0:
+        if r is not None and r.round and my_seat(view) is not None:
             rack = Text("Your cards  ")
             for number, tile in enumerate(self.rack(), start=1):
                 rack.append(f"{number}:", style="dim").append_text(card_text(tile.face))
                 rack.append(" ")
             parts.append(rack)
-            if r.turn_seat >= 0:
+            if turn_seat(view) is not None:
                 left = seconds_left(view)
                 clock = f" · {left}s left" if left is not None else ""
                 who = seat_name(view, r.turn_seat, self.names)
@@ -142,12 +142,12 @@ class HandPlaySession(PlaySession):
     def tell_what_to_do(self) -> None:
         """One line saying what the player can do now (or nothing when he waits)."""
         view = self.view
-        if not view.HasField("round") or view.my_seat < 0:
+        if not view.HasField("round") or my_seat(view) is None:
             if view.status == table_pb2.TABLE_STATUS_WAITING:
                 self.console.print("Waiting for players to join…", style="dim")
             return
         r = view.round
-        if r.turn_seat != view.my_seat or r.phase != table_pb2.ROUND_PHASE_TURNS:
+        if not my_turn(view) or r.phase != table_pb2.ROUND_PHASE_TURNS:
             return
         if not r.turn_drew:
             self.console.print(
@@ -303,18 +303,18 @@ class HandPlaySession(PlaySession):
     # ---- following the table -------------------------------------------------------------
 
     async def _narrate(self, event: table_pb2.TableEvent) -> None:
-        data: dict[str, Any] = json_format.MessageToDict(event.data)
-        who = self.name(event.seat)
-        mine = event.seat == self.view.my_seat
-        kind = event.type
+        seat = events.seat(event)
+        who = self.name(seat)
+        mine = seat is not None and seat == my_seat(self.view)
+        kind = events.kind(event)
         attention = False
         if kind == "player_joined":
             await self.refresh()
-            self.console.print(f"{who} sat down in seat {event.seat + 1}.")
+            self.console.print(f"{who} sat down in seat {(seat or 0) + 1}.")
         elif kind == "game_started":
+            started = event.game_started
             self.console.print(
-                f"The game starts: {int(data.get('deals', 7))} deals, "
-                f"pot {int(data.get('pot', 0))} tokens.",
+                f"The game starts: {started.deals} deals, pot {started.pot} tokens.",
                 style="bold cyan",
             )
         elif kind == "deal_started":
@@ -322,47 +322,64 @@ class HandPlaySession(PlaySession):
             self.console.print(Text(f"Deal {event.round} starts.", style="bold cyan"))
             self.show_board()
             attention = True
-        elif kind == "drew_from_stock" and not mine:
-            self.console.print(f"{who} drew from the stock.", style="dim")
-        elif kind == "drew_from_discard" and not mine:
-            self.console.print(
-                Text(f"{who} took ").append_text(card_text(str(data.get("text", ""))))
-            )
+        elif kind == "drew" and not mine:
+            if event.drew.source == table_pb2.DRAW_SOURCE_DISCARD:
+                self.console.print(
+                    Text(f"{who} took ").append_text(card_text(event.drew.tile.face))
+                )
+            else:
+                self.console.print(f"{who} drew from the stock.", style="dim")
         elif kind == "melds_laid" and not mine:
-            opening = " (opening)" if data.get("opening") else ""
-            melds = " ".join("[" + m + "]" for m in data.get("text", []))
+            laid = event.melds_laid
+            opening = " (opening)" if laid.opening else ""
+            melds = " ".join("[" + " ".join(c.face for c in m.cards) + "]" for m in laid.melds)
             self.console.print(f"{who} laid{opening} {melds}")
         elif kind == "laid_off" and not mine:
-            self.console.print(f"{who} laid off on meld #{int(data.get('meld_id', 0))}.")
+            off = event.laid_off
+            self.console.print(
+                Text(f"{who} laid off ")
+                .append_text(card_text(off.card.face))
+                .append(f" on meld #{off.meld_id}.")
+            )
         elif kind == "joker_released" and not mine:
-            self.console.print(f"{who} took a joker from meld #{int(data.get('meld_id', 0))}.")
+            self.console.print(f"{who} took a joker from meld #{event.joker_released.meld_id}.")
         elif kind == "discarded" and not mine:
             self.console.print(
-                Text(f"{who} discarded ").append_text(card_text(str(data.get("text", ""))))
+                Text(f"{who} discarded ").append_text(card_text(event.discarded.tile.face))
             )
         elif kind == "turn_started" and mine:
             await self.refresh()
             self.show_board()
             attention = True
-        elif kind == "timed_out":
+        elif kind == "turn_timed_out":
             self.console.print(
                 f"{who} ran out of time; the server played the turn.", style="yellow"
             )
         elif kind == "went_out":
-            style = "bold yellow"
+            hand = event.went_out.hand_win
             self.console.print(
-                f"{who} went out{' with a hand!' if data.get('hand') else '.'}", style=style
+                f"{who} went out{' with a hand!' if hand else '.'}", style="bold yellow"
             )
-        elif kind == "deal_ended" and data.get("reason") == "stock_exhausted":
-            self.console.print("The stock ran out: nobody wins this deal.", style="yellow")
+        elif kind == "deal_ended":
+            ended = event.deal_ended
+            if ended.reason == table_pb2.DEAL_END_REASON_STOCK_EXHAUSTED:
+                self.console.print("The stock ran out: nobody wins this deal.", style="yellow")
+            for left in ended.hands:
+                if left.tiles and left.seat != my_seat(self.view):
+                    cards = Text(f"  {self.name(left.seat)} held ")
+                    for card in left.tiles:
+                        cards.append_text(card_text(card.face)).append(" ")
+                    self.console.print(cards)
         elif kind == "deal_scored":
-            totals = [int(t) for t in data.get("totals", [])]
+            totals = event.deal_scored.totals
             scores = ", ".join(f"{self.name(s)} {t}" for s, t in enumerate(totals))
             self.console.print(f"Deal {event.round} scored · totals: {scores}", style="bold cyan")
         elif kind == "game_ended":
-            payouts = [int(p) for p in data.get("payouts", [])]
+            payouts = event.game_ended.payouts
             paid = ", ".join(f"{self.name(s)} {p}" for s, p in enumerate(payouts) if p)
             self.console.print(f"The game is over · the pot pays {paid}.", style="bold yellow")
+        elif kind == "settled":
+            self.show_payments(event)
         elif kind == "table_closed":
             await self.refresh()
             self.show_board()

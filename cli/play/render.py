@@ -17,6 +17,8 @@ from games.kishpa.solver import best_arrangement
 from games.kishpa.tiles import Face, parse_face, sort_key
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
+from sdk import events
+from sdk.views import my_seat, turn_seat
 
 TILE_STYLES = {"R": "bold red", "B": "bold blue", "Y": "bold yellow", "K": "bold white"}
 JOKER_MARK = "★"
@@ -127,12 +129,12 @@ def seconds_left(view: table_pb2.TableView, now: float | None = None) -> int | N
     return max(0, int(deadline - (time.time() if now is None else now)))
 
 
-def seat_name(view: table_pb2.TableView, seat: int, names: Mapping[str, str]) -> str:
+def seat_name(view: table_pb2.TableView, seat: int | None, names: Mapping[str, str]) -> str:
     """How a seat is called: "You", a known name, the table's name for it, or "Seat N"."""
-    if seat < 0 or seat >= len(view.seats):
+    if seat is None or seat < 0 or seat >= len(view.seats):
         return "the table"
     info = view.seats[seat]
-    if seat == view.my_seat:
+    if seat == my_seat(view):
         return "You"
     return names.get(info.player_id) or info.display_name or f"Seat {seat + 1}"
 
@@ -165,24 +167,24 @@ def board(view: table_pb2.TableView, names: Mapping[str, str]) -> RenderableType
         parts.append(top)
     seats = Table.grid(padding=(0, 2))
     for info in view.seats:
-        turn = r is not None and r.turn_seat == info.seat
+        turn = r is not None and turn_seat(view) == info.seat
         marker = "▶" if turn else " "
         name = seat_name(view, info.seat, names) if info.player_id else "(free)"
         seats.add_row(
             Text(marker, style="bold green"),
-            Text(name, style="bold" if info.seat == view.my_seat else ""),
+            Text(name, style="bold" if info.seat == my_seat(view) else ""),
             f"{info.tile_count} tiles" if info.player_id and r is not None else "",
             # Balances reach the table with the first settlement; before that, nothing to show.
             f"{info.balance:,} tokens" if info.player_id and info.balance else "",
             f"won {info.rounds_won}" if info.player_id else "",
         )
     parts.append(seats)
-    if r is not None and r.round and view.my_seat >= 0:
+    if r is not None and r.round and my_seat(view) is not None:
         rack = arrange(r.my_rack.tiles, joker)
         parts.append(Text("Your rack  ").append_text(rack_text(rack, joker)))
         left = seconds_left(view)
         clock = f" · {left}s left" if left is not None else ""
-        if r.turn_seat >= 0:
+        if turn_seat(view) is not None:
             who = seat_name(view, r.turn_seat, names)
             parts.append(Text(f"Turn: {who}{clock}", style="cyan"))
         elif r.phase in (table_pb2.ROUND_PHASE_START_REVEAL, table_pb2.ROUND_PHASE_END_REVEAL):
@@ -195,3 +197,47 @@ def board(view: table_pb2.TableView, names: Mapping[str, str]) -> RenderableType
             parts.append(Text("Round over: the next one is dealt shortly", style="cyan"))
     title = f"Round {r.round}" if r is not None and r.round else "Waiting for players"
     return Panel(RichGroup(*parts), title=title, title_align="left", expand=False)
+
+
+REASON_WORDS = {
+    "bowl_contribution": "into the bowl",
+    "bonus_doll": "doll bonus",
+    "bonus_joker": "joker bonus",
+    "bonus_one": "bonus for a 1 of the kishpa's colour",
+    "bonus_kishpa": "kishpa bonus",
+    "win": "win",
+    "bowl_win": "took the bowl",
+    "bowl_split": "bowl split",
+    "bank_load": "bank load (50 tokens to cover a payment)",
+    "pot_buy_in": "buy-in",
+    "pot_payout": "pot payout",
+}
+PHASE_TITLES = {
+    table_pb2.SETTLEMENT_PHASE_START: "start of round {round}",
+    table_pb2.SETTLEMENT_PHASE_END: "end of round {round}",
+    table_pb2.SETTLEMENT_PHASE_BUY_IN: "buy-in",
+    table_pb2.SETTLEMENT_PHASE_PAYOUT: "the pot",
+}
+
+
+def payments_text(event: table_pb2.TableEvent, names: Mapping[str, str]) -> Text | None:
+    """A ``settled`` event as "who paid whom and why" lines (None when nothing moved)."""
+    paid = events.payments(event.settled, dict(names))
+    if not paid:
+        return None
+    title = PHASE_TITLES.get(event.settled.phase, "settlement").format(round=event.round)
+    out = Text(f"Payments, {title}:", style="bold")
+    for p in paid:
+        why = REASON_WORDS.get(p.reason, p.reason.replace("_", " "))
+        out.append(f"\n  {p.payer} → {p.payee}  {p.amount}  ({why})")
+    return out
+
+
+def bowl_text(bowl: table_pb2.BowlResolved, names: Mapping[str, str]) -> str:
+    """What happened to the bowl after a round."""
+    winner = names.get(bowl.winner_player_id, bowl.winner_player_id)
+    if bowl.outcome == table_pb2.BOWL_OUTCOME_TAKEN:
+        return f"{winner} won twice in a row and takes the bowl ({bowl.amount} tokens)."
+    if bowl.outcome == table_pb2.BOWL_OUTCOME_SPLIT:
+        return f"Last round: the bowl ({bowl.amount} tokens) is split."
+    return f"Bowl: {bowl.bowl} tokens."

@@ -13,23 +13,31 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any
 
 import grpc
-from google.protobuf import json_format
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.play.render import RackTile, arrange, board, joker_face, seat_name, tile_text
+from cli.play.render import (
+    RackTile,
+    arrange,
+    board,
+    bowl_text,
+    joker_face,
+    payments_text,
+    seat_name,
+    tile_text,
+)
 from games.fair import SERVER_SEED_BYTES, FairStream
 from games.kishpa import bot
 from games.kishpa import round as rnd
 from games.kishpa.solver import winning_discards
 from games.kishpa.tiles import parse_face
 from kishpa.table.v1 import table_pb2
-from sdk import KishpaClient, KishpaError
+from sdk import KishpaClient, KishpaError, events
 from sdk.fairness import RoundWitness, Verification, evidence_from_record, verify_round
+from sdk.views import my_seat, my_turn, turn_seat
 from services.table.botclient import bot_view
 
 PROMPT = "kishpa> "
@@ -157,9 +165,19 @@ class PlaySession:
         """Draw the table."""
         self.console.print(board(self.view, self.names))
 
-    def name(self, seat: int) -> str:
-        """A seat's name as shown."""
+    def name(self, seat: int | None) -> str:
+        """A seat's name as shown ("the table" for none)."""
         return seat_name(self.view, seat, self.names)
+
+    def names_by_player(self) -> dict[str, str]:
+        """Every seated player's name as shown, by player id ("You" for the player)."""
+        return {info.player_id: self.name(info.seat) for info in self.view.seats if info.player_id}
+
+    def show_payments(self, event: table_pb2.TableEvent) -> None:
+        """Who paid whom and why in a settlement (a round's start or end, a pot)."""
+        lines = payments_text(event, self.names_by_player())
+        if lines is not None:
+            self.console.print(lines)
 
     # ---- what the player may do ----------------------------------------------------------
 
@@ -179,7 +197,7 @@ class PlaySession:
             r.pile_count,  # with the discards: a new turn is a new situation
             len(r.discards),
             r.phase,
-            r.turn_seat,
+            turn_seat(view),
             r.turn_drew,
             self._may(table_pb2.PLAYER_ACTION_REVEAL_KISHPA),
             view.status,
@@ -187,7 +205,7 @@ class PlaySession:
         if situation == self._told:
             return
         self._told = situation
-        if not view.HasField("round") or view.my_seat < 0:
+        if not view.HasField("round") or my_seat(view) is None:
             if view.status == table_pb2.TABLE_STATUS_WAITING:
                 self.console.print("Waiting for players to join…", style="dim")
             return
@@ -196,12 +214,12 @@ class PlaySession:
             self.console.print(
                 "You hold the kishpa: reveal the kishpa now? (reveal / pass)", style="bold magenta"
             )
-        elif r.turn_seat == view.my_seat and r.phase == table_pb2.ROUND_PHASE_FIRST_DISCARD:
+        elif my_turn(view) and r.phase == table_pb2.ROUND_PHASE_FIRST_DISCARD:
             self.console.print(
                 "Your turn — you start: discard a tile (discard N)", style="bold green"
             )
             self._tell_wins()
-        elif r.turn_seat == view.my_seat and r.phase == table_pb2.ROUND_PHASE_TURNS:
+        elif my_turn(view) and r.phase == table_pb2.ROUND_PHASE_TURNS:
             if not r.turn_drew:
                 self.console.print(
                     "Your turn — draw a tile (draw) or take the top discard (take)",
@@ -406,7 +424,7 @@ class PlaySession:
         A round whose start this session did not see (it joined a running table) is
         checked from the server's record of it instead, as ``kishpa verify`` does.
         """
-        if verdict is None and self.view.my_seat < 0:
+        if verdict is None and my_seat(self.view) is None:
             return  # a watcher without a seat has no tiles of his own to check
         if verdict is None:
             try:
@@ -434,8 +452,6 @@ class PlaySession:
         try:
             async for event in self.client.watch_table(self.table_id, after):
                 await self.on_event(event)
-                if event.type == "table_closed":
-                    break
         except KishpaError as exc:
             self.console.print(f"Lost the table: {exc.message}", style="red")
         finally:
@@ -465,46 +481,49 @@ class PlaySession:
 
     async def _narrate(self, event: table_pb2.TableEvent) -> None:
         verdict = self.witness.observe_message(event)
-        data: dict[str, Any] = json_format.MessageToDict(event.data)
-        who = self.name(event.seat)
+        seat = events.seat(event)
+        who = self.name(seat)
+        mine = seat is not None and seat == my_seat(self.view)
         joker = joker_face(self.view)
         attention = False
-        kind = event.type
+        kind = events.kind(event)
         if kind == "player_joined":
             await self.refresh()
-            name = str(data.get("name") or "") or self.names.get(str(data.get("player_id")), "")
-            if event.seat == self.view.my_seat:
+            joined = event.player_joined
+            name = joined.display_name or self.names.get(joined.player_id, "")
+            if mine:
                 name = "You"
-            self.console.print(f"{name or 'A player'} sat down in seat {event.seat + 1}.")
+            self.console.print(f"{name or 'A player'} sat down in seat {(seat or 0) + 1}.")
         elif kind == "round_started":
             await self.refresh()
             self.console.print(Text(f"Round {event.round} starts.", style="bold cyan"))
             self.show_board()
             attention = True
         elif kind == "kishpa_replaced":
+            replaced = event.kishpa_replaced
             self.console.print(
-                f"Nobody held a joker: the kishpa is now {data.get('kishpa')}, "
-                f"joker {data.get('joker')}."
+                f"Nobody held a joker: the kishpa is now {replaced.kishpa.face}, "
+                f"joker {replaced.joker_face}."
             )
         elif kind == "reveal_window_opened":
             await self.refresh()
             attention = self._may(table_pb2.PLAYER_ACTION_REVEAL_KISHPA)
         elif kind == "kishpa_revealed":
             self.console.print(f"{who} revealed the kishpa.", style="magenta")
-        elif kind == "drew" and event.seat != self.view.my_seat:
-            if data.get("source") == "discard":
+        elif kind == "drew" and not mine:
+            if event.drew.source == table_pb2.DRAW_SOURCE_DISCARD:
                 self.console.print(
                     Text(f"{who} took ")
-                    .append_text(tile_text(str(data.get("tile")), joker))
+                    .append_text(tile_text(event.drew.tile.face, joker))
                     .append(" from the discards")
                 )
             else:
                 self.console.print(f"{who} drew from the pile.", style="dim")
-        elif kind == "discarded" and event.seat != self.view.my_seat:
+        elif kind == "discarded" and not mine:
             self.console.print(
-                Text(f"{who} discarded ").append_text(tile_text(str(data.get("tile")), joker))
+                Text(f"{who} discarded ").append_text(tile_text(event.discarded.tile.face, joker))
             )
-        elif kind == "turn_started" and event.seat == self.view.my_seat:
+        elif kind == "turn_started" and mine:
             await self.refresh()
             self.show_board()
             attention = True
@@ -512,30 +531,36 @@ class PlaySession:
             self.console.print(
                 f"{who} ran out of time; the server played the turn.", style="yellow"
             )
-        elif kind == "autoplay_on" and event.seat == self.view.my_seat:
+        elif kind == "autoplay_on" and mine:
             self.console.print(
                 "You timed out repeatedly: the server plays for you until you act.", style="yellow"
             )
         elif kind == "won":
-            groups = " ".join("[" + " ".join(g) + "]" for g in data.get("groups", []))
+            won = event.won
+            groups = " ".join("[" + " ".join(t.face for t in g.tiles) + "]" for g in won.groups)
             self.console.print(
-                f"{who} won, discarding {data.get('discard')} · "
-                f"{int(data.get('payout_per_loser', 0))} per loser  {groups}",
+                f"{who} won, discarding {won.final_discard.face} · "
+                f"{won.payout_per_loser} per loser  {groups}",
                 style="bold yellow",
             )
         elif kind == "pile_exhausted":
             self.console.print("The pile ran out: nobody wins this round.", style="yellow")
         elif kind == "round_ended":
             await self.refresh()
-            winner = data.get("winner")
-            result = f"{self.name(int(winner))} won" if winner is not None else "no winner"
-            self.console.print(Text(f"Round {event.round} is over: {result}.", style="bold cyan"))
+            ended = event.round_ended
+            result = f"{self.name(ended.winner_seat)} won" if ended.HasField("winner_seat") else ""
+            self.console.print(
+                Text(f"Round {event.round} is over: {result or 'no winner'}.", style="bold cyan")
+            )
             await self.say_verdict(event.round, verdict)
-        elif kind == "bowl_changed":
-            self.console.print(f"Bowl: {int(data.get('bowl', 0))} tokens.", style="dim")
+        elif kind == "bowl":
+            self.console.print(bowl_text(event.bowl, self.names_by_player()), style="dim")
+        elif kind == "settled":
+            self.show_payments(event)
         elif kind == "last_round_pressed":
             self.console.print(
-                f"Last round pressed: round {int(data.get('next_round', 0))} is the final one.",
+                f"Last round pressed: round {event.last_round_pressed.next_round} is the final "
+                "one.",
                 style="yellow",
             )
         elif kind == "table_closed":

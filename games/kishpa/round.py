@@ -269,8 +269,10 @@ def new_round(
                 "starter": starter,
                 "commitment": state.commitment,
                 "kishpa": str(face_of(deal.kishpa.tile)),
+                "kishpa_id": deal.kishpa.tile,
                 "joker": str(state.joker),
                 "dolls_returned": [str(face_of(t)) for t in deal.kishpa.dolls_returned],
+                "dolls_returned_ids": list(deal.kishpa.dolls_returned),
                 "hand_sizes": [len(h) for h in state.hands],
                 "pile": len(state.pile),
             },
@@ -584,6 +586,7 @@ def _win(
             "discard": str(face_of(tile)),
             "discard_id": tile,
             "groups": [[str(face_of(t)) for t in g] for g in groups],
+            "group_ids": [list(g) for g in groups],
             "payout_per_loser": per_loser,
         },
     )
@@ -674,7 +677,11 @@ def _close_window(state: RoundState) -> list[Event]:
         events.append(
             Event(
                 "kishpa_replaced",
-                data={"kishpa": str(state.kishpa), "joker": str(state.joker)},
+                data={
+                    "kishpa": str(state.kishpa),
+                    "kishpa_id": state.kishpa_tiles[-1],
+                    "joker": str(state.joker),
+                },
             )
         )
         return events + _start_play(state)
@@ -687,6 +694,7 @@ def _close_window(state: RoundState) -> list[Event]:
                 "final_discard": None
                 if state.final_discard is None
                 else str(face_of(state.final_discard)),
+                "final_discard_id": state.final_discard,
                 "start_reveal": state.start_reveal,
                 "end_reveal": state.end_reveal,
                 "server_seed": state.server_seed,

@@ -22,6 +22,15 @@ CALL_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
+class SeatedPlayer:
+    """A player matchmaking seats, with what the table shows of him and his shuffle seed."""
+
+    player_id: str
+    display_name: str = ""
+    client_seed: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class CreatedTable:
     """A table the table service created: its id and the players in seat order."""
 
@@ -82,7 +91,7 @@ class TableGateway:
 
     async def create_table(
         self,
-        players: Sequence[str],
+        players: Sequence[SeatedPlayer],
         settings: table_pb2.TableSettings,
         *,
         request_id: str,
@@ -96,7 +105,14 @@ class TableGateway:
             table_pb2.CreateTableRequest(
                 settings=settings,
                 request_id=request_id,
-                player_ids=list(players),
+                players=[
+                    table_pb2.SeatedPlayer(
+                        player_id=p.player_id,
+                        display_name=p.display_name,
+                        client_seed=p.client_seed,
+                    )
+                    for p in players
+                ],
                 auto_start=auto_start,
             ),
             metadata=self._credentials.metadata(),
@@ -105,16 +121,21 @@ class TableGateway:
         view = response.table
         return CreatedTable(view.table_id, tuple(s.player_id for s in view.seats if s.player_id))
 
-    async def join_table(self, table_id: str, player_id: str, *, request_id: str) -> int:
-        """Seat ``player_id`` at a waiting table; returns his seat.
+    async def join_table(self, table_id: str, player: SeatedPlayer, *, request_id: str) -> int:
+        """Seat ``player`` at a waiting table; returns his seat.
 
         NOT_FOUND when the table is gone, FAILED_PRECONDITION (TABLE_FULL, GAME_STARTED)
         when it takes nobody more. A player already seated there gets his seat back.
         """
+        player_id = player.player_id
         try:
             response = await self._stub.JoinTable(
                 table_pb2.JoinTableRequest(
-                    table_id=table_id, player_id=player_id, request_id=request_id
+                    table_id=table_id,
+                    player_id=player_id,
+                    display_name=player.display_name,
+                    client_seed=player.client_seed,
+                    request_id=request_id,
                 ),
                 metadata=self._credentials.metadata(),
                 timeout=CALL_TIMEOUT_S,

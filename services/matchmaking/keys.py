@@ -26,6 +26,14 @@ class Keys:
         """Hash of one ticket: player, game, seats, stake, state, table_id, seat, times."""
         return f"{self.prefix}:ticket:{ticket_id}"
 
+    def profile(self, ticket_id: str) -> str:
+        """Hash of what the table shows of a ticket's player: ``name``, ``client_seed``.
+
+        Written before the ticket is queued (so a group popped at once finds it) and
+        expiring with the ticket.
+        """
+        return f"{self.prefix}:profile:{ticket_id}"
+
     def ticket_prefix(self) -> str:
         """What ``ticket()`` puts before the id (the scripts build ticket keys from ids)."""
         return f"{self.prefix}:ticket:"

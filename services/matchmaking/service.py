@@ -31,7 +31,7 @@ from services.common.games import GAME_ENUMS
 from services.common.games import GAMES as GAME_NAMES
 from services.common.settings import DEFAULT_STAKES
 from services.matchmaking import codes, metrics
-from services.matchmaking.gateways import TableGateway
+from services.matchmaking.gateways import SeatedPlayer, TableGateway
 from services.matchmaking.notify import TicketNotifier
 from services.matchmaking.store import (
     CANCELLED,
@@ -50,6 +50,8 @@ GAMES = ("kishpa", "hand")
 """Games the table service plays; each (game, seats, stake) has its own queue."""
 SEAT_RANGE = (2, 4)
 MAX_REQUEST_ID = 128
+MAX_CLIENT_SEED = 64
+"""Longest client seed (the table service's limit: checked here so a group never fails)."""
 
 
 def now_ms() -> int:
@@ -96,6 +98,14 @@ class QueueState:
     players_waiting: int
 
 
+def _client_seed(seed: str) -> str:
+    if len(seed) > MAX_CLIENT_SEED:
+        raise InvalidArgument(
+            "BAD_CLIENT_SEED", f"client_seed is longer than {MAX_CLIENT_SEED} characters"
+        )
+    return seed
+
+
 def _request_id(request_id: str) -> str:
     if len(request_id) > MAX_REQUEST_ID:
         raise InvalidArgument("BAD_REQUEST_ID", f"request_id is longer than {MAX_REQUEST_ID}")
@@ -130,12 +140,22 @@ class Matchmaking:
             raise InvalidArgument("BAD_STAKE", f"stake must be one of: {offered}")
 
     async def join_queue(
-        self, player_id: str, game: str, seats: int, stake: int, request_id: str
+        self,
+        player_id: str,
+        game: str,
+        seats: int,
+        stake: int,
+        request_id: str,
+        *,
+        name: str = "",
+        client_seed: str = "",
     ) -> QueueState:
         """Queue the player (one queue at a time). A player seated at a live table is sent
-        back to it: his answer is a matched ticket naming that table."""
+        back to it: his answer is a matched ticket naming that table. ``name`` and
+        ``client_seed`` go to the table he is matched to."""
         self._check_queue(game, seats, stake)
         rid = _request_id(request_id)
+        _client_seed(client_seed)
         live = await self.my_table(player_id, missing_ok=True)
         if live is not None:
             now = self.clock()
@@ -153,8 +173,13 @@ class Matchmaking:
             )
             return QueueState(ticket, 0)
         now = self.clock()
+        ticket_id = secrets.token_hex(10)
+        # Before the ticket exists: a group popped by anyone from then on finds it.
+        await self.store.save_profile(
+            ticket_id, name, client_seed, self.config.ticket_ttl_s + self.config.seating_ttl_s
+        )
         outcome = await self.store.join(
-            ticket_id=secrets.token_hex(10),
+            ticket_id=ticket_id,
             player_id=player_id,
             game=game,
             seats=seats,
@@ -218,14 +243,14 @@ class Matchmaking:
     # ---- seating groups ------------------------------------------------------------------
 
     def _table_settings(self, game: str, seats: int, stake: int) -> table_pb2.TableSettings:
-        return table_pb2.TableSettings(
-            game=GAME_ENUMS[game],
-            seats=seats,
-            stake=stake,
-            turn_seconds=self.config.turn_seconds,
-            reveal_window_seconds=self.config.reveal_window_seconds,
-            next_round_pause_ms=self.config.next_round_pause_ms,
-        )
+        settings = table_pb2.TableSettings(game=GAME_ENUMS[game], seats=seats, stake=stake)
+        if self.config.turn_seconds:
+            settings.turn_time.FromSeconds(self.config.turn_seconds)
+        if self.config.reveal_window_seconds:
+            settings.reveal_window.FromSeconds(self.config.reveal_window_seconds)
+        if self.config.next_round_pause_ms:
+            settings.next_round_pause.FromMilliseconds(self.config.next_round_pause_ms)
+        return settings
 
     async def seat_group(self, group_id: str) -> bool:
         """Create the group's table and mark its tickets matched; True when seated.
@@ -238,9 +263,14 @@ class Matchmaking:
         if group is None:
             await self.store.forget_group(group_id)
             return False
+        profiles = await self.store.profiles(group.tickets)
+        players = [
+            SeatedPlayer(player, name, seed)
+            for player, (name, seed) in zip(group.players, profiles, strict=True)
+        ]
         try:
             created = await self.tables.create_table(
-                group.players,
+                players,
                 self._table_settings(group.game, group.seats, group.stake),
                 request_id="mm-" + group_id,
             )
@@ -297,7 +327,13 @@ class Matchmaking:
     # ---- private tables ------------------------------------------------------------------
 
     async def create_private(
-        self, player_id: str, settings: table_pb2.TableSettings, request_id: str
+        self,
+        player_id: str,
+        settings: table_pb2.TableSettings,
+        request_id: str,
+        *,
+        name: str = "",
+        client_seed: str = "",
     ) -> PrivateTable:
         """Create a table with the player as creator in seat 0, and an invite code for it.
 
@@ -305,13 +341,17 @@ class Matchmaking:
         earlier (StartGame) and is the only one who may press last round.
         """
         rid = _request_id(request_id)
+        _client_seed(client_seed)
         answer = await self.store.answer(player_id, "private:" + rid)
         if answer is not None:
             return PrivateTable(answer["code"], answer["table_id"], int(answer["expire_ms"]))
         game = GAME_NAMES.get(settings.game, "")
         self._check_queue(game, settings.seats or 4, settings.stake or 1)
         created = await self.tables.create_table(
-            [player_id], settings, request_id="mmp-" + rid, auto_start=True
+            [SeatedPlayer(player_id, name, client_seed)],
+            settings,
+            request_id="mmp-" + rid,
+            auto_start=True,
         )
         ttl = self.config.invite_ttl_s
         expire_ms = self.clock() + ttl * 1000
@@ -333,12 +373,21 @@ class Matchmaking:
         )
         return result
 
-    async def join_by_code(self, player_id: str, raw_code: str, request_id: str) -> Seating:
+    async def join_by_code(
+        self,
+        player_id: str,
+        raw_code: str,
+        request_id: str,
+        *,
+        name: str = "",
+        client_seed: str = "",
+    ) -> Seating:
         """Seat the player at the private table an invite code names.
 
         A wrong or expired code is NOT_FOUND; a full or started table FAILED_PRECONDITION.
         """
         rid = _request_id(request_id)
+        _client_seed(client_seed)
         answer = await self.store.answer(player_id, "code:" + rid)
         if answer is not None:
             return Seating(answer["table_id"], int(answer["seat"]), answer["game"])
@@ -351,7 +400,9 @@ class Matchmaking:
             )
         invite, _ = found
         table_id = str(invite["table_id"])
-        seat = await self.tables.join_table(table_id, player_id, request_id="mmj-" + rid)
+        seat = await self.tables.join_table(
+            table_id, SeatedPlayer(player_id, name, client_seed), request_id="mmj-" + rid
+        )
         metrics.PRIVATE_TABLES.labels("joined").inc()
         seating = Seating(table_id, seat, str(invite["game"]))
         await self.store.remember_seating(player_id, seating, self.config.seating_ttl_s)

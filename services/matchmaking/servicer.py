@@ -51,7 +51,7 @@ def ticket_message(state: QueueState) -> mm_pb2.QueueTicket:
         state=TICKET_STATES.get(t.state, mm_pb2.TICKET_STATE_UNSPECIFIED),
         players_waiting=state.players_waiting,
         table_id=t.table_id if matched else "",
-        seat=t.seat if matched else -1,
+        seat=t.seat if matched else None,
         create_time=_timestamp(t.created_ms),
         expire_time=_timestamp(t.expire_ms),
     )
@@ -79,6 +79,8 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
             request.seats,
             request.stake,
             request.request_id,
+            name=player.name,
+            client_seed=request.client_seed,
         )
         return mm_pb2.JoinQueueResponse(ticket=ticket_message(state))
 
@@ -101,7 +103,11 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
     ) -> mm_pb2.CreatePrivateTableResponse:
         player = current_player()
         private = await self.mm.create_private(
-            player.player_id, request.settings, request.request_id
+            player.player_id,
+            request.settings,
+            request.request_id,
+            name=player.name,
+            client_seed=request.client_seed,
         )
         return mm_pb2.CreatePrivateTableResponse(
             invite_code=private.invite_code,
@@ -114,7 +120,11 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
     ) -> mm_pb2.JoinByCodeResponse:
         player = current_player()
         seating = await self.mm.join_by_code(
-            player.player_id, request.invite_code, request.request_id
+            player.player_id,
+            request.invite_code,
+            request.request_id,
+            name=player.name,
+            client_seed=request.client_seed,
         )
         return mm_pb2.JoinByCodeResponse(table_id=seating.table_id, seat=seating.seat)
 

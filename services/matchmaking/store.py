@@ -111,6 +111,23 @@ class MatchStore:
 
     # ---- queue -------------------------------------------------------------------------
 
+    async def save_profile(self, ticket_id: str, name: str, client_seed: str, ttl_s: int) -> None:
+        """Remember the name and client seed of a ticket's player (read when seating)."""
+        key = self.keys.profile(ticket_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping={"name": name, "client_seed": client_seed})
+            pipe.expire(key, ttl_s)
+            await pipe.execute()
+
+    async def profiles(self, ticket_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(name, client seed) of each ticket's player, empty strings when unknown."""
+        out = []
+        for ticket_id in ticket_ids:
+            raw = await self.redis.hgetall(self.keys.profile(ticket_id))
+            data = {_text(k): _text(v) for k, v in raw.items()}
+            out.append((data.get("name", ""), data.get("client_seed", "")))
+        return out
+
     async def join(
         self,
         *,

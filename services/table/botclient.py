@@ -29,13 +29,13 @@ PHASE_NAMES = {
 
 def bot_view(view: table_pb2.TableView) -> dict[str, Any] | None:
     """The round view the pure bot reads, rebuilt from the player's own TableView."""
-    if view.my_seat < 0 or not view.HasField("round"):
+    if not view.HasField("my_seat") or not view.HasField("round"):
         return None
     r = view.round
     return {
         "seat": view.my_seat,
         "phase": PHASE_NAMES.get(r.phase, rnd.ENDED),
-        "turn": r.turn_seat if r.turn_seat >= 0 else None,
+        "turn": r.turn_seat if r.HasField("turn_seat") else None,
         "drew": r.turn_drew,
         "hand": [{"id": t.id, "tile": t.face} for t in r.my_rack.tiles],
         "discards": [{"id": t.id, "tile": t.face} for t in r.discards],

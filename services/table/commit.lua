@@ -6,7 +6,8 @@ checks the version, writes, appends and remembers, all or nothing.
 
 KEYS[1]  state hash     fields: version (int), state (JSON), deadline (ms or absent)
 KEYS[2]  events stream  the table's Redis Stream
-KEYS[3]  requests hash  "<player>:<request_id>" -> first answer
+KEYS[3]  requests hash  "<player>:<request_id>" -> first answer;
+                        "<player>:<request_id>|from" -> id of that commit's first event
 KEYS[4]  outbox hash    "<round>:<phase>" -> JSON phase record for settlement
 KEYS[5]  balances hash  player -> balance (read only: returned so the answer needs no extra read)
 
@@ -27,13 +28,13 @@ stream (keys.notify): the shared WatchTable fan-out (fanout.py) wakes on it.
 Returns
   {1, new_version, {player, balance, ...}, event_id_1, ..., event_id_E}  committed
   {0, current_version}                           version conflict: reload and retry
-  {2, answer}                                    the request was already answered: nothing changed
+  {2, answer, first_event_id or ""}              the request was already answered: nothing changed
 ]]
 
 if ARGV[3] ~= '' then
   local answer = redis.call('HGET', KEYS[3], ARGV[3])
   if answer then
-    return {2, answer}
+    return {2, answer, redis.call('HGET', KEYS[3], ARGV[3] .. '|from') or ''}
   end
 end
 
@@ -73,6 +74,10 @@ end
 
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+  if tonumber(ARGV[7]) > 0 then
+    -- A replay answers with the same watch cursor: just before this call's own events.
+    redis.call('HSET', KEYS[3], ARGV[3] .. '|from', result[4])
+  end
 end
 
 local ttl = tonumber(ARGV[6])

@@ -9,24 +9,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from google.protobuf import struct_pb2, timestamp_pb2
+from google.protobuf import duration_pb2
 
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
-from services.table.engine import (
-    WATCH_ANYONE,
-    WATCH_INVITEES,
-    WATCH_PLAYERS,
-    GameView,
-    Hint,
-    TableSettings,
-)
+from services.table.engine import WATCH_ANYONE, GameView, Hint, TableSettings
 from services.table.service import TableView
+from services.table.wire_events import (
+    WATCH_POLICIES,
+    duration,
+    event_message,
+    settings_message,
+    timestamp,
+)
 from shared.stream import StoredEvent
 
-DEFAULT_PAUSE_MS = 3000
+__all__ = ["GAMES", "GAME_ENUMS", "Converter", "duration", "groups_from", "settings_from"]
 
+DEFAULT_PAUSE_MS = 3000
 
 PHASES = {
     "start_reveal": table_pb2.ROUND_PHASE_START_REVEAL,
@@ -58,34 +59,35 @@ RUN_ENDS = {table_pb2.RUN_END_LOW: "low", table_pb2.RUN_END_HIGH: "high"}
 SOURCES = {table_pb2.DRAW_SOURCE_PILE: "pile", table_pb2.DRAW_SOURCE_DISCARD: "discard"}
 
 
-WATCH_POLICIES = {
-    table_pb2.WATCH_POLICY_PLAYERS: WATCH_PLAYERS,
-    table_pb2.WATCH_POLICY_INVITEES: WATCH_INVITEES,
-    table_pb2.WATCH_POLICY_ANYONE: WATCH_ANYONE,
-}
-WATCH_POLICY_ENUMS = {name: enum for enum, name in WATCH_POLICIES.items()}
+def _ms(value: duration_pb2.Duration) -> int:
+    """Whole milliseconds of a Duration (a fraction of a millisecond is dropped)."""
+    return value.seconds * 1000 + value.nanos // 1_000_000
+
+
+def _whole_seconds(value: duration_pb2.Duration) -> int:
+    """Whole seconds of a Duration (-1, refused by the range checks, when it has a fraction)."""
+    if value.nanos:
+        return -1
+    return value.seconds
 
 
 def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
-    """The game name and the settings a CreateTable asks for (unset numbers: defaults)."""
+    """The game name and the settings a CreateTable asks for (unset values: defaults)."""
     game = GAMES.get(msg.game, "")
     defaults = TableSettings()
+    turn = _whole_seconds(msg.turn_time) if msg.HasField("turn_time") else 0
+    window = _whole_seconds(msg.reveal_window) if msg.HasField("reveal_window") else 0
+    pause = _ms(msg.next_round_pause) if msg.HasField("next_round_pause") else 0
     return game, TableSettings(
         seats=msg.seats or defaults.seats,
-        turn_seconds=msg.turn_seconds or defaults.turn_seconds,
-        reveal_window_seconds=msg.reveal_window_seconds or defaults.reveal_window_seconds,
-        next_round_pause_ms=msg.next_round_pause_ms or DEFAULT_PAUSE_MS,
+        turn_seconds=turn or defaults.turn_seconds,
+        reveal_window_seconds=window or defaults.reveal_window_seconds,
+        next_round_pause_ms=pause or DEFAULT_PAUSE_MS,
         stake=msg.stake or defaults.stake,
         options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
         watch_policy=WATCH_POLICIES.get(msg.watch_policy, WATCH_ANYONE),
         invited_watchers=tuple(msg.invited_watchers),
     )
-
-
-def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
-    out = struct_pb2.Struct()
-    out.update(dict(data))
-    return out
 
 
 class Converter:
@@ -122,19 +124,7 @@ class Converter:
                     client_seed=table.client_seeds.get(player, ""),
                 )
             )
-        settings = table_pb2.TableSettings(
-            game=GAME_ENUMS.get(table.game_name, common_pb2.GAME_UNSPECIFIED),
-            seats=table.settings.seats,
-            turn_seconds=table.settings.turn_seconds,
-            reveal_window_seconds=table.settings.reveal_window_seconds,
-            stake=table.settings.stake,
-            next_round_pause_ms=table.settings.next_round_pause_ms,
-            watch_policy=WATCH_POLICY_ENUMS[table.settings.watch_policy],
-            invited_watchers=table.settings.invited_watchers,
-        )
-        if table.game_name == "kishpa":
-            allow = bool(table.settings.options.get("allow_high_wrap", False))
-            settings.kishpa.CopyFrom(table_pb2.KishpaOptions(allow_high_wrap=allow))
+        settings = settings_message(table.game_name, table.settings)
         public = game.public if game is not None else {}
         msg = table_pb2.TableView(
             table_id=table.table_id,
@@ -142,7 +132,7 @@ class Converter:
             status=STATUSES.get(table.status, table_pb2.TABLE_STATUS_UNSPECIFIED),
             creator_player_id=table.creator,
             seats=seats,
-            my_seat=-1 if view.my_seat is None else view.my_seat,
+            my_seat=view.my_seat,
             bowl=int(public.get("bowl", 0)),
             last_round_pressed=bool(public.get("last_round_pressed", False)),
             available_actions=self._actions(view),
@@ -192,7 +182,7 @@ class Converter:
             round=game.round_no,
             phase=PHASES.get(game.phase, table_pb2.ROUND_PHASE_UNSPECIFIED),
             starter_seat=int(public.get("starter", 0)),
-            turn_seat=-1 if game.turn_seat is None else game.turn_seat,
+            turn_seat=game.turn_seat,
             turn_drew=bool(public.get("drew", False)),
             acting_seats=acting,
             pile_count=int(public.get("pile", 0)),
@@ -203,7 +193,7 @@ class Converter:
             my_rack=table_pb2.Rack(tiles=self.tiles(name, view.my_tiles)),
         )
         if deadline is not None and deadline.kind in ("turn", "window"):
-            msg.deadline.CopyFrom(_timestamp(deadline.at_ms))
+            msg.deadline.CopyFrom(timestamp(deadline.at_ms))
         if game.phase in ("end_reveal", "ended", "between_rounds"):
             msg.result.CopyFrom(self.result(name, public))
         if name == "kishpa":
@@ -214,7 +204,7 @@ class Converter:
             kishpa = table_pb2.KishpaRound(
                 kishpa=self.tile(name, ids[-1]),
                 joker_face=str(public.get("joker", "")),
-                revealed_by_seat=-1 if revealed is None else int(revealed),
+                revealed_by_seat=None if revealed is None else int(revealed),
             )
             if len(ids) > 1:
                 kishpa.replaced_kishpa.CopyFrom(self.tile(name, ids[0]))
@@ -241,16 +231,20 @@ class Converter:
             hand_win=bool(public.get("hand_win", False)),
             deal_scores=list(public.get("deal_scores") or []),
             payouts=list(public.get("payouts") or []),
+            end_hands=[
+                table_pb2.SeatTiles(seat=seat, tiles=self.tiles(name, hand))
+                for seat, hand in enumerate(public.get("hands") or [])
+            ],
         )
         if public.get("must_use") is not None:
             msg.must_use.CopyFrom(self.tile(name, int(public["must_use"])))
         return msg
 
     def result(self, game: str, public: Mapping[str, Any]) -> table_pb2.RoundResult:
-        """How the round ended (winner -1 when the pile ran out or it has not ended)."""
+        """How the round ended (no winner when the pile ran out or it has not ended)."""
         winner = public.get("winner")
         out = table_pb2.RoundResult(
-            winner_seat=-1 if winner is None else int(winner),
+            winner_seat=None if winner is None else int(winner),
             win_payout=int(public.get("win_payout", 0)),
             bowl_taken=bool(public.get("bowl_taken", False)),
             winning_groups=[
@@ -275,27 +269,10 @@ class Converter:
             winning_discards=self.tiles(game, hint.winning_discards),
         )
 
-    @staticmethod
-    def event(stored: StoredEvent) -> table_pb2.TableEvent:
-        """A stream entry already filtered for its viewer (see ``TableEvent.for_viewer``)."""
-        event = stored.event
-        msg = table_pb2.TableEvent(
-            event_id=stored.id,
-            type=event.type,
-            round=event.round,
-            seat=event.seat,
-            data=_struct(event.data),
-            create_time=_timestamp(int(stored.id.split("-", 1)[0])),
-        )
-        if event.private_data is not None:
-            msg.private_data.CopyFrom(_struct(event.private_data))
-        return msg
-
-
-def _timestamp(ms: int) -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    stamp.FromMilliseconds(ms)
-    return stamp
+    def event(self, game: str, stored: StoredEvent) -> table_pb2.TableEvent | None:
+        """A stream entry already filtered for its viewer (``TableEvent.for_viewer``) as its
+        typed message; None for an internal entry clients are not sent."""
+        return event_message(stored, lambda tile_id: self._face(game, tile_id))
 
 
 def groups_from(msg: Sequence[table_pb2.ProposedGroup]) -> list[list[int]]:

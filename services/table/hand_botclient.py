@@ -29,7 +29,9 @@ RUN_ENDS = {"low": table_pb2.RUN_END_LOW, "high": table_pb2.RUN_END_HIGH}
 
 def bot_view(view: table_pb2.TableView, rules: RuleSet = DEFAULT_RULES) -> dict[str, Any] | None:
     """The seat view the pure bot reads, when it is this player's turn (else None)."""
-    if view.my_seat < 0 or not view.HasField("round") or view.round.turn_seat != view.my_seat:
+    if not view.HasField("my_seat") or not view.HasField("round"):
+        return None
+    if not view.round.HasField("turn_seat") or view.round.turn_seat != view.my_seat:
         return None
     if view.status != table_pb2.TABLE_STATUS_PLAYING:
         return None

@@ -16,7 +16,7 @@ import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import grpc
@@ -124,6 +124,16 @@ class ActResult:
     result: Mapping[str, Any] = field(default_factory=dict)
     event_id: str = ""
     replayed: bool = False
+
+
+MAX_SEQ = 2**64 - 1
+"""The largest sequence part of a Redis Stream id."""
+
+
+def just_before(event_id: str) -> str:
+    """The greatest stream id below ``event_id``: reading after it starts at ``event_id``."""
+    ms, seq = (int(part) for part in event_id.split("-", 1))
+    return f"{ms}-{seq - 1}" if seq > 0 else f"{ms - 1}-{MAX_SEQ}"
 
 
 def _check_request_id(request_id: str) -> None:
@@ -307,14 +317,20 @@ class Tables:
         answer = json.loads(committed.answer) if committed.answer else {}
         event_id = committed.event_ids[-1] if committed.event_ids else ""
         if committed.transition is not None and event_id:
-            # The state just committed is the view's source: no second read. Its last event
-            # is this commit's last one (the commit was atomic at this version).
+            # The state just committed is the view's source: no second read. Its cursor is
+            # just before this commit's first event (the commit was atomic at this version),
+            # so a client watching from the answer also receives what its own call did: its
+            # `dealt` when its join or start dealt the round, the tile it drew...
             table = Table.from_dict(committed.transition.state)
+            before = just_before(committed.first_event_id or event_id)
             view = self._view_of(
-                table, player_id, committed.version, event_id, committed.balances or {}
+                table, player_id, committed.version, before, committed.balances or {}
             )
         else:
             view = await self.view(player_id, table_id)
+            if committed.first_event_id:
+                # A replay: the table as it is now, with the first answer's cursor.
+                view = replace(view, last_event_id=just_before(committed.first_event_id))
         return ActResult(view, answer.get("result", {}), event_id, committed.replayed)
 
     def _seat(self, table: Table, player_id: str) -> int:
@@ -343,6 +359,7 @@ class Tables:
         game: str = "kishpa",
         players: Sequence[tuple[str, str]] = (),
         client_seed: str = "",
+        client_seeds: Mapping[str, str] | None = None,
         auto_start: bool = False,
         request_id: str = "",
         table_id: str | None = None,
@@ -351,21 +368,26 @@ class Tables:
         """Open a table with ``players`` (id, display name) seated in order, creator first.
 
         A player creating a table sits alone in seat 0; matchmaking seats a whole table and
-        may ask it to start as soon as it is full.
+        may ask it to start as soon as it is full. ``client_seeds`` (by player) and
+        ``client_seed`` (the creator's) are mixed into every round's shuffle.
         """
         _check_request_id(request_id)
-        _check_client_seed(client_seed)
+        seeds = dict(client_seeds or {})
+        if client_seed:
+            seeds[creator] = client_seed
+        for seed in seeds.values():
+            _check_client_seed(seed)
         engine = self._engine(game)
         low, high = SEAT_LIMITS
         if not low <= settings.seats <= high:
             raise BadRequestError(f"seats must be {low}-{high}", "BAD_SEATS")
         _check_watchers(settings)
         if not 1 <= settings.turn_seconds <= 600:
-            raise BadRequestError("turn_seconds must be 1-600", "BAD_TURN_SECONDS")
+            raise BadRequestError("turn_time must be 1-600 whole seconds", "BAD_TURN_SECONDS")
         if not 1 <= settings.reveal_window_seconds <= 600:
-            raise BadRequestError("reveal_window_seconds must be 1-600", "BAD_WINDOW_SECONDS")
+            raise BadRequestError("reveal_window must be 1-600 whole seconds", "BAD_WINDOW_SECONDS")
         if not 0 <= settings.next_round_pause_ms <= 60_000:
-            raise BadRequestError("next_round_pause_ms must be 0-60000", "BAD_PAUSE")
+            raise BadRequestError("next_round_pause must be 0-60 s", "BAD_PAUSE")
         offered = self.stakes.get(game, (1,))
         if settings.stake not in offered:
             listed = ", ".join(str(stake) for stake in offered)
@@ -394,7 +416,7 @@ class Tables:
                 players=ids,
                 names={p: n for p, n in seated if n},
                 auto_start=auto_start,
-                client_seeds={creator: client_seed} if client_seed else {},
+                client_seeds={p: seed for p, seed in seeds.items() if p in ids},
             )
             events = [
                 TableEvent(
@@ -599,6 +621,11 @@ class Tables:
         seat = self._seat(table, player_id)
         self._playing(table)
         return table.game_name, self._engine(table.game_name).hint(table, seat)
+
+    async def game_of(self, table_id: str) -> str:
+        """The game a table plays (NOT_FOUND for an unknown table)."""
+        table, _ = await self._load(table_id)
+        return table.game_name
 
     def face(self, game: str, tile_id: int) -> str:
         """The text of a tile of a game."""

@@ -39,13 +39,13 @@ def _player() -> tuple[str, str]:
     return player.player_id, player.name
 
 
-def _seating(explicit: str) -> tuple[str, str, str | None]:
+def _seating(explicit: str, explicit_name: str) -> tuple[str, str, str | None]:
     """Who sits down (the caller, or for a service caller the named player), his name, and
     whose view answers: a service sees the table as a spectator, never a hand."""
     if isinstance(current_caller(), Service):
         if not explicit:
             raise InvalidArgument("PLAYER_REQUIRED", "a service must name the player to seat")
-        return explicit, "", ""
+        return explicit, explicit_name, ""
     player_id, name = _player()
     if explicit and explicit != player_id:
         raise PermissionDenied("NOT_YOURSELF", "a player may only seat himself")
@@ -76,22 +76,24 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             raise InvalidArgument("BAD_GAME", "settings.game must name a game")
         viewer: str | None = None
         if isinstance(current_caller(), Service):
-            if not request.player_ids:
+            if not request.players:
                 raise InvalidArgument("PLAYER_REQUIRED", "a service must name the players")
-            players = [(p, "") for p in request.player_ids]
+            players = [(p.player_id, p.display_name) for p in request.players]
+            seeds = {p.player_id: p.client_seed for p in request.players if p.client_seed}
             viewer = ""
         else:
-            if request.player_ids or request.auto_start:
+            if request.players or request.auto_start:
                 raise PermissionDenied(
                     "SERVICE_REQUIRED", "only a service may seat others or auto-start"
                 )
             players = [_player()]
+            seeds = {players[0][0]: request.client_seed} if request.client_seed else {}
         result = await self.tables.create(
             players[0][0],
             settings,
             game=game,
             players=players,
-            client_seed=request.client_seed,
+            client_seeds=seeds,
             auto_start=request.auto_start,
             request_id=request.request_id,
             viewer=viewer,
@@ -101,7 +103,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def JoinTable(
         self, request: table_pb2.JoinTableRequest, context: Context
     ) -> table_pb2.JoinTableResponse:
-        player_id, name, viewer = _seating(request.player_id)
+        player_id, name, viewer = _seating(request.player_id, request.display_name)
         result = await self.tables.join(
             player_id,
             _table_id(request.table_id),
@@ -308,7 +310,9 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         player_id, _ = _player()
         if request.after_event_id and not EVENT_ID.fullmatch(request.after_event_id):
             raise InvalidArgument("BAD_EVENT_ID", "after_event_id must look like '1700000000000-0'")
-        async for stored in self.tables.watch(
-            player_id, _table_id(request.table_id), request.after_event_id
-        ):
-            yield table_pb2.WatchTableResponse(event=self.convert.event(stored))
+        table_id = _table_id(request.table_id)
+        game = await self.tables.game_of(table_id)
+        async for stored in self.tables.watch(player_id, table_id, request.after_event_id):
+            event = self.convert.event(game, stored)
+            if event is not None:
+                yield table_pb2.WatchTableResponse(event=event)

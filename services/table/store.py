@@ -80,6 +80,9 @@ class Committed:
     transition: Transition | None
     balances: dict[str, int] | None = None
     """The table's balances as of the commit (None for a replayed answer)."""
+    first_event_id: str = ""
+    """The id of the first event the request's commit appended (also for a replay; "" when
+    it appended none)."""
 
 
 def _load_script(name: str) -> str:
@@ -124,16 +127,19 @@ class TableStore:
             table_id, int(version), json.loads(raw), None if deadline is None else int(deadline)
         )
 
-    async def load_for(self, table_id: str, request: str) -> tuple[str | None, Snapshot | None]:
+    async def load_for(
+        self, table_id: str, request: str
+    ) -> tuple[tuple[str, str] | None, Snapshot | None]:
         """The first answer of ``request`` if it was answered, else the table (one round trip).
 
-        Returns ``(answer, None)`` for a replay, ``(None, snapshot or None)`` otherwise.
+        Returns ``((answer, first event id), None)`` for a replay, ``(None, snapshot or
+        None)`` otherwise.
         """
         reply: Any = await self._load(
             keys=[keys.state(table_id), keys.requests(table_id)], args=[request]
         )
         if int(reply[0]) == 1:
-            return _text(reply[1]), None
+            return (_text(reply[1]), _text(reply[2])), None
         _, version, raw, deadline = reply
         if version is None or raw is None:
             return None, None
@@ -205,7 +211,9 @@ class TableStore:
             return None
         if code == 2:
             COMMITS.labels("replayed").inc()
-            return Committed(expected_version, (), _text(result[1]), True, None)
+            return Committed(
+                expected_version, (), _text(result[1]), True, None, first_event_id=_text(result[2])
+            )
         COMMITS.labels("committed").inc()
         # The deadline index is global (not in the table's hash slot); it is rebuildable.
         if index_deadline:
@@ -219,6 +227,7 @@ class TableStore:
             False,
             transition,
             balances,
+            first_event_id=_text(result[3]) if len(result) > 3 else "",
         )
 
     async def _commit_durably(
@@ -272,8 +281,9 @@ class TableStore:
             replay, snapshot = await self.load_for(table_id, request)
             if replay is not None:
                 COMMITS.labels("replayed").inc()
-                await self.durable_replay(table_id, request, replay)
-                return Committed(0, (), replay, True, None)
+                answer, first = replay
+                await self.durable_replay(table_id, request, answer)
+                return Committed(0, (), answer, True, None, first_event_id=first)
             if create:
                 if snapshot is not None:
                     raise TableExistsError(f"table {table_id} already exists")

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import Counter
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -81,6 +82,34 @@ def _own_account(player: Player) -> str:
         return player_account(player.player_id)
 
 
+REASON_PREFIX = "TRANSFER_REASON_"
+
+
+def reason_enum(reason: str) -> wallet_pb2.TransferReason.ValueType:
+    """The wire enum of a ledger reason (``bowl_contribution``); unspecified if unknown."""
+    try:
+        return wallet_pb2.TransferReason.Value(REASON_PREFIX + reason.upper())
+    except ValueError:
+        return wallet_pb2.TRANSFER_REASON_UNSPECIFIED
+
+
+def reason_text(reason: wallet_pb2.TransferReason.ValueType) -> str:
+    """The ledger reason of a wire enum; ``""`` for unspecified or unknown values (which the
+    ledger refuses in a posting and reads as "any" in a filter)."""
+    if reason == wallet_pb2.TRANSFER_REASON_UNSPECIFIED:
+        return ""
+    try:
+        return wallet_pb2.TransferReason.Name(reason).removeprefix(REASON_PREFIX).lower()
+    except ValueError:
+        return ""
+
+
+def _timestamp(ms: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMilliseconds(ms)
+    return stamp
+
+
 def _balance(account: str, tokens: int) -> wallet_pb2.Balance:
     return wallet_pb2.Balance(account=account, tokens=tokens, ils=ils(tokens))
 
@@ -90,7 +119,7 @@ def _posting_pb(p: Posting) -> wallet_pb2.Posting:
         from_account=p.from_account,
         to_account=p.to_account,
         amount=p.amount,
-        reason=p.reason,
+        reason=reason_enum(p.reason),
         table_id=p.table_id,
         round=p.round,
         phase=p.phase,
@@ -99,7 +128,13 @@ def _posting_pb(p: Posting) -> wallet_pb2.Posting:
 
 def _posting(pb: wallet_pb2.Posting) -> Posting:
     return Posting(
-        pb.from_account, pb.to_account, pb.amount, pb.reason, pb.table_id, pb.round, pb.phase
+        pb.from_account,
+        pb.to_account,
+        pb.amount,
+        reason_text(pb.reason),
+        pb.table_id,
+        pb.round,
+        pb.phase,
     )
 
 
@@ -113,7 +148,7 @@ def _transfer_pb(t: Transfer) -> wallet_pb2.Transfer:
         batch_id=t.batch_id,
         seq=t.seq,
         posting=_posting_pb(t.posting),
-        created_ms=t.created_ms,
+        create_time=_timestamp(t.created_ms),
     )
 
 
@@ -194,7 +229,9 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             account = own
         if request.page_size < 0:
             raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
-        filters = TransferFilter(account, request.table_id, request.round, request.reason)
+        filters = TransferFilter(
+            account, request.table_id, request.round, reason_text(request.reason)
+        )
         if request.round < 0:
             raise InvalidArgument("INVALID_ROUND", "round must not be negative")
         transfers, token = await self._run(

@@ -31,6 +31,7 @@ from games.hand.ledger import net_movements
 from games.hand.record import postings_for_phase
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.table.hand_botclient import HandBotPlayer
 from services.wallet.reconcile import reconcile_url
@@ -76,9 +77,9 @@ async def play_hand_game(
         stub = table_pb2_grpc.TableServiceStub(channel)
         created = await stub.CreateTable(
             table_pb2.CreateTableRequest(
-                settings=table_pb2.TableSettings(
-                    game=common_pb2.GAME_HAND,
-                    seats=len(players),
+                settings=table_settings(
+                    common_pb2.GAME_HAND,
+                    len(players),
                     stake=stake,
                     turn_seconds=60,
                     next_round_pause_ms=20,

@@ -24,7 +24,8 @@ from redis.asyncio import Redis
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2
-from sdk import KishpaClient, KishpaError, RetryPolicy
+from sdk import KishpaClient, KishpaError, RetryPolicy, events
+from sdk.views import my_turn
 from services.common.auth import TokenAuthority
 from services.common.settings import Settings, load_settings
 from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
@@ -246,7 +247,7 @@ async def whose_turn(table_id: str, *players: KishpaClient) -> tuple[KishpaClien
                 table_pb2.ROUND_PHASE_FIRST_DISCARD,
                 table_pb2.ROUND_PHASE_TURNS,
             )
-            if playing and view.round.turn_seat == view.my_seat:
+            if playing and my_turn(view):
                 return player, view
         await asyncio.sleep(0.1)
 
@@ -273,8 +274,8 @@ async def test_watch_table_resumes_after_the_table_server_restarts(
             async def follow() -> None:
                 async for event in ann.watch_table(private.table_id):
                     seen.append(event.event_id)
-                    kinds.append(event.type)
-                    if moved.is_set() and event.type == "discarded":
+                    kinds.append(events.kind(event))
+                    if moved.is_set() and events.kind(event) == "discarded":
                         return
 
             watcher = asyncio.create_task(follow())

@@ -27,6 +27,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import Settings, load_settings
@@ -342,7 +343,7 @@ async def test_invite_codes(
 ) -> None:
     ann, bob, cat, dan = new_players(4)
     md = {p: md_for(authority, p) for p in (ann, bob, cat, dan)}
-    settings = table_pb2.TableSettings(game=KISHPA, seats=3, turn_seconds=600)
+    settings = table_settings(KISHPA, 3, turn_seconds=600)
     created = await mm.CreatePrivateTable(
         mm_pb2.CreatePrivateTableRequest(settings=settings, request_id="r1"), metadata=md[ann]
     )

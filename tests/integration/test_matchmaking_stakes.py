@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.table.v1 import table_pb2
+from sdk import table_settings
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from shared import keys as table_keys
@@ -161,9 +162,7 @@ async def test_a_private_table_at_any_offered_stake(
     md = {ann: md_for(authority, ann), bob: md_for(authority, bob)}
     created = await mm.CreatePrivateTable(
         mm_pb2.CreatePrivateTableRequest(
-            settings=table_pb2.TableSettings(
-                game=GAMES[game], seats=2, stake=stake, turn_seconds=600
-            ),
+            settings=table_settings(GAMES[game], 2, stake=stake, turn_seconds=600),
             request_id=uuid.uuid4().hex,
         ),
         metadata=md[ann],

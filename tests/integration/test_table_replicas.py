@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 from games.kishpa import round as rnd
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.table.botclient import BotPlayer
 from shared import keys
@@ -159,9 +160,9 @@ async def test_two_replicas_serve_one_table_and_one_dies_mid_game(
         # Every call goes to the other replica than the one before.
         created = await stubs[0].CreateTable(
             table_pb2.CreateTableRequest(
-                settings=table_pb2.TableSettings(
-                    game=common_pb2.GAME_KISHPA,
-                    seats=4,
+                settings=table_settings(
+                    common_pb2.GAME_KISHPA,
+                    4,
                     turn_seconds=1,
                     reveal_window_seconds=1,
                     next_round_pause_ms=100,

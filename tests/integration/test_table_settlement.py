@@ -27,6 +27,7 @@ from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.table.botclient import BotPlayer
 from shared import keys
@@ -138,9 +139,9 @@ async def test_a_round_is_settled_and_its_balances_reach_the_table(
         try:
             created = await stub.CreateTable(
                 table_pb2.CreateTableRequest(
-                    settings=table_pb2.TableSettings(
-                        game=common_pb2.GAME_KISHPA,
-                        seats=2,
+                    settings=table_settings(
+                        common_pb2.GAME_KISHPA,
+                        2,
                         turn_seconds=60,
                         reveal_window_seconds=60,
                         next_round_pause_ms=60_000,  # stay between rounds while we look
@@ -205,7 +206,7 @@ async def test_a_round_is_settled_and_its_balances_reach_the_table(
                 metadata=bearer_metadata(tokens[players[1]]),
             )
             async for item in call:
-                types.append(item.event.type)
+                types.append(item.event.WhichOneof("event"))
                 if types.count("settled") == 2:
                     break
             call.cancel()

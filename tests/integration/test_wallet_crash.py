@@ -123,7 +123,7 @@ def request_for(key: str, postings: list[Posting]) -> wallet_pb2.ApplyBatchReque
                 from_account=p.from_account,
                 to_account=p.to_account,
                 amount=p.amount,
-                reason=p.reason,
+                reason=wallet_pb2.TransferReason.Value("TRANSFER_REASON_" + p.reason.upper()),
             )
             for p in postings
         ],

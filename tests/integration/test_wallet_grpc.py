@@ -10,6 +10,7 @@ import asyncio
 import random
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import grpc
 import pytest
@@ -86,6 +87,19 @@ def player_md(authority: TokenAuthority, player_id: str) -> tuple[tuple[str, str
     return bearer_metadata(authority.issue_player_token(player_id, player_id).token)
 
 
+def wire_reason(reason: str) -> Any:
+    """The wire enum of a ledger reason; an unknown text becomes a number no value has."""
+    try:
+        return wallet_pb2.TransferReason.Value("TRANSFER_REASON_" + reason.upper())
+    except ValueError:
+        return 999
+
+
+def text(reason: Any) -> str:
+    """A wire reason as the ledger's text."""
+    return wallet_pb2.TransferReason.Name(reason).removeprefix("TRANSFER_REASON_").lower()
+
+
 def pb(
     src: str, dst: str, amount: int, reason: str, table: str = "", rnd: int = 0, phase: str = ""
 ) -> wallet_pb2.Posting:
@@ -93,7 +107,7 @@ def pb(
         from_account=src,
         to_account=dst,
         amount=amount,
-        reason=reason,
+        reason=wire_reason(reason),
         table_id=table,
         round=rnd,
         phase=phase,
@@ -136,9 +150,10 @@ async def test_open_wallet_grants_2000_once_and_shows_ils(
     got = await stub.GetBalance(wallet_pb2.GetBalanceRequest(), metadata=md)
     assert got.balance.account == f"player:{player}"
     history = await stub.ListTransfers(wallet_pb2.ListTransfersRequest(), metadata=md)
-    assert [(t.posting.reason, t.posting.amount) for t in history.transfers] == [
+    assert [(text(t.posting.reason), t.posting.amount) for t in history.transfers] == [
         ("opening_grant", 2000)
     ]
+    assert history.transfers[0].create_time.seconds > 1_700_000_000, "a real commit time"
 
 
 async def test_load_tokens_is_idempotent_per_request_id(
@@ -180,7 +195,7 @@ async def test_batch_covers_player_shortfall_with_bank_loads_and_replays(
         ],
     )
     first = await stub.ApplyBatch(request, metadata=svc)
-    loads = [p for p in first.applied if p.reason == "bank_load"]
+    loads = [p for p in first.applied if p.reason == wallet_pb2.TRANSFER_REASON_BANK_LOAD]
     # 1999 left after the bowl, 2100 owed: 101 short -> three 50-token loads.
     assert [(p.from_account, p.to_account, p.amount) for p in loads] == [
         (BANK, f"player:{a}", 50)
@@ -291,6 +306,12 @@ BAD_BATCHES = [
         "unknown reason",
         "K",
         [("player:A", "player:B", 1, "gift")],
+        grpc.StatusCode.INVALID_ARGUMENT,
+    ),
+    (
+        "unspecified reason",
+        "K",
+        [("player:A", "player:B", 1, "unspecified")],
         grpc.StatusCode.INVALID_ARGUMENT,
     ),
     (
@@ -429,7 +450,10 @@ async def test_list_transfers_filters_and_pages(
     assert {t.posting.round for t in by_round.transfers} == {2}
     assert len(by_round.transfers) == 2
     wins = await stub.ListTransfers(
-        wallet_pb2.ListTransfersRequest(account=f"player:{b}", reason="win"), metadata=svc
+        wallet_pb2.ListTransfersRequest(
+            account=f"player:{b}", reason=wallet_pb2.TRANSFER_REASON_WIN
+        ),
+        metadata=svc,
     )
     assert len(wins.transfers) == 3
     await expect_error(
@@ -481,7 +505,7 @@ async def test_32_concurrent_clients_match_a_serial_replay(
     for _, postings, reply in sorted(acked, key=lambda x: x[0]):
         plan = plan_batch(postings, {a: expected[a] for a in expected})
         assert [(p.from_account, p.to_account, p.amount, p.reason) for p in plan.applied] == [
-            (p.from_account, p.to_account, p.amount, p.reason) for p in reply.applied
+            (p.from_account, p.to_account, p.amount, text(p.reason)) for p in reply.applied
         ]
         expected = {a: plan.balances[a] for a in expected}
         for b in reply.balances:

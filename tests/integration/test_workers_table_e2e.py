@@ -14,17 +14,17 @@ import secrets
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
 import redis
-from google.protobuf.json_format import MessageToDict
 
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from kishpa.wallet.v1 import wallet_pb2
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.table.botclient import BotPlayer
 from shared import keys, stream
@@ -52,9 +52,9 @@ async def _play_two_round_game(
         stub = table_pb2_grpc.TableServiceStub(channel)
         created = await stub.CreateTable(
             table_pb2.CreateTableRequest(
-                settings=table_pb2.TableSettings(
-                    game=common_pb2.GAME_KISHPA,
-                    seats=len(players),
+                settings=table_settings(
+                    common_pb2.GAME_KISHPA,
+                    len(players),
                     stake=stake,
                     turn_seconds=60,
                     reveal_window_seconds=1,  # a window nobody acts in closes soon
@@ -100,7 +100,7 @@ async def _play_two_round_game(
     raise AssertionError(f"the game stalled: {view}")
 
 
-async def _watched_settlements(port: int, table_id: str, player: str) -> list[Any]:
+async def _watched_settlements(port: int, table_id: str, player: str) -> list[table_pb2.TableEvent]:
     """The settled events a seated player receives through WatchTable from the start."""
     token = TokenAuthority(TOKEN_SECRET).issue_player_token(player, player).token
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -111,9 +111,9 @@ async def _watched_settlements(port: int, table_id: str, player: str) -> list[An
             timeout=30,
         )
         return [
-            MessageToDict(response.event.data)
+            response.event
             async for response in stream
-            if response.event.type == "settled"
+            if response.event.WhichOneof("event") == "settled"
         ]
 
 
@@ -167,8 +167,23 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
         # A player following the table receives every settlement through WatchTable: the
         # stream goes on after table_closed until the last phase is settled.
         watched = await _watched_settlements(port, table_id, players[0])
-        assert [w["phase"] for w in watched] == ["start", "end", "start", "end"]
-        assert watched[-1]["balances"] == expected
+        assert [(w.round, w.settled.phase) for w in watched] == [
+            (1, table_pb2.SETTLEMENT_PHASE_START),
+            (1, table_pb2.SETTLEMENT_PHASE_END),
+            (2, table_pb2.SETTLEMENT_PHASE_START),
+            (2, table_pb2.SETTLEMENT_PHASE_END),
+        ]
+        assert dict(watched[-1].settled.balances) == expected
+        # Who paid whom and why: the payments of every settlement, applied to the starting
+        # tokens, are the final balances (and every one names its reason).
+        replayed = dict.fromkeys(players, STARTING_TOKENS)
+        for w in watched:
+            for p in w.settled.payments:
+                assert p.reason != wallet_pb2.TRANSFER_REASON_UNSPECIFIED
+                for account, sign in ((p.from_account, -1), (p.to_account, 1)):
+                    if account.startswith("player:"):
+                        replayed[account.removeprefix("player:")] += sign * p.amount
+        assert replayed == expected
         # The table closed and everything is settled: its settlement keys expire with it.
         assert client.ttl(keys.outbox(table_id)) > 0
         assert client.ttl(keys.settled(table_id)) > 0

@@ -15,7 +15,7 @@ import grpc
 import pytest
 from redis.asyncio import Redis
 
-from kishpa.table.v1 import table_pb2_grpc
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.settings import Settings, load_settings
 from services.table.server import TableServer, create_table_server
@@ -129,3 +129,14 @@ def ids_in(obj: Any) -> set[int]:
         for item in obj:
             found |= ids_in(item)
     return found
+
+
+def private_part(event: table_pb2.TableEvent) -> bool:
+    """Whether an event carries a fact only its own seat may see (a dealt hand, a tile drawn
+    from the pile, a reveal window's private prompts)."""
+    kind = event.WhichOneof("event")
+    if kind == "dealt":
+        return bool(event.dealt.tiles)
+    if kind == "drew":
+        return event.drew.source == table_pb2.DRAW_SOURCE_PILE and event.drew.HasField("tile")
+    return kind in ("card_drawn", "may_reveal", "reveal_declined")

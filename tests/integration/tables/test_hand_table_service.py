@@ -19,15 +19,17 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
+from games.hand.cards import card_text
 from games.hand.game import GameState
 from games.hand.record import postings_for_phase
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from services.table.hand_botclient import HandBotPlayer
 from shared import keys
-from tests.integration.tables.conftest import cleanup, ids_in, versioned_state
+from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 
 pytestmark = pytest.mark.integration
 
@@ -45,9 +47,9 @@ async def open_hand_table(
     """A started Hand table with ``players`` seated in order."""
     created = await stub.CreateTable(
         table_pb2.CreateTableRequest(
-            settings=table_pb2.TableSettings(
-                game=common_pb2.GAME_HAND,
-                seats=len(players),
+            settings=table_settings(
+                common_pb2.GAME_HAND,
+                len(players),
                 turn_seconds=turn_seconds,
                 next_round_pause_ms=pause_ms,
             ),
@@ -124,7 +126,8 @@ async def check_views(views: dict[str, table_pb2.TableView], table_id: str, redi
         assert [t.id for t in view.round.my_rack.tiles] == deal["hands"][seat]
         hidden = set(deal["stock"])
         for other, hand in enumerate(deal["hands"]):
-            if other != seat:
+            # Once the deal ended the hands left are shown to all (they justify the scores).
+            if other != seat and deal["phase"] != "ended":
                 hidden |= set(hand)
         leaked = ids_in(MessageToDict(view)) & hidden
         assert not leaked, f"seat {seat} sees hidden cards {sorted(leaked)}"
@@ -168,6 +171,11 @@ async def test_four_bots_play_a_hand_game_of_seven_deals(
         assert [s.score for s in view.seats] == game.totals
         assert list(view.round.hand.payouts) == game.payouts()
         assert view.round.hand.pot == 0, "paid out"
+        # The last deal ended: every hand left is shown, each card with its face.
+        left = state["game"]["deal"]["hands"]
+        assert [[c.id for c in h.tiles] for h in view.round.hand.end_hands] == left
+        for shown in view.round.hand.end_hands:
+            assert [c.face for c in shown.tiles] == [card_text(c.id) for c in shown.tiles]
 
         # The outbox: the buy-in before the first deal and the payout after the seventh.
         outbox = await redis.hgetall(keys.outbox(table_id))  # type: ignore[misc]
@@ -185,19 +193,24 @@ async def test_four_bots_play_a_hand_game_of_seven_deals(
         # Every player's event stream: his own private facts only, never another's.
         for seat, player in enumerate(players):
             events = await watch_all(stub, md, player, table_id)
-            assert events[-1].type == "table_closed"
-            kinds = [e.type for e in events]
+            kinds = [e.WhichOneof("event") for e in events]
+            assert kinds[-1] == "table_closed"
             assert kinds.count("deal_started") == 7
             assert kinds.count("dealt") == 7, "only his own deals"
-            assert "private" not in kinds
+            assert None not in kinds, "every event is a known typed message"
             for event in events:
-                if event.HasField("private_data"):
+                kind = event.WhichOneof("event")
+                if private_part(event):
                     assert event.seat == seat
-                if event.type == "drew_from_stock":
-                    assert set(MessageToDict(event.data)) == {"stock_size"}
-                if event.type in ("dealt", "card_drawn"):
+                if kind == "drew" and event.drew.source == table_pb2.DRAW_SOURCE_PILE:
+                    assert not event.drew.HasField("tile"), "a stock draw shows no card"
+                if kind in ("dealt", "card_drawn"):
                     assert event.seat == seat
-                    assert MessageToDict(event.data) == {}
+                if kind == "deal_ended":
+                    for hand in event.deal_ended.hands:
+                        assert [c.face for c in hand.tiles] == [card_text(c.id) for c in hand.tiles]
+            ended = [e.deal_ended for e in events if e.WhichOneof("event") == "deal_ended"]
+            assert [[c.id for c in h.tiles] for h in ended[-1].hands] == left
     finally:
         await cleanup(redis, table_id)
 
@@ -287,6 +300,7 @@ async def test_hand_moves_are_checked_and_refused_with_reasons(
         request = table_pb2.DiscardRequest(table_id=table_id, tile_id=hand[0], request_id="d1")
         first = await stub.Discard(request, metadata=md[starter])
         assert [t.id for t in first.table.round.discards][-1] == hand[0]
+        assert first.table.round.HasField("turn_seat")
         assert first.table.round.turn_seat == two.index(waiting)
         assert table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND not in first.table.available_actions
     finally:

@@ -21,13 +21,14 @@ from games.kishpa import round as rnd
 from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import Settings
 from services.table.botclient import BotPlayer
 from shared import keys
 from shared.stream import decode
-from tests.integration.tables.conftest import cleanup, ids_in, versioned_state
+from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 
 pytestmark = pytest.mark.integration
 
@@ -44,9 +45,9 @@ async def _open_table(
 ) -> str:
     created = await stub.CreateTable(
         table_pb2.CreateTableRequest(
-            settings=table_pb2.TableSettings(
-                game=common_pb2.GAME_KISHPA,
-                seats=len(players),
+            settings=table_settings(
+                common_pb2.GAME_KISHPA,
+                len(players),
                 turn_seconds=turn_seconds,
                 reveal_window_seconds=window_seconds,
                 next_round_pause_ms=pause_ms,
@@ -191,6 +192,9 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
         _, state = await versioned_state(redis, table_id)
         round_state = rnd.RoundState.from_dict(state["game"]["round"])
         public = set(round_state.discards) | set(round_state.kishpa_tiles)
+        # A doll turned as kishpa and put back is announced (a doll has one copy: its face
+        # always named its id); that it is somewhere in the pile is public.
+        public |= set(round_state.dolls_returned)
         public |= {t for g in round_state.winning_groups for t in g}
         if round_state.final_discard is not None:
             public.add(round_state.final_discard)
@@ -263,11 +267,12 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
     for event in watched:
         as_dict = MessageToDict(event, preserving_proto_field_name=True)
         ids = ids_in(as_dict)
-        assert ids <= allowed, f"event {event.type} shows tiles the spy never could know"
-        if event.HasField("private_data"):
-            assert event.seat in (spy_seat, -1), f"another seat's private {event.type}"
-    dealt = [e for e in watched if e.type == "dealt"]
-    assert [e.HasField("private_data") for e in dealt] == [e.seat == spy_seat for e in dealt]
+        kind = event.WhichOneof("event")
+        assert ids <= allowed, f"event {kind} shows tiles the spy never could know"
+        if private_part(event):
+            assert event.seat == spy_seat, f"another seat's private {kind}"
+    dealt = [e for e in watched if e.WhichOneof("event") == "dealt"]
+    assert [private_part(e) for e in dealt] == [e.seat == spy_seat for e in dealt]
 
 
 async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_once(
@@ -385,7 +390,7 @@ async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
         ids = [e.event_id for e in seen + resumed]
         assert len(ids) == len(set(ids)), "no event twice"
         assert ids == expected, "every event once, in order, none hidden from him missing"
-        private = [e for e in resumed if e.HasField("private_data")]
+        private = [e for e in resumed if private_part(e)]
         assert private, "his own private facts (the tiles he drew) come with the resumed events"
     finally:
         await cleanup(redis, table_id)
@@ -678,7 +683,10 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
             seats=3,
             kishpa=table_pb2.KishpaOptions(allow_high_wrap=True),
         ),
-        player_ids=players[:2],
+        players=[
+            table_pb2.SeatedPlayer(player_id=players[0], display_name="Ann", client_seed="a-seed"),
+            table_pb2.SeatedPlayer(player_id=players[1], display_name="Bob"),
+        ],
         auto_start=True,
         request_id=uuid.uuid4().hex,
     )
@@ -693,13 +701,20 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
         assert state["settings"]["options"] == {"allow_high_wrap": True}
         assert created.table.status == table_pb2.TABLE_STATUS_WAITING
         assert created.table.creator_player_id == players[0]
-        assert created.table.my_seat == -1, "the service sits nowhere and sees no hand"
+        assert not created.table.HasField("my_seat"), "the service sits nowhere, sees no hand"
         joined = await stub.JoinTable(
             table_pb2.JoinTableRequest(
-                table_id=table_id, player_id=players[2], request_id=uuid.uuid4().hex
+                table_id=table_id,
+                player_id=players[2],
+                display_name="Cat",
+                client_seed="c-seed",
+                request_id=uuid.uuid4().hex,
             ),
             metadata=service,
         )
+        # Names and client seeds a service gives reach the seats and the shuffle.
+        assert [s.display_name for s in joined.table.seats] == ["Ann", "Bob", "Cat"]
+        assert list(joined.table.round.client_seeds) == ["a-seed", "", "c-seed"]
         assert joined.table.status == table_pb2.TABLE_STATUS_PLAYING
         assert joined.table.round.round == 1
         assert not joined.table.round.my_rack.tiles
@@ -710,7 +725,7 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
         assert len(mine.table.round.my_rack.tiles) in (14, 15)
         # Matchmaking reads a table through GetTable with its credential: a spectator's view.
         read = await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=service)
-        assert read.table.my_seat == -1
+        assert not read.table.HasField("my_seat")
         assert [s.player_id for s in read.table.seats] == players[:3]
         assert read.table.status == table_pb2.TABLE_STATUS_PLAYING
         assert not read.table.round.my_rack.tiles, "a service never sees a hand"
@@ -722,7 +737,7 @@ async def test_a_service_seats_a_whole_table_that_starts_when_full(
             await stub.CreateTable(
                 table_pb2.CreateTableRequest(
                     settings=table_pb2.TableSettings(game=common_pb2.GAME_KISHPA),
-                    player_ids=players[:2],
+                    players=[table_pb2.SeatedPlayer(player_id=p) for p in players[:2]],
                 ),
                 metadata=md[players[0]],
             )
@@ -745,5 +760,67 @@ async def test_a_table_that_never_starts_expires_and_a_started_one_is_kept(
             metadata=md[players[0]],
         )
         assert await redis.ttl(keys.state(table_id)) == -1
+    finally:
+        await cleanup(redis, table_id)
+
+
+async def test_watching_from_the_answer_of_the_join_that_dealt_delivers_the_joiners_hand(
+    stub: table_pb2_grpc.TableServiceStub,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    """A mutation's view points just before its own events: the client that watches from
+    its JoinTable answer (the join that filled an auto-start table and dealt round 1) gets
+    its own `dealt`, hand included, and nothing of the other seat's hand."""
+    service = bearer_metadata(authority.issue_service_token("matchmaking").token)
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=table_pb2.TableSettings(game=common_pb2.GAME_KISHPA, seats=2),
+            players=[table_pb2.SeatedPlayer(player_id=players[0])],
+            auto_start=True,
+            request_id=uuid.uuid4().hex,
+        ),
+        metadata=service,
+    )
+    table_id = created.table.table_id
+    joiner = players[1]
+    try:
+        joined = await stub.JoinTable(
+            table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[joiner],
+        )
+        view = joined.table
+        assert view.round.round == 1
+        assert view.my_seat == 1
+        call = stub.WatchTable(
+            table_pb2.WatchTableRequest(table_id=table_id, after_event_id=view.last_event_id),
+            metadata=md[joiner],
+        )
+        kinds: list[str] = []
+        dealt: list[table_pb2.TableEvent] = []
+        async with asyncio.timeout(20):
+            async for item in call:
+                kind = item.event.WhichOneof("event")
+                kinds.append(str(kind))
+                if kind == "dealt":
+                    dealt.append(item.event)
+                if kind == "turn_started" or kind == "reveal_window_opened":
+                    break
+        call.cancel()
+        assert kinds[0] == "player_joined", "the stream starts with the join itself"
+        assert "round_started" in kinds
+        assert [e.seat for e in dealt] == [0, 1]
+        mine = sorted(t.id for t in dealt[1].dealt.tiles)
+        assert mine == sorted(t.id for t in view.round.my_rack.tiles)
+        assert not dealt[0].dealt.tiles
+        assert dealt[0].dealt.tile_count in (14, 15)
+        # A GetTable view's id is the last event it includes: nothing of it comes again.
+        again = (
+            await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[joiner])
+        ).table
+        last = await redis.xrevrange(keys.events(table_id), count=1)
+        assert again.last_event_id == last[0][0].decode()
     finally:
         await cleanup(redis, table_id)

@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from games.kishpa.record import start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.errors import error_reason
 from services.common.settings import Settings
 from services.table.server import TableServer, create_table_server
@@ -40,9 +41,9 @@ async def _create(
 ) -> str:
     created = await stub.CreateTable(
         table_pb2.CreateTableRequest(
-            settings=table_pb2.TableSettings(
-                game=game,
-                seats=len(players),
+            settings=table_settings(
+                game,
+                len(players),
                 stake=stake,
                 turn_seconds=60,
                 reveal_window_seconds=1,
