@@ -117,12 +117,30 @@ class KishpaClient:
         """Open (lazy) channels to both services; nothing is sent until the first call."""
         self._mm_channel = grpc.aio.insecure_channel(matchmaking_addr, options=CHANNEL_OPTIONS)
         self._table_channel = grpc.aio.insecure_channel(table_addr, options=CHANNEL_OPTIONS)
+        self._owns_channels = True
         self._auth = auth_pb2_grpc.AuthServiceStub(self._mm_channel)
         self._mm = mm_grpc.MatchmakingServiceStub(self._mm_channel)
         self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
         self.retry = retry or RetryPolicy()
         self._clock = clock
         self._session: Session | None = None
+
+    @classmethod
+    def over_channel(
+        cls, channel: grpc.aio.Channel, *, retry: RetryPolicy | None = None
+    ) -> KishpaClient:
+        """A client whose calls all go over one existing channel (a test's, a tool's that
+        reaches the services behind one address); ``close`` leaves the channel open."""
+        client = cls.__new__(cls)
+        client._mm_channel = client._table_channel = channel
+        client._owns_channels = False
+        client._auth = auth_pb2_grpc.AuthServiceStub(channel)
+        client._mm = mm_grpc.MatchmakingServiceStub(channel)
+        client._tables = table_pb2_grpc.TableServiceStub(channel)
+        client.retry = retry or RetryPolicy()
+        client._clock = time.time
+        client._session = None
+        return client
 
     @classmethod
     def from_env(cls, *, retry: RetryPolicy | None = None) -> KishpaClient:
@@ -145,7 +163,9 @@ class KishpaClient:
         await self.close()
 
     async def close(self) -> None:
-        """Close both channels (streams in progress end)."""
+        """Close both channels (streams in progress end); not a channel it was given."""
+        if not self._owns_channels:
+            return
         await self._mm_channel.close()
         await self._table_channel.close()
 
