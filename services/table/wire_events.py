@@ -190,7 +190,13 @@ def _fill(msg: table_pb2.TableEvent, event: TableEvent, b: _Build) -> bool:
             )
         )
     elif t == "table_closed":
-        msg.table_closed.CopyFrom(table_pb2.TableClosed())
+        msg.table_closed.CopyFrom(
+            table_pb2.TableClosed(
+                by_operator=bool(d.get("by_operator", False)),
+                reason=str(d.get("reason", "")),
+                closed_by=str(d.get("closed_by", "")),
+            )
+        )
     elif t == "turn_started":
         # Kishpa says first_discard; Hand's starter begins in the "play" phase (no draw).
         first = bool(d.get("first_discard", False)) or d.get("phase") == "play"

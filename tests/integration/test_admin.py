@@ -30,6 +30,7 @@ from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from sdk import table_settings
 from services.common.auth import ServiceCredentials, TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import load_settings
@@ -202,8 +203,8 @@ async def test_credit_and_debit_are_batches_with_audit_entries_and_players_are_r
     assert transfers.balance == 2100
     by_batch = {t.batch_id: t.posting for t in transfers.transfers}
     for entry, reason, source, target in (
-        (credit.entry, "admin_credit", "bank", f"player:{player}"),
-        (debit.entry, "admin_debit", f"player:{player}", "bank"),
+        (credit.entry, wallet_pb2.TRANSFER_REASON_ADMIN_CREDIT, "bank", f"player:{player}"),
+        (debit.entry, wallet_pb2.TRANSFER_REASON_ADMIN_DEBIT, f"player:{player}", "bank"),
     ):
         posting = by_batch[entry.batch_id]
         assert (posting.reason, posting.from_account, posting.to_account) == (
@@ -304,8 +305,8 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
     tables = stack.tables
     created = await tables.CreateTable(
         table_pb2.CreateTableRequest(
-            settings=table_pb2.TableSettings(
-                game=common_pb2.GAME_KISHPA, seats=3, turn_seconds=600, reveal_window_seconds=600
+            settings=table_settings(
+                common_pb2.GAME_KISHPA, 3, turn_seconds=600, reveal_window_seconds=600
             ),
             request_id=uuid.uuid4().hex,
         ),
@@ -383,7 +384,11 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
             admin_pb2.ListPlayerTransfersRequest(player_id=players[0], table_id=table_id),
             metadata=ops,
         )
-        refund_postings = [t for t in transfers.transfers if t.posting.reason == "admin_refund"]
+        refund_postings = [
+            t
+            for t in transfers.transfers
+            if t.posting.reason == wallet_pb2.TRANSFER_REASON_ADMIN_REFUND
+        ]
         assert [t.batch_id for t in refund_postings] == [refund_entry.batch_id]
         assert reconcile_url(wallet_db).ok
 
@@ -393,10 +398,11 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
         )
         assert got.table.status == table_pb2.TABLE_STATUS_CLOSED
         async for message in watch:
-            if message.event.type == "table_closed":
-                data = dict(message.event.data)
-                assert data["reason"] == "stuck after outage"
-                assert data["closed_by"] == "ops-ben"
+            if message.event.WhichOneof("event") == "table_closed":
+                closed = message.event.table_closed
+                assert closed.by_operator
+                assert closed.reason == "stuck after outage"
+                assert closed.closed_by == "ops-ben"
                 break
         watch.cancel()
 
