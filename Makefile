@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 PROTO_SRC := $(shell find protos/kishpa -name '*.proto' 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help install proto run test lint format bench clean
+.PHONY: help install proto run test lint format bench clean release-contract
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -43,12 +43,16 @@ test: install lint ## Lint, type-check and run every test against real Redis/Pos
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5) - treating as an error, not a pass"; fi; \
 	exit $$rc
 
-lint: install ## ruff, ruff format --check, mypy --strict, import-linter layer contracts, buf lint
+lint: install ## ruff, ruff format --check, mypy --strict, import-linter layer contracts, buf lint + breaking
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
-	if [ -f protos/buf.yaml ]; then cd protos && ../$(BIN)/buf lint; fi
+	if [ -f protos/buf.yaml ]; then cd protos && ../$(BIN)/buf lint \
+	  && ../$(BIN)/buf breaking --against released/contract.binpb; fi
+
+release-contract: install ## Record protos/ as the released contract that buf breaking guards (docs/api.md)
+	cd protos && ../$(BIN)/buf build --exclude-source-info -o released/contract.binpb
 
 format: install ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .

@@ -245,12 +245,14 @@ def _show(args: argparse.Namespace, response: Any) -> None:
             last = t.last_time.ToDatetime().strftime("%Y-%m-%d %H:%M:%S")
             print(f"{t.table_id}  rounds={t.rounds}  net={t.net:+d}  last={last}")
     elif command == "transfers":
+        from sdk.events import reason_text
+
         print(f"balance of {args.player}: {response.balance}")
         for t in response.transfers:
             p = t.posting
             print(
                 f"#{t.transfer_id} batch={t.batch_id} {p.from_account} -> {p.to_account} "
-                f"{p.amount} {p.reason} table={p.table_id or '-'} round={p.round}"
+                f"{p.amount} {reason_text(p.reason)} table={p.table_id or '-'} round={p.round}"
             )
     elif command == "audit":
         for entry in response.entries:

@@ -274,7 +274,7 @@ async def test_credit_and_debit_are_batches_with_audit_entries_and_players_are_r
                     from_account="bank",
                     to_account=f"player:{player}",
                     amount=5,
-                    reason="admin_credit",
+                    reason=wallet_pb2.TRANSFER_REASON_ADMIN_CREDIT,
                 )
             ],
         ),
@@ -399,10 +399,10 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
         assert got.table.status == table_pb2.TABLE_STATUS_CLOSED
         async for message in watch:
             if message.event.WhichOneof("event") == "table_closed":
-                closed = message.event.table_closed
-                assert closed.by_operator
-                assert closed.reason == "stuck after outage"
-                assert closed.closed_by == "ops-ben"
+                closing = message.event.table_closed
+                assert closing.by_operator
+                assert closing.reason == "stuck after outage"
+                assert closing.closed_by == "ops-ben"
                 break
         watch.cancel()
 
