@@ -5,7 +5,8 @@ JSON in the table's outbox hash (``keys.outbox``) under the field ``"<round>:<ph
 (``keys.phase_field``) by the same atomic commit that reached the phase::
 
     {"table_id": str, "game": str, "round": int, "phase": str,
-     "record": {...the game's round record...}, "created_ms": int}
+     "record": {...the game's round record...}, "created_ms": int,
+     "trace": "00-<trace id>-<span id>-01"}   (optional: the commit's W3C traceparent)
 
 :meth:`PhaseRecord.to_json` writes it and :func:`parse_phase_record` reads it back: one type
 for both sides, so the two cannot drift apart.
@@ -49,6 +50,8 @@ class PhaseRecord:
     record: dict[str, Any]
     """The game's round record (JSON-able); its rules turn it into postings."""
     created_ms: int
+    trace: str = ""
+    """W3C ``traceparent`` of the commit that wrote it ("" when tracing is off)."""
 
     @property
     def ref(self) -> PhaseRef:
@@ -61,18 +64,17 @@ class PhaseRecord:
 
     def to_json(self) -> str:
         """The stored form (compact, keys sorted)."""
-        return json.dumps(
-            {
-                "table_id": self.table_id,
-                "game": self.game,
-                "round": self.round_no,
-                "phase": self.phase,
-                "record": dict(self.record),
-                "created_ms": self.created_ms,
-            },
-            separators=(",", ":"),
-            sort_keys=True,
-        )
+        stored: dict[str, Any] = {
+            "table_id": self.table_id,
+            "game": self.game,
+            "round": self.round_no,
+            "phase": self.phase,
+            "record": dict(self.record),
+            "created_ms": self.created_ms,
+        }
+        if self.trace:
+            stored["trace"] = self.trace
+        return json.dumps(stored, separators=(",", ":"), sort_keys=True)
 
 
 def parse_phase_record(raw: bytes | str) -> PhaseRecord:
@@ -94,4 +96,7 @@ def parse_phase_record(raw: bytes | str) -> PhaseRecord:
         raise BadPhaseRecord("round and created_ms must be integers")
     if not isinstance(record, dict):
         raise BadPhaseRecord("record must be a JSON object")
-    return PhaseRecord(table_id, game, round_no, phase, record, created_ms)
+    trace = obj.get("trace", "")
+    if not isinstance(trace, str):
+        raise BadPhaseRecord("trace must be a string")
+    return PhaseRecord(table_id, game, round_no, phase, record, created_ms, trace)

@@ -17,8 +17,9 @@ from typing import Any, ParamSpec, TypeVar
 
 import grpc
 import redis.exceptions
-from celery import Celery
+from celery import Celery, signals
 
+from services.common.tracing import configure_tracing
 from workers.config import WorkerConfig, worker_config
 
 P = ParamSpec("P")
@@ -151,6 +152,16 @@ def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
         return app.task(**policy)(run)
 
     return decorate
+
+
+def _start_tracing(**_: Any) -> None:
+    """Trace this worker's tasks when ``KISHPA_OTLP_ENDPOINT`` is set (off by default)."""
+    config = worker_config()
+    configure_tracing("worker", config.settings.otlp_endpoint)
+
+
+signals.worker_init.connect(_start_tracing, weak=False)
+signals.worker_process_init.connect(_start_tracing, weak=False)
 
 
 # Task modules register themselves on import; the worker imports them through this list.

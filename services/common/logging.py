@@ -13,6 +13,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
+from opentelemetry import trace
 
 _SENSITIVE_KEY_PARTS = ("token", "secret", "password", "authorization", "credential")
 REDACTED = "[redacted]"
@@ -22,6 +23,15 @@ def _redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMap
     for key in list(event_dict):
         if any(part in key.lower() for part in _SENSITIVE_KEY_PARTS):
             event_dict[key] = REDACTED
+    return event_dict
+
+
+def _trace_ids(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """``trace_id``/``span_id`` of the current span (services/common/tracing.py), if any."""
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        event_dict.setdefault("trace_id", format(context.trace_id, "032x"))
+        event_dict.setdefault("span_id", format(context.span_id, "016x"))
     return event_dict
 
 
@@ -38,6 +48,7 @@ def configure_logging(
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _trace_ids,
         _redact,
     ]
     renderer: structlog.types.Processor

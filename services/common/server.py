@@ -25,6 +25,7 @@ from services.common.errors import ErrorInterceptor
 from services.common.logging import configure_logging, get_logger
 from services.common.metrics import GrpcMetrics, MetricsInterceptor
 from services.common.settings import Settings
+from services.common.tracing import configure_tracing, server_interceptors
 
 _log = get_logger(__name__)
 
@@ -106,6 +107,8 @@ def create_server(
             MetricsInterceptor(metrics),
             AuthInterceptor(authority or TokenAuthority.from_settings(settings), public_methods),
             ErrorInterceptor(),
+            # Innermost: the span covers the servicer (nothing when tracing is off).
+            *server_interceptors(),
         ],
         options=list({**dict(DEFAULT_SERVER_OPTIONS), **dict(options)}.items()),
     )
@@ -150,6 +153,7 @@ async def serve(
     need connections opened there; ``cleanup`` runs after the server has stopped.
     """
     configure_logging(settings.log_format, settings.log_level, service=settings.service)
+    configure_tracing(settings.service, settings.otlp_endpoint)
     metrics_server, metrics_thread = start_http_server(settings.metrics_port)
     stop = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()

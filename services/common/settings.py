@@ -133,6 +133,8 @@ class Settings(BaseSettings):
         default=300.0, gt=0, validation_alias="KISHPA_OIDC_JWKS_CACHE_SECONDS"
     )
     oidc_admin_role: str = Field(default="kishpa-admin", validation_alias="KISHPA_OIDC_ADMIN_ROLE")
+    # OpenTelemetry traces over OTLP/gRPC (services/common/tracing.py); empty: tracing off.
+    otlp_endpoint: str = Field(default="", validation_alias="KISHPA_OTLP_ENDPOINT")
     # The development login (AuthService.Login mints guests); set 0 in production.
     guest_login: bool = Field(default=True, validation_alias="KISHPA_GUEST_LOGIN")
 

@@ -23,6 +23,7 @@ import grpc
 import structlog
 
 from services.common.settings import DEFAULT_STAKES
+from services.common.tracing import current_traceparent
 from services.table.engine import (
     SEAT_LIMITS,
     WATCH_INVITEES,
@@ -242,6 +243,7 @@ class Tables:
                         phase.phase,
                         dict(phase.record),
                         now,
+                        current_traceparent(),
                     )
                 )
             if step.closed:

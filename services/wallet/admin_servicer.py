@@ -8,6 +8,7 @@ credential), then refunds from the ledger; both steps are written to the audit l
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -93,8 +94,11 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
         with _as_service_errors():
-            return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+            return await loop.run_in_executor(
+                self._executor, lambda: context.run(fn, *args, **kwargs)
+            )
 
     def _tables(self) -> table_pb2_grpc.TableServiceAsyncStub:
         if self._channel is None:  # made on first use, inside the serving event loop

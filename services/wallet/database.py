@@ -17,6 +17,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from services.common.tracing import instrument_engine
+
 DEFAULT_DATABASE_URL = "sqlite:///var/kishpa-wallet.sqlite3"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -30,7 +32,9 @@ def create_wallet_engine(url: str, *, pool_size: int = 8) -> Engine:
     """An engine for ``url`` configured for the ledger (creates SQLite's directory)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+        instrument_engine(engine)  # SQL spans when tracing is on
+        return engine
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
@@ -57,6 +61,7 @@ def create_wallet_engine(url: str, *, pool_size: int = 8) -> Engine:
         mode = conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")
         conn.exec_driver_sql(f"BEGIN {mode}")
 
+    instrument_engine(engine)
     return engine
 
 

@@ -14,6 +14,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.server import KishpaServer, ServiceRegistration, create_server, run
 from services.common.settings import Settings, SettingsError, load_settings
+from services.common.tracing import configure_tracing
 from services.wallet.admin import Administration
 from services.wallet.admin_servicer import AdminServicer, admin_registration
 from services.wallet.database import create_wallet_engine
@@ -123,6 +124,7 @@ def main() -> int:
     try:
         settings = load_settings("wallet")
         prepare_database(settings.database_url)
+        configure_tracing(settings.service, settings.otlp_endpoint)  # before the engine
     except SettingsError as exc:
         print(f"kishpa serve wallet: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -162,8 +163,10 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         # The ledger blocks on the database; keep the event loop free for other calls.
         loop = asyncio.get_running_loop()
+        # In the call's context: its trace span (and log fields) follow into the thread.
+        context = contextvars.copy_context()
         with _as_service_errors():
-            return await loop.run_in_executor(self._executor, fn, *args)
+            return await loop.run_in_executor(self._executor, context.run, fn, *args)
 
     async def OpenWallet(
         self, request: wallet_pb2.OpenWalletRequest, context: Context
