@@ -28,6 +28,7 @@ from opentelemetry.trace import SpanKind
 
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.settings import load_settings
 from services.common.tracing import configure_tracing, shutdown_tracing, trace_id_of
@@ -113,8 +114,8 @@ async def test_a_settlement_is_one_trace_from_the_action_to_the_wallet_commit(
                 stub = table_pb2_grpc.TableServiceStub(channel)
                 created = await stub.CreateTable(
                     table_pb2.CreateTableRequest(
-                        settings=table_pb2.TableSettings(
-                            game=common_pb2.GAME_KISHPA, seats=2, reveal_window_seconds=600
+                        settings=table_settings(
+                            common_pb2.GAME_KISHPA, 2, reveal_window_seconds=600
                         ),
                         request_id=uuid.uuid4().hex,
                     ),
