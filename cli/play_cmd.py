@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import getpass
 import os
+import secrets
 from typing import Any
 
 import grpc
@@ -57,6 +58,12 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="the stake to play at (default 1; the services say which they offer)",
     )
+    parser.add_argument(
+        "--client-seed",
+        default="",
+        help="your seed mixed into every shuffle (default: a random one); "
+        "each round end checks it was used (docs/fairness.md)",
+    )
     parser.add_argument("--turn-seconds", type=int, default=0, help="turn timer (new tables)")
     parser.add_argument("--reveal-seconds", type=int, default=0, help="reveal window (new tables)")
     parser.add_argument(
@@ -85,6 +92,8 @@ class Play:
         self.bot_clients: list[KishpaClient] = []
         self.hand = getattr(args, "game", "kishpa") == "hand"
         self.game = common_pb2.GAME_HAND if self.hand else common_pb2.GAME_KISHPA
+        # Mixed into every shuffle at the table; each round end checks it was (fairness.md).
+        self.client_seed: str = getattr(args, "client_seed", "") or secrets.token_hex(8)
         self.stake = int(getattr(args, "stake", 1) or 1)
 
     async def run(self) -> int:
@@ -102,7 +111,10 @@ class Play:
                 if table_id is None:
                     return 1
                 session_type = HandPlaySession if self.hand else PlaySession
-                return await session_type(client, self.console, table_id, self.names).run()
+                seat = session_type(client, self.console, table_id, self.names)
+                if isinstance(seat, PlaySession):
+                    seat.use_client_seed(self.client_seed)
+                return await seat.run()
             finally:
                 for task in self.bot_tasks:
                     task.cancel()
@@ -129,7 +141,7 @@ class Play:
         """Seat the player as asked; the table id, or None if it did not work out."""
         args = self.args
         if args.code:
-            joined = await client.join_by_code(args.code)
+            joined = await client.join_by_code(args.code, client_seed=self.client_seed)
             self.console.print(f"Table {joined.table_id} · you sit in seat {joined.seat + 1}.")
             return joined.table_id
         if args.bots is not None or args.private:
@@ -145,6 +157,7 @@ class Play:
                 reveal_window_seconds=args.reveal_seconds,
                 next_round_pause_ms=args.pause_ms,
                 stake=self.stake,
+                client_seed=self.client_seed,
             )
             self.console.print(
                 f"Table {private.table_id} · invite code [bold]{private.invite_code}[/bold]"
@@ -177,7 +190,9 @@ class Play:
 
     async def quick_match(self, client: KishpaClient, seats: int) -> str | None:
         """Queue for a table of ``seats``; shows the queue until matched (Ctrl-C leaves)."""
-        first = await client.join_queue(seats=seats, stake=self.stake, game=self.game)
+        first = await client.join_queue(
+            seats=seats, stake=self.stake, game=self.game, client_seed=self.client_seed
+        )
         ticket = first
         if first.state == mm_pb2.TICKET_STATE_MATCHED:
             self.console.print(f"Table {first.table_id} · you sit in seat {first.seat + 1}.")

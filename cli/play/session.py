@@ -118,6 +118,7 @@ class PlaySession:
         self._reader: LineReader | None = None
         self._told: tuple[object, ...] = ()
         self.witness = RoundWitness()
+        self.client_seed: str | None = None
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -418,6 +419,11 @@ class PlaySession:
         if data is None or move is None:
             self.console.print("Nothing to do right now.", style="dim")
 
+    def use_client_seed(self, seed: str) -> None:
+        """The client seed this player handed in: each round's check includes it."""
+        self.client_seed = seed
+        self.witness = RoundWitness(seed)
+
     async def say_verdict(self, round_no: int, verdict: Verification | None) -> None:
         """Whether the round's deal matches its seeds (docs/fairness.md).
 
@@ -432,7 +438,7 @@ class PlaySession:
             except KishpaError as exc:
                 self.console.print(Text(f"Round {round_no}: not checked ({exc.message})"))
                 return
-            verdict = verify_round(evidence_from_record(record))
+            verdict = verify_round(evidence_from_record(record, self.client_seed))
         line = Text(
             f"Round {round_no}: {verdict.summary()}",
             style="green" if verdict.ok else "bold red",

@@ -191,7 +191,9 @@ def test_play_a_round_against_three_bots(stack_env: dict[str, str], redis_url: s
                 child.expect("Auto: ")
         assert by_hand >= 1
         # The SDK recomputed the deal from the revealed seed (docs/fairness.md).
-        child.expect(r"Round 1: deal verified \(commitment, your 1[45] dealt tiles")
+        child.expect(
+            r"Round 1: deal verified \(commitment, your client seed, your 1[45] dealt tiles"
+        )
         child.sendline("help")
         child.expect("make the next round the last one")
         child.sendline("discard 99")
