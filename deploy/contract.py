@@ -115,7 +115,8 @@ REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
     ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat"}),
     # Workers settle rounds; matchmaking's login opens the player's wallet.
     ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker", "matchmaking"}),
-    ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", EXTERNAL}),
+    # ... and the wallet's AdminService closes a stuck table (TableService.CloseTable).
+    ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", "wallet", EXTERNAL}),
     ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({EXTERNAL}),
 }
 
