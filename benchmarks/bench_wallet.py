@@ -310,6 +310,7 @@ async def compare_engines(url: str, count: int, concurrency: int) -> None:
                     body_hash(postings),
                     postings,
                     touched_accounts(postings),
+                    set(),  # the warm-up created every account
                 )
 
     await asyncio.gather(*(threaded("warm", n) for n in range(concurrency)))

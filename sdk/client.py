@@ -124,6 +124,7 @@ class KishpaClient:
         self.retry = retry or RetryPolicy()
         self._clock = clock
         self._session: Session | None = None
+        self._device_id = uuid.uuid4().hex
 
     @classmethod
     def over_channel(
@@ -212,15 +213,23 @@ class KishpaClient:
 
     # ---- sign-in -----------------------------------------------------------------------
 
-    async def login(self, display_name: str) -> Session:
+    async def login(self, display_name: str, *, device_id: str | None = None) -> Session:
         """Sign in as a new guest named ``display_name`` (1-32 characters).
+
+        ``device_id`` names the app install (guest logins are limited per device and the
+        starting tokens are granted once per device); an app keeps one and passes it. By
+        default each client object uses a random id of its own.
 
         The development login: the server mints a player id and opens his wallet with the
         starting tokens. (Retried while the server is unreachable; a login lost on the way
         only leaves an unused guest behind.)
         """
         response: auth_pb2.LoginResponse = await self._call(
-            self._auth.Login, auth_pb2.LoginRequest(display_name=display_name), authenticated=False
+            self._auth.Login,
+            auth_pb2.LoginRequest(
+                display_name=display_name, device_id=device_id or self._device_id
+            ),
+            authenticated=False,
         )
         now = self._clock()
         self._session = Session(

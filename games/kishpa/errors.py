@@ -1,7 +1,9 @@
 """Typed errors of the rules engine.
 
-Each error carries a machine-readable ``reason`` (used as the gRPC error reason) and a
-message a player or client developer understands.
+Each error carries a machine-readable ``reason`` (used as the gRPC error reason), a
+``category`` (``"invalid"``: malformed whatever the state; ``"refused"``: the state refuses
+it; the services map categories to status codes in one table) and a message a player or
+client developer understands.
 """
 
 
@@ -9,12 +11,14 @@ class RulesError(Exception):
     """Base class: the rules refuse something."""
 
     reason = "RULES_VIOLATION"
+    category = "refused"
 
 
 class TileNotationError(RulesError, ValueError):
     """A tile written in text is malformed or unknown."""
 
     reason = "MALFORMED_TILE"
+    category = "invalid"
 
 
 class IllegalMoveError(RulesError):
@@ -32,3 +36,4 @@ class InvalidRecordError(RulesError, ValueError):
     """A round record (deal, hands, reveals, winner) that the rules reject as impossible."""
 
     reason = "INVALID_RECORD"
+    category = "invalid"

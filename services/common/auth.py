@@ -18,12 +18,21 @@ servicers ask :func:`current_player` or :func:`require_service`.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import grpc
 import jwt
@@ -46,6 +55,10 @@ AUTHORIZATION_KEY: Final = "authorization"
 BEARER_PREFIX: Final = "Bearer "
 # Tolerated clock difference between the machines that mint and check tokens.
 LEEWAY_SECONDS: Final = 5
+MAX_TOKEN_CHARS: Final = 4096
+"""A bearer token longer than this is refused before it is decoded (ours are ~250)."""
+MAX_NUMERIC_DATE: Final = 10**11
+"""``iat``/``exp``/``nbf`` beyond this (year 5138) are malformed, not merely far away."""
 MAX_NAME_LENGTH: Final = 64
 VERIFIED_CACHE_SIZE: Final = 10_000
 ADMIN_OIDC_PREFIX: Final = "oidc:"
@@ -160,7 +173,12 @@ class TokenAuthority:
         return self._player(token)[0]
 
     def _player(self, token: str) -> tuple[Player, int]:
-        claims = self._decode(token, self._key(self._token_secret, "player tokens"), PLAYER_TYP)
+        claims = self._decode(
+            token,
+            self._key(self._token_secret, "player tokens"),
+            PLAYER_TYP,
+            self.token_ttl_seconds,
+        )
         player = Player(player_id=str(claims["sub"]), name=str(claims.get("name", "")))
         return player, int(claims["exp"])
 
@@ -191,7 +209,10 @@ class TokenAuthority:
 
     def _service(self, token: str) -> tuple[Service, int]:
         claims = self._decode(
-            token, self._key(self._service_secret, "service credentials"), SERVICE_TYP
+            token,
+            self._key(self._service_secret, "service credentials"),
+            SERVICE_TYP,
+            self.service_token_ttl_seconds,
         )
         subject = str(claims["sub"])
         if not subject.startswith(SERVICE_SUBJECT_PREFIX) or claims.get("role") != SERVICE_TYP:
@@ -216,7 +237,12 @@ class TokenAuthority:
         )
 
     def _admin(self, token: str) -> tuple[Admin, int]:
-        claims = self._decode(token, self._key(self._service_secret, "admin tokens"), ADMIN_TYP)
+        claims = self._decode(
+            token,
+            self._key(self._service_secret, "admin tokens"),
+            ADMIN_TYP,
+            self.service_token_ttl_seconds,
+        )
         subject = str(claims["sub"])
         if not subject.startswith(ADMIN_SUBJECT_PREFIX) or claims.get("role") != ADMIN_TYP:
             raise Unauthenticated("TOKEN_INVALID", "the admin token is malformed")
@@ -236,17 +262,27 @@ class TokenAuthority:
         A token verified before is answered from a bounded cache until it expires: the same
         string carries the same signature, and re-verifying it costs more than the RPC.
         """
+        if len(token) > MAX_TOKEN_CHARS:
+            raise Unauthenticated(
+                "TOKEN_TOO_LARGE", f"the token is over {MAX_TOKEN_CHARS} characters"
+            )
         hit = self._verified.get(token)
         if hit is not None and self._clock() - LEEWAY_SECONDS < hit[1]:
             return hit[0]
         try:
+            header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})
-        except jwt.PyJWTError:
+        except (jwt.PyJWTError, ValueError, OverflowError):
             raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT") from None
+        if not isinstance(unverified, dict):
+            raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT")
         # The claim only selects the key; the chosen key then verifies signature and typ.
         caller: Caller
         if self._external is not None and unverified.get("iss") == self._external.issuer:
-            caller, expires_at = self._external_caller(token)
+            caller, expires_at = self._external_caller(token)  # pins its own algorithms
+        elif header.get("alg") != ALGORITHM:
+            # Pinned: never let the token choose how it is verified.
+            raise Unauthenticated("TOKEN_INVALID", f"only {ALGORITHM} tokens are accepted")
         elif unverified.get("typ") == SERVICE_TYP and self._service_secret:
             caller, expires_at = self._service(token)
         elif unverified.get("typ") == ADMIN_TYP and self._service_secret:
@@ -273,7 +309,11 @@ class TokenAuthority:
         payload = {**claims, "iss": ISSUER, "iat": now, "exp": expires_at}
         return IssuedToken(jwt.encode(payload, key, algorithm=ALGORITHM), expires_at)
 
-    def _decode(self, token: str, key: str, typ: str) -> dict[str, Any]:
+    def _decode(self, token: str, key: str, typ: str, ttl_seconds: int) -> dict[str, Any]:
+        if len(token) > MAX_TOKEN_CHARS:
+            raise Unauthenticated(
+                "TOKEN_TOO_LARGE", f"the token is over {MAX_TOKEN_CHARS} characters"
+            )
         keys = [key] + [k for k in (self._previous.get(key),) if k]
         claims: dict[str, Any] | None = None
         for candidate in keys:
@@ -293,21 +333,31 @@ class TokenAuthority:
                 break
             except jwt.InvalidSignatureError:
                 continue  # during a key rotation, try the previous key
-            except jwt.PyJWTError as exc:
-                raise Unauthenticated("TOKEN_INVALID", f"the token is invalid: {exc}") from None
+            except (jwt.PyJWTError, ValueError, OverflowError) as exc:
+                # PyJWT's own messages name the failed check, never the token.
+                text = str(exc) if isinstance(exc, jwt.PyJWTError) else "malformed"
+                raise Unauthenticated("TOKEN_INVALID", f"the token is invalid: {text}") from None
         if claims is None:
             raise Unauthenticated("TOKEN_INVALID", "the token's signature is invalid")
         if claims.get("typ") != typ:
             raise Unauthenticated("TOKEN_INVALID", f"a {typ} token is required here")
-        try:
-            expires_at, issued_at = int(claims["exp"]), int(claims["iat"])
-        except (TypeError, ValueError):
-            raise Unauthenticated("TOKEN_INVALID", "the token's times are malformed") from None
+        expires_at = _numeric_date(claims, "exp")
+        issued_at = _numeric_date(claims, "iat")
+        if "nbf" in claims:
+            _numeric_date(claims, "nbf")
+        if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+            raise Unauthenticated("TOKEN_INVALID", "the token's subject is malformed")
         now = self._clock()
         if now - LEEWAY_SECONDS >= expires_at:
             raise Unauthenticated("TOKEN_EXPIRED", "the token has expired: log in again")
         if now + LEEWAY_SECONDS < issued_at:
             raise Unauthenticated("TOKEN_INVALID", "the token was issued in the future")
+        # Bounded lifetime: a token signed with the right key but living longer than this
+        # process would ever issue is refused (a leaked key must not mint eternal tokens).
+        if expires_at - issued_at > ttl_seconds + LEEWAY_SECONDS:
+            raise Unauthenticated("TOKEN_INVALID", "the token's lifetime is longer than allowed")
+        if expires_at > now + ttl_seconds + LEEWAY_SECONDS:
+            raise Unauthenticated("TOKEN_INVALID", "the token expires too far in the future")
         return claims
 
 
@@ -376,17 +426,49 @@ def acting_as(caller: Caller | None) -> Iterator[Caller | None]:
         _caller.reset(reset)
 
 
+def _numeric_date(claims: Mapping[str, Any], name: str) -> int:
+    """A NumericDate claim as whole seconds; anything but a sane number is TOKEN_INVALID."""
+    value = claims.get(name)
+    # bool is an int to Python; 1e400 arrives as float('inf'); both are malformed here.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Unauthenticated("TOKEN_INVALID", f"the token's {name} is not a number")
+    if not (math.isfinite(value) and 0 <= value <= MAX_NUMERIC_DATE):
+        raise Unauthenticated("TOKEN_INVALID", f"the token's {name} is out of range")
+    return int(value)
+
+
 def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
-    """The token in an ``authorization: Bearer <jwt>`` entry, or ``None`` if there is none."""
+    """The token in an ``authorization: Bearer <jwt>`` entry, or ``None`` if there is none.
+
+    The scheme is case-insensitive (RFC 6750, RFC 9110 section 11.1); a value over
+    :data:`MAX_TOKEN_CHARS` is refused before anything else looks at it.
+    """
     for key, value in metadata or ():
         if key.lower() == AUTHORIZATION_KEY:
-            text = value.decode() if isinstance(value, bytes) else value
-            if not text.startswith(BEARER_PREFIX):
+            if len(value) > MAX_TOKEN_CHARS + len(BEARER_PREFIX) + 16:
+                raise Unauthenticated(
+                    "TOKEN_TOO_LARGE", f"the token is over {MAX_TOKEN_CHARS} characters"
+                )
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            scheme, _, token = text.strip().partition(" ")
+            if scheme.lower() != BEARER_PREFIX.strip().lower() or not token.strip():
                 raise Unauthenticated(
                     "TOKEN_INVALID", "the authorization metadata must be 'Bearer <token>'"
                 )
-            return text[len(BEARER_PREFIX) :].strip()
+            return token.strip()
     return None
+
+
+class CallerVerifier(Protocol):
+    """What the interceptor needs: a bearer token in, the caller out (or Unauthenticated).
+
+    :class:`TokenAuthority` is one; another identity source (an OIDC verifier) plugs in here
+    by wrapping it, e.g. trying its own issuer first and falling back to ours.
+    """
+
+    def verify(self, token: str) -> Caller:
+        """The caller ``token`` names; raises :class:`Unauthenticated` otherwise."""
+        ...
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
@@ -394,7 +476,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(
         self,
-        authority: TokenAuthority,
+        authority: CallerVerifier,
         public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
     ) -> None:
         self._authority = authority

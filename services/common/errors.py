@@ -1,29 +1,41 @@
-"""The one place where errors become gRPC statuses.
+"""The one error model of every service: domain errors carry a category and a reason; one
+table (:data:`CATEGORY_CODES`) maps categories to gRPC status codes.
 
-Servicers just raise: a :class:`ServiceError` (or a subclass such as :class:`NotFound`)
-or a rules error from ``games.kishpa.errors``. :class:`ErrorInterceptor` turns it into the
-canonical status code with a ``google.rpc.ErrorInfo`` detail carrying the machine-readable
-``reason`` (``NOT_YOUR_TURN``, ``INSUFFICIENT_FUNDS``...) in the domain ``kishpa.dev``.
-A backing store or service that cannot be reached (Redis, a socket, another service's
-UNAVAILABLE or DEADLINE_EXCEEDED) becomes ``UNAVAILABLE`` (retryable).
-Anything unexpected becomes ``INTERNAL`` with a generic message and is logged with its
-traceback on the server only. Clients read the reason back with :func:`error_reason`.
+Servicers and use cases just raise. A *domain error* is a :class:`DomainError` (a
+:class:`ServiceError` such as :class:`NotFound`, a table or wallet error) or a rules error
+from ``games`` (whose ``category`` attribute is one of the :class:`Category` values, as a
+plain string: the rules layer imports nothing). Each carries a machine-readable ``reason``,
+one of ``kishpa.common.v1.ErrorReason`` (``NOT_YOUR_TURN``, ``INSUFFICIENT_FUNDS``...), and
+a short message. :class:`ErrorInterceptor` turns it into a status with a
+``google.rpc.ErrorInfo`` detail (domain ``kishpa.dev``), plus a ``google.rpc.RetryInfo``
+when the error says when to retry.
+
+A refusal from another Kishpa service we called is translated, not masked: it keeps its
+code and reason (:func:`failure_of`). A backing store or service that cannot be reached
+(Redis, a socket, another service's UNAVAILABLE or DEADLINE_EXCEEDED) becomes
+``UNAVAILABLE`` (retryable). Anything else is a bug: ``INTERNAL`` with a generic message,
+logged with its traceback on the server only. Messages are bounded
+(:data:`MAX_MESSAGE_CHARS`) and never name a Python class. Clients read the reason back with
+:func:`error_reason`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final, NoReturn
 
 import grpc
 import redis.exceptions
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from games.kishpa.errors import IllegalMoveError, InvalidRecordError, RulesError, TileNotationError
+from games.kishpa.errors import RulesError
+from kishpa.common.v1 import errors_pb2
 from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
 
@@ -31,6 +43,74 @@ DOMAIN: Final = "kishpa.dev"
 STATUS_DETAILS_KEY: Final = "grpc-status-details-bin"
 INTERNAL_MESSAGE: Final = "internal error; it has been logged"
 UNAVAILABLE_MESSAGE: Final = "a backing service is unavailable; retry later"
+MAX_MESSAGE_CHARS: Final = 300
+"""A status message is cut to this length: it travels in a header (clients cap metadata at
+16 KiB, percent-encoding may triple it) and must never carry a large input back."""
+MAX_METADATA_VALUE_CHARS: Final = 128
+REASON_PREFIX: Final = "ERROR_REASON_"
+KNOWN_REASONS: Final[frozenset[str]] = frozenset(
+    value.name.removeprefix(REASON_PREFIX)
+    for value in errors_pb2.ErrorReason.DESCRIPTOR.values
+    if value.number != 0
+)
+"""Every reason a client may receive: ``kishpa.common.v1.ErrorReason`` without its prefix."""
+
+
+class Category(enum.StrEnum):
+    """What kind of refusal a domain error is; :data:`CATEGORY_CODES` gives its status."""
+
+    INVALID = "invalid"
+    """The request is malformed whatever the state (bad field, unknown tile...)."""
+    REFUSED = "refused"
+    """Well-formed, but the current state refuses it (not your turn, insufficient funds)."""
+    NOT_FOUND = "not_found"
+    """The named table, ticket, invite code or wallet does not exist."""
+    CONFLICT = "conflict"
+    """The thing to create exists already (a request id reused with another request...)."""
+    FORBIDDEN = "forbidden"
+    """The caller is known but may not do this (not the table's creator...)."""
+    UNAUTHENTICATED = "unauthenticated"
+    """The caller could not be identified (missing, expired or forged token)."""
+    EXHAUSTED = "exhausted"
+    """A limit is reached: table full, rate limit, too many streams."""
+    CONTENDED = "contended"
+    """A concurrency conflict that persisted after the bounded retries; retry."""
+    UNAVAILABLE = "unavailable"
+    """A dependency (Redis, the wallet...) cannot be reached right now; retry later."""
+    BUG = "bug"
+    """Nothing the client did: a defect, logged on the server."""
+
+
+CATEGORY_CODES: Final[Mapping[Category, grpc.StatusCode]] = MappingProxyType(
+    {
+        Category.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+        Category.REFUSED: grpc.StatusCode.FAILED_PRECONDITION,
+        Category.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+        Category.CONFLICT: grpc.StatusCode.ALREADY_EXISTS,
+        Category.FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
+        Category.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+        Category.EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+        Category.CONTENDED: grpc.StatusCode.ABORTED,
+        Category.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+        Category.BUG: grpc.StatusCode.INTERNAL,
+    }
+)
+"""THE table from error categories to gRPC status codes, for every service."""
+
+# A downstream Kishpa service's refusal keeps its code and reason on the way back; these
+# codes are the refusals a client can act on. UNAUTHENTICATED or PERMISSION_DENIED from a
+# service we called with our own credential is our misconfiguration, not the client's.
+_TRANSLATED_CODES: Final = frozenset(
+    CATEGORY_CODES[c]
+    for c in (
+        Category.INVALID,
+        Category.REFUSED,
+        Category.NOT_FOUND,
+        Category.CONFLICT,
+        Category.EXHAUSTED,
+        Category.CONTENDED,
+    )
+)
 
 # A backing store that cannot be reached: the request may succeed if retried.
 _DEPENDENCY_ERRORS = (
@@ -44,88 +124,124 @@ _UNREACHABLE_RPC_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode
 _log = get_logger(__name__)
 
 
-class ServiceError(Exception):
-    """An error a servicer raises on purpose: a status code, a reason and a clear message."""
+def shown(value: object, limit: int = 40) -> str:
+    """How a message may quote a client's value: ``repr`` when short, else its length only."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, str | bytes) else len(text)
+    return f"<{size} characters>"
 
-    code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+
+class DomainError(Exception):
+    """Base of every error raised on purpose: a category, a reason and a clear message.
+
+    Subclasses fix ``category`` (and often ``reason``) as class attributes.
+    """
+
+    category: Category = Category.REFUSED
+    reason: str = "RULES_VIOLATION"
+    metadata: Mapping[str, str] = MappingProxyType({})
+    retry_after_s: float | None = None
+
+    @property
+    def message(self) -> str:
+        """The human-readable message (the exception's text)."""
+        return str(self)
+
+
+class ServiceError(DomainError):
+    """A domain error with its category and reason given per raise."""
 
     def __init__(
         self,
-        code: grpc.StatusCode,
+        category: Category,
         reason: str,
         message: str,
         metadata: Mapping[str, str] | None = None,
+        *,
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = code
+        self.category = category
         self.reason = reason
-        self.message = message
         self.metadata = dict(metadata or {})
+        self.retry_after_s = retry_after_s
+
+    @property
+    def code(self) -> grpc.StatusCode:
+        """The status code this error maps to."""
+        return CATEGORY_CODES[self.category]
 
 
 class _Canonical(ServiceError):
-    """A ServiceError whose status code is fixed by its class."""
+    """A ServiceError whose category is fixed by its class."""
 
-    status_code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+    fixed: Category = Category.REFUSED
 
     def __init__(
-        self, reason: str, message: str, metadata: Mapping[str, str] | None = None
+        self,
+        reason: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        *,
+        retry_after_s: float | None = None,
     ) -> None:
-        super().__init__(self.status_code, reason, message, metadata)
+        super().__init__(self.fixed, reason, message, metadata, retry_after_s=retry_after_s)
 
 
 class InvalidArgument(_Canonical):
     """The request is malformed whatever the state (bad tile, seats out of range...)."""
 
-    status_code = grpc.StatusCode.INVALID_ARGUMENT
+    fixed = Category.INVALID
 
 
 class FailedPrecondition(_Canonical):
     """The request is well-formed but the current state refuses it (not your turn...)."""
 
-    status_code = grpc.StatusCode.FAILED_PRECONDITION
+    fixed = Category.REFUSED
 
 
 class NotFound(_Canonical):
     """The named table, wallet, invite code... does not exist."""
 
-    status_code = grpc.StatusCode.NOT_FOUND
+    fixed = Category.NOT_FOUND
 
 
 class AlreadyExists(_Canonical):
     """The thing to create exists already (a reused idempotency key with another body...)."""
 
-    status_code = grpc.StatusCode.ALREADY_EXISTS
+    fixed = Category.CONFLICT
 
 
 class PermissionDenied(_Canonical):
     """The caller is known but may not do this (not the table's creator...)."""
 
-    status_code = grpc.StatusCode.PERMISSION_DENIED
+    fixed = Category.FORBIDDEN
 
 
 class Unauthenticated(_Canonical):
     """The caller could not be identified (missing, expired or forged token)."""
 
-    status_code = grpc.StatusCode.UNAUTHENTICATED
+    fixed = Category.UNAUTHENTICATED
 
 
 class ResourceExhausted(_Canonical):
     """A limit is reached (table full, queue full, rate limit)."""
 
-    status_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    fixed = Category.EXHAUSTED
 
 
 class Aborted(_Canonical):
     """A concurrency conflict that persisted after the bounded retries; the client may retry."""
 
-    status_code = grpc.StatusCode.ABORTED
+    fixed = Category.CONTENDED
 
 
 class Unavailable(_Canonical):
     """A dependency (Redis, the wallet...) cannot be reached right now; retry later."""
 
-    status_code = grpc.StatusCode.UNAVAILABLE
+    fixed = Category.UNAVAILABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,31 +252,56 @@ class RpcFailure:
     reason: str
     message: str
     metadata: Mapping[str, str] = field(default_factory=dict)
+    retry_after_s: float | None = None
+
+
+def category_of(exc: BaseException) -> Category | None:
+    """The category of a domain error (ours or the rules'), ``None`` for anything else."""
+    if isinstance(exc, DomainError):
+        return exc.category
+    if isinstance(exc, RulesError):
+        return Category(exc.category)
+    return None
 
 
 def failure_of(exc: BaseException) -> RpcFailure | None:
     """The status an expected error maps to, or ``None`` for an unexpected one (a bug)."""
-    if isinstance(exc, ServiceError):
-        return RpcFailure(exc.code, exc.reason, exc.message, exc.metadata)
-    if isinstance(exc, TileNotationError | InvalidRecordError):
-        return RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, exc.reason, str(exc))
-    if isinstance(exc, IllegalMoveError | RulesError):
-        return RpcFailure(grpc.StatusCode.FAILED_PRECONDITION, exc.reason, str(exc))
-    if isinstance(exc, _DEPENDENCY_ERRORS) or _is_unreachable_rpc(exc):
-        # Retryable for the client; the details (hosts, ports) stay in the server's log.
-        return RpcFailure(
-            grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE", UNAVAILABLE_MESSAGE
-        )
+    category = category_of(exc)
+    if category is not None:
+        reason = str(getattr(exc, "reason", "")) or "INTERNAL"
+        metadata = dict(getattr(exc, "metadata", {}) or {})
+        retry = getattr(exc, "retry_after_s", None)
+        return RpcFailure(CATEGORY_CODES[category], reason, str(exc), metadata, retry)
+    if isinstance(exc, grpc.RpcError):
+        return _downstream_failure(exc)
+    if isinstance(exc, _DEPENDENCY_ERRORS):
+        return _unavailable()
     return None
 
 
-def _is_unreachable_rpc(exc: BaseException) -> bool:
-    # A call to another service (the wallet, the table) that could not be answered in time;
-    # any other failed downstream call is a bug in how we called it and stays INTERNAL.
-    if not isinstance(exc, grpc.RpcError):
-        return False
-    code = getattr(exc, "code", None)
-    return callable(code) and code() in _UNREACHABLE_RPC_CODES
+def _unavailable() -> RpcFailure:
+    # Retryable for the client; the details (hosts, ports) stay in the server's log.
+    return RpcFailure(grpc.StatusCode.UNAVAILABLE, "DEPENDENCY_UNAVAILABLE", UNAVAILABLE_MESSAGE)
+
+
+def _downstream_failure(exc: grpc.RpcError) -> RpcFailure | None:
+    """A failed call to another service: its refusal translated, unreachable = UNAVAILABLE."""
+    code_of = getattr(exc, "code", None)
+    code = code_of() if callable(code_of) else None
+    if code in _UNREACHABLE_RPC_CODES:
+        return _unavailable()
+    if code not in _TRANSLATED_CODES:
+        return None  # UNAUTHENTICATED, INTERNAL... from a service we called: our bug
+    info = error_info(exc)
+    details = getattr(exc, "details", None)
+    message = (details() if callable(details) else None) or str(code.name).lower()
+    reason = info.reason if info is not None and info.domain == DOMAIN else ""
+    metadata = dict(info.metadata) if info is not None and info.domain == DOMAIN else {}
+    return RpcFailure(code, reason or _reason_of_code(code), str(message), metadata)
+
+
+def _reason_of_code(code: grpc.StatusCode) -> str:
+    return "INVALID_FIELD" if code is grpc.StatusCode.INVALID_ARGUMENT else "RULES_VIOLATION"
 
 
 @contextlib.contextmanager
@@ -174,31 +315,50 @@ def validating(what: str, reason: str = "INVALID_ARGUMENT") -> Iterator[None]:
     """
     try:
         yield
-    except (ServiceError, RulesError):
+    except (DomainError, RulesError):
         raise
     except ValueError as exc:
         raise InvalidArgument(reason, f"invalid {what}: {exc}") from exc
 
 
+def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` without control characters, cut to ``limit`` characters."""
+    clean = "".join(ch if ch.isprintable() else " " for ch in text)
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
 def to_status(failure: RpcFailure) -> grpc.Status:
     """The ``grpc.Status`` (with an ErrorInfo detail) to abort a call with."""
-    info = error_details_pb2.ErrorInfo(
-        reason=failure.reason, domain=DOMAIN, metadata=dict(failure.metadata)
-    )
+    metadata = {
+        bounded(k, 64): bounded(v, MAX_METADATA_VALUE_CHARS) for k, v in failure.metadata.items()
+    }
+    if failure.retry_after_s is not None:
+        metadata["retry_after_ms"] = str(max(0, int(failure.retry_after_s * 1000)))
+    info = error_details_pb2.ErrorInfo(reason=failure.reason, domain=DOMAIN, metadata=metadata)
     detail = any_pb2.Any()
     detail.Pack(info)
+    details = [detail]
+    if failure.retry_after_s is not None:
+        delay = duration_pb2.Duration()
+        delay.FromMilliseconds(max(0, int(failure.retry_after_s * 1000)))
+        retry = any_pb2.Any()
+        retry.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
+        details.append(retry)
     # grpc.StatusCode values are (int, name) pairs; google.rpc codes use the same numbers.
     code_number: int = failure.code.value[0]
-    status = status_pb2.Status(code=code_number, message=failure.message, details=[detail])
+    status = status_pb2.Status(code=code_number, message=bounded(failure.message), details=details)
     return rpc_status.to_status(status)
+
+
+def internal_failure() -> RpcFailure:
+    """What a client sees for a bug: a generic message (the server logged the details)."""
+    return RpcFailure(grpc.StatusCode.INTERNAL, "INTERNAL", INTERNAL_MESSAGE)
 
 
 async def abort_with(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> NoReturn:
     """Abort the current call for ``exc`` (mapped, or INTERNAL and logged if unexpected)."""
     failure = failure_of(exc)
-    if failure is None:
-        failure = RpcFailure(grpc.StatusCode.INTERNAL, "INTERNAL", INTERNAL_MESSAGE)
-    await context.abort_with_status(to_status(failure))
+    await context.abort_with_status(to_status(failure or internal_failure()))
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
@@ -237,7 +397,9 @@ async def _mapping_errors(
                 error_type=type(exc).__name__,
                 exc_info=True,
             )
-        await abort_with(context, exc)
+        elif isinstance(exc, grpc.RpcError):
+            _log.info("rpc.downstream_refused", method=method, reason=failure.reason)
+        await context.abort_with_status(to_status(failure or internal_failure()))
 
 
 # -- client side --------------------------------------------------------------------------

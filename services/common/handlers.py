@@ -9,7 +9,7 @@ kinds of handler, keeping serializers and the streaming style (async generator o
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -17,11 +17,17 @@ import grpc
 
 Around = Callable[[str, "grpc.aio.ServicerContext[Any, Any]"], AbstractAsyncContextManager[None]]
 """``around(method, context)``: entered before the behaviour runs, exited after it ends."""
+Before = Callable[[Any, "grpc.aio.ServicerContext[Any, Any]"], Awaitable[None]]
+"""``before(request, context)``: awaited inside ``around`` before the behaviour (it may abort)."""
 
 
-def _unary_response(behaviour: Callable[..., Any], method: str, around: Around) -> Any:
+def _unary_response(
+    behaviour: Callable[..., Any], method: str, around: Around, before: Before | None
+) -> Any:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         async with around(method, context):
+            if before is not None:
+                await before(request, context)
             result = behaviour(request, context)
             if inspect.isawaitable(result):
                 result = await result
@@ -30,13 +36,17 @@ def _unary_response(behaviour: Callable[..., Any], method: str, around: Around) 
     return wrapped
 
 
-def _stream_response(behaviour: Callable[..., Any], method: str, around: Around) -> Any:
+def _stream_response(
+    behaviour: Callable[..., Any], method: str, around: Around, before: Before | None
+) -> Any:
     if inspect.isasyncgenfunction(behaviour):
 
         async def wrapped_gen(
             request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
             async with around(method, context):
+                if before is not None:
+                    await before(request, context)
                 async for item in behaviour(request, context):
                     yield item
 
@@ -46,6 +56,8 @@ def _stream_response(behaviour: Callable[..., Any], method: str, around: Around)
     # writes from a handler that is an async generator.
     async def wrapped_coro(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         async with around(method, context):
+            if before is not None:
+                await before(request, context)
             result = behaviour(request, context)
             if inspect.isawaitable(result):
                 result = await result
@@ -59,31 +71,42 @@ def _stream_response(behaviour: Callable[..., Any], method: str, around: Around)
 
 
 def wrap_handler(
-    handler: grpc.RpcMethodHandler[Any, Any], method: str, around: Around
+    handler: grpc.RpcMethodHandler[Any, Any],
+    method: str,
+    around: Around,
+    *,
+    before: Before | None = None,
+    deserializer: Callable[[bytes], Any] | None = None,
 ) -> grpc.RpcMethodHandler[Any, Any]:
-    """A handler like ``handler`` whose behaviour runs inside ``around(method, context)``."""
+    """A handler like ``handler`` whose behaviour runs inside ``around(method, context)``.
+
+    ``before`` sees each request of a unary-request RPC first; ``deserializer`` replaces the
+    handler's request deserializer (grpc decodes the body before any interceptor code runs).
+    """
+    decode = deserializer or handler.request_deserializer
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
-            _unary_response(handler.unary_unary, method, around),
-            request_deserializer=handler.request_deserializer,
+            _unary_response(handler.unary_unary, method, around, before),
+            request_deserializer=decode,
             response_serializer=handler.response_serializer,
         )
     if handler.unary_stream is not None:
         return grpc.unary_stream_rpc_method_handler(
-            _stream_response(handler.unary_stream, method, around),
-            request_deserializer=handler.request_deserializer,
+            _stream_response(handler.unary_stream, method, around, before),
+            request_deserializer=decode,
             response_serializer=handler.response_serializer,
         )
+    # Client-streaming requests arrive one by one inside the behaviour: no ``before``.
     if handler.stream_unary is not None:
         return grpc.stream_unary_rpc_method_handler(
-            _unary_response(handler.stream_unary, method, around),
-            request_deserializer=handler.request_deserializer,
+            _unary_response(handler.stream_unary, method, around, None),
+            request_deserializer=decode,
             response_serializer=handler.response_serializer,
         )
     if handler.stream_stream is not None:
         return grpc.stream_stream_rpc_method_handler(
-            _stream_response(handler.stream_stream, method, around),
-            request_deserializer=handler.request_deserializer,
+            _stream_response(handler.stream_stream, method, around, None),
+            request_deserializer=decode,
             response_serializer=handler.response_serializer,
         )
     return handler

@@ -22,10 +22,12 @@ from prometheus_client import start_http_server
 
 from services.common.auth import DEFAULT_PUBLIC_METHODS, AuthInterceptor, TokenAuthority
 from services.common.errors import ErrorInterceptor
+from services.common.limits import Limiter, LimitsInterceptor
 from services.common.logging import configure_logging, get_logger
 from services.common.metrics import GrpcMetrics, MetricsInterceptor
 from services.common.settings import Settings
 from services.common.tracing import configure_tracing, server_interceptors
+from services.common.validation import ValidationInterceptor
 
 _log = get_logger(__name__)
 
@@ -38,6 +40,9 @@ DEFAULT_SERVER_OPTIONS: tuple[tuple[str, Any], ...] = (
     # Accept client keepalive pings every 20 s or more (clients on mobile networks send them).
     ("grpc.http2.min_ping_interval_without_data_ms", 20_000),
     ("grpc.keepalive_permit_without_calls", 1),
+    # Larger bodies are refused by grpc itself (RESOURCE_EXHAUSTED) before they are read;
+    # below it, each RPC's own limit applies (services.common.validation).
+    ("grpc.max_receive_message_length", 1024 * 1024),
 )
 """Server channel options; ``create_server(options=...)`` entries override these."""
 
@@ -94,18 +99,23 @@ def create_server(
     authority: TokenAuthority | None = None,
     metrics: GrpcMetrics | None = None,
     options: Sequence[tuple[str, Any]] = (),
+    limiter: Limiter | None = None,
 ) -> KishpaServer:
     """Build a server hosting ``services`` plus health and reflection, bound to ``address``.
 
     ``address`` defaults to the settings' ``host:port``; pass ``"127.0.0.1:0"`` to get a free
     port (read it from ``.port``). Every call except ``public_methods`` needs a token;
-    exceptions from servicers are mapped by :mod:`services.common.errors`.
+    exceptions from servicers are mapped by :mod:`services.common.errors`. With a
+    ``limiter``, the abuse limits of :mod:`services.common.limits` apply after validation.
     """
     server = grpc.aio.server(
         interceptors=[
             # Outermost first: metrics see the final code, auth runs before any servicer code.
             MetricsInterceptor(metrics),
             AuthInterceptor(authority or TokenAuthority.from_settings(settings), public_methods),
+            # Bodies that do not decode or break a field rule never reach a servicer.
+            ValidationInterceptor(),
+            *([LimitsInterceptor(limiter)] if limiter is not None else []),
             ErrorInterceptor(),
             # Innermost: the span covers the servicer (nothing when tracing is off).
             *server_interceptors(),
@@ -146,6 +156,7 @@ async def serve(
     public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
     cleanup: Cleanup | None = None,
     stop_event: asyncio.Event | None = None,
+    limiter: Limiter | None = None,
 ) -> int:
     """Run a service until SIGTERM/SIGINT (or ``stop_event``); returns the exit code.
 
@@ -161,7 +172,9 @@ async def serve(
         loop.add_signal_handler(signum, stop.set)
     try:
         registrations = services if isinstance(services, Sequence) else await services()
-        server = create_server(registrations, settings, public_methods=public_methods)
+        server = create_server(
+            registrations, settings, public_methods=public_methods, limiter=limiter
+        )
         await server.start()
         _log.info(
             "server.started",

@@ -171,6 +171,49 @@ class Settings(BaseSettings):
         """The allowed stakes of each game, by the game's name."""
         return {"kishpa": self.stakes_kishpa, "hand": self.stakes_hand}
 
+    # Abuse limits (services.common.limits), counted in the service's Redis.
+    rate_limits: bool = Field(default=True, validation_alias="KISHPA_RATE_LIMITS")
+    limit_logins_per_address: str = Field(
+        default="60/minute", validation_alias="KISHPA_LIMIT_LOGINS_PER_ADDRESS"
+    )
+    limit_logins_per_device: str = Field(
+        default="10/hour", validation_alias="KISHPA_LIMIT_LOGINS_PER_DEVICE"
+    )
+    limit_player_writes: str = Field(
+        default="60/second", validation_alias="KISHPA_LIMIT_PLAYER_WRITES"
+    )
+    limit_player_reads: str = Field(
+        default="120/second", validation_alias="KISHPA_LIMIT_PLAYER_READS"
+    )
+    limit_streams_per_player: int = Field(
+        default=16, gt=0, validation_alias="KISHPA_LIMIT_STREAMS_PER_PLAYER"
+    )
+    # Clients on this host (tools, tests, `kishpa run`) are not limited per address and a
+    # login from there without a device id keeps the legacy grant; set 0 if a proxy on the
+    # same host forwards remote clients.
+    limit_exempt_loopback: bool = Field(
+        default=True, validation_alias="KISHPA_LIMIT_EXEMPT_LOOPBACK"
+    )
+    limits_key_prefix: str = Field(
+        default="kishpa:limits", validation_alias="KISHPA_LIMITS_KEY_PREFIX"
+    )
+
+    @field_validator(
+        "limit_logins_per_address",
+        "limit_logins_per_device",
+        "limit_player_writes",
+        "limit_player_reads",
+    )
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        from limits import parse
+
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a rate such as '20/second'") from None
+        return value
+
     @property
     def grpc_address(self) -> str:
         """Where the gRPC server listens (``host:port``)."""

@@ -175,10 +175,11 @@ class WalletGateway:
         self._stub = wallet_pb2_grpc.WalletServiceStub(channel)
         self._credentials = credentials
 
-    async def open_wallet(self, player_id: str) -> int:
-        """Open (or find) the player's wallet; returns his balance in tokens."""
+    async def open_wallet(self, player_id: str, *, grant: bool = True) -> int:
+        """Open (or find) the player's wallet (without the starting tokens when not
+        ``grant``); returns his balance in tokens."""
         response = await self._stub.OpenWallet(
-            wallet_pb2.OpenWalletRequest(player_id=player_id),
+            wallet_pb2.OpenWalletRequest(player_id=player_id, without_starting_grant=not grant),
             metadata=self._credentials.metadata(),
             timeout=CALL_TIMEOUT_S,
         )

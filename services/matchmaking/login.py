@@ -15,6 +15,7 @@ import grpc
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
 from services.common.auth import TokenAuthority, current_player
 from services.common.auth_service import SERVICE_NAME, AuthServicer
+from services.common.limits import Limiter, device_key
 from services.common.oidc import PLAYER_ID_PREFIX as OIDC_PLAYER_PREFIX
 from services.common.server import ServiceRegistration
 from services.matchmaking.gateways import WalletGateway
@@ -24,10 +25,16 @@ class LoginServicer(AuthServicer):
     """Login = sign a token for a new guest + open his wallet (idempotent in the wallet)."""
 
     def __init__(
-        self, authority: TokenAuthority, wallet: WalletGateway | None, *, guest_login: bool = True
+        self,
+        authority: TokenAuthority,
+        wallet: WalletGateway | None,
+        limiter: Limiter | None = None,
+        *,
+        guest_login: bool = True,
     ) -> None:
         super().__init__(authority, guest_login=guest_login)
         self._wallet = wallet
+        self._limiter = limiter
 
     async def Login(
         self,
@@ -37,8 +44,24 @@ class LoginServicer(AuthServicer):
         """Mint the guest, then open his wallet; a wallet that is down fails the login
         (UNAVAILABLE, retryable) rather than hand out a player who cannot pay."""
         response = await super().Login(request, context)
-        if self._wallet is not None:
+        if self._wallet is None:
+            return response
+        if self._limiter is None:
             await self._wallet.open_wallet(response.player_id)
+            return response
+        # The starting tokens once per device (a login without a device id counts as its
+        # client address): a new guest on a known device starts with an empty wallet.
+        device = device_key(request.device_id, context.peer(), self._limiter.config)
+        if device is None:
+            await self._wallet.open_wallet(response.player_id)
+            return response
+        granted = await self._limiter.grant_once(device, response.player_id)
+        try:
+            await self._wallet.open_wallet(response.player_id, grant=granted)
+        except BaseException:
+            if granted:  # the device keeps its grant for the next try
+                await self._limiter.forget_grant(device, response.player_id)
+            raise
         return response
 
     async def RefreshToken(
@@ -55,11 +78,15 @@ class LoginServicer(AuthServicer):
 
 
 def login_registration(
-    authority: TokenAuthority, wallet: WalletGateway | None, *, guest_login: bool = True
+    authority: TokenAuthority,
+    wallet: WalletGateway | None,
+    limiter: Limiter | None = None,
+    *,
+    guest_login: bool = True,
 ) -> ServiceRegistration:
     """The auth servicer with wallet opening, ready for ``create_server``."""
     return ServiceRegistration(
         SERVICE_NAME,
-        LoginServicer(authority, wallet, guest_login=guest_login),
+        LoginServicer(authority, wallet, limiter, guest_login=guest_login),
         auth_pb2_grpc.add_AuthServiceServicer_to_server,
     )

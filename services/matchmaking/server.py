@@ -19,6 +19,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 
 from kishpa.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.limits import Limiter, limiter_from_settings
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, SettingsError, load_settings
 from services.matchmaking.gateways import SERVICE_NAME as CALLER_NAME
@@ -45,6 +46,7 @@ class Wiring:
     registrations: list[ServiceRegistration]
     redis: Redis
     channels: list[grpc.aio.Channel] = field(default_factory=list)
+    limiter: Limiter | None = None
 
     async def close(self) -> None:
         """Stop the ticket notifier, close the channels and Redis."""
@@ -52,6 +54,8 @@ class Wiring:
         for channel in self.channels:
             await channel.close()
         await self.redis.aclose()
+        if self.limiter is not None:
+            await self.limiter.close()
 
 
 def wire(
@@ -60,6 +64,7 @@ def wire(
     config: MatchmakingConfig | None = None,
     key_prefix: str = DEFAULT_PREFIX,
     open_wallets: bool = True,
+    limiter: Limiter | None = None,
 ) -> Wiring:
     """Connect the use cases to Redis, the table service and the wallet (must run in a loop)."""
     authority = TokenAuthority.from_settings(settings)
@@ -89,9 +94,9 @@ def wire(
             MatchmakingServicer(matchmaking),
             matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server,
         ),
-        login_registration(authority, wallet, guest_login=settings.guest_login),
+        login_registration(authority, wallet, limiter, guest_login=settings.guest_login),
     ]
-    return Wiring(matchmaking, registrations, redis, channels)
+    return Wiring(matchmaking, registrations, redis, channels, limiter)
 
 
 @dataclass
@@ -141,8 +146,14 @@ def create_matchmaking_server(
     sweeper: bool = True,
 ) -> MatchmakingServer:
     """A ready-to-start server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
-    wiring = wire(settings, config=config, key_prefix=key_prefix, open_wallets=open_wallets)
-    server = create_server(wiring.registrations, settings, address=address)
+    wiring = wire(
+        settings,
+        config=config,
+        key_prefix=key_prefix,
+        open_wallets=open_wallets,
+        limiter=limiter_from_settings(settings),
+    )
+    server = create_server(wiring.registrations, settings, address=address, limiter=wiring.limiter)
     return MatchmakingServer(server, wiring, sweeper)
 
 
@@ -150,10 +161,15 @@ async def _serve(settings: Settings) -> int:
     wiring: Wiring | None = None
     stop_sweeper = asyncio.Event()
     task: asyncio.Task[None] | None = None
+    limiter = limiter_from_settings(settings)
 
     async def factory() -> list[ServiceRegistration]:
         nonlocal wiring, task
-        wiring = wire(settings, key_prefix=os.environ.get(KEY_PREFIX_ENV, DEFAULT_PREFIX))
+        wiring = wire(
+            settings,
+            key_prefix=os.environ.get(KEY_PREFIX_ENV, DEFAULT_PREFIX),
+            limiter=limiter,
+        )
         task = asyncio.create_task(wiring.matchmaking.run_sweeper(stop_sweeper))
         return wiring.registrations
 
@@ -164,7 +180,7 @@ async def _serve(settings: Settings) -> int:
         if wiring is not None:
             await wiring.close()
 
-    return await serve(settings, factory, cleanup=cleanup)
+    return await serve(settings, factory, cleanup=cleanup, limiter=limiter)
 
 
 def main() -> int:

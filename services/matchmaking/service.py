@@ -15,12 +15,14 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import structlog
 
 from kishpa.table.v1 import table_pb2
 from services.common.errors import (
+    AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -30,6 +32,7 @@ from services.common.errors import (
 from services.common.games import GAME_ENUMS
 from services.common.games import GAMES as GAME_NAMES
 from services.common.settings import DEFAULT_STAKES
+from services.common.validation import request_fingerprint
 from services.matchmaking import codes, metrics
 from services.matchmaking.gateways import SeatedPlayer, TableGateway
 from services.matchmaking.notify import TicketNotifier
@@ -106,6 +109,19 @@ def _client_seed(seed: str) -> str:
     return seed
 
 
+def _reused() -> AlreadyExists:
+    return AlreadyExists(
+        "IDEMPOTENCY_KEY_REUSED", "request_id was already used for a different request"
+    )
+
+
+def _same_request(answer: Mapping[str, Any]) -> None:
+    """The wallet's rule for every service: a replay must be the same request."""
+    first, now = answer.get("fp"), request_fingerprint()
+    if first and now and first != now:
+        raise _reused()
+
+
 def _request_id(request_id: str) -> str:
     if len(request_id) > MAX_REQUEST_ID:
         raise InvalidArgument("BAD_REQUEST_ID", f"request_id is longer than {MAX_REQUEST_ID}")
@@ -125,6 +141,11 @@ class Matchmaking:
 
     def __post_init__(self) -> None:
         self.notifier = TicketNotifier(self.store.redis, self.store.keys)
+
+    async def _only_used_for(self, player_id: str, kind: str, rid: str) -> None:
+        """A request id already answered for another RPC is refused (ALREADY_EXISTS)."""
+        if any(k != kind for k in await self.store.request_kinds(player_id, rid)):
+            raise _reused()
 
     # ---- quick match ---------------------------------------------------------------------
 
@@ -156,6 +177,7 @@ class Matchmaking:
         self._check_queue(game, seats, stake)
         rid = _request_id(request_id)
         _client_seed(client_seed)
+        await self._only_used_for(player_id, "join", rid)
         live = await self.my_table(player_id, missing_ok=True)
         if live is not None:
             now = self.clock()
@@ -189,6 +211,10 @@ class Matchmaking:
             group_id=secrets.token_hex(10),
             request_id=rid,
         )
+        if outcome.kind == "replay":
+            first = await self.store.ticket(outcome.ticket_id)
+            if first is not None and (first.game, first.seats, first.stake) != (game, seats, stake):
+                raise _reused()
         if outcome.kind in ("waiting", "formed"):
             metrics.TICKETS.labels("queued").inc()
         if outcome.kind == "formed":
@@ -342,8 +368,10 @@ class Matchmaking:
         """
         rid = _request_id(request_id)
         _client_seed(client_seed)
+        await self._only_used_for(player_id, "private", rid)
         answer = await self.store.answer(player_id, "private:" + rid)
         if answer is not None:
+            _same_request(answer)
             return PrivateTable(answer["code"], answer["table_id"], int(answer["expire_ms"]))
         game = GAME_NAMES.get(settings.game, "")
         self._check_queue(game, settings.seats or 4, settings.stake or 1)
@@ -369,7 +397,12 @@ class Matchmaking:
         await self.store.remember_answer(
             player_id,
             "private:" + rid,
-            {"code": code, "table_id": created.table_id, "expire_ms": expire_ms},
+            {
+                "code": code,
+                "table_id": created.table_id,
+                "expire_ms": expire_ms,
+                "fp": request_fingerprint(),
+            },
         )
         return result
 
@@ -388,8 +421,10 @@ class Matchmaking:
         """
         rid = _request_id(request_id)
         _client_seed(client_seed)
+        await self._only_used_for(player_id, "code", rid)
         answer = await self.store.answer(player_id, "code:" + rid)
         if answer is not None:
+            _same_request(answer)
             return Seating(answer["table_id"], int(answer["seat"]), answer["game"])
         code = codes.normalize(raw_code)
         found = None if code is None else await self.store.invite(code)
@@ -407,7 +442,14 @@ class Matchmaking:
         seating = Seating(table_id, seat, str(invite["game"]))
         await self.store.remember_seating(player_id, seating, self.config.seating_ttl_s)
         await self.store.remember_answer(
-            player_id, "code:" + rid, {"table_id": table_id, "seat": seat, "game": seating.game}
+            player_id,
+            "code:" + rid,
+            {
+                "table_id": table_id,
+                "seat": seat,
+                "game": seating.game,
+                "fp": request_fingerprint(),
+            },
         )
         return seating
 

@@ -315,6 +315,15 @@ class MatchStore:
         raw = await self.redis.get(self.keys.request(player_id, request_id))
         return None if raw is None else dict(json.loads(raw))
 
+    async def request_kinds(self, player_id: str, request_id: str) -> list[str]:
+        """Which kinds of request (``join``, ``private``, ``code``) already used this id."""
+        kinds = ("join", "private", "code")
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for kind in kinds:
+                pipe.exists(self.keys.request(player_id, f"{kind}:{request_id}"))
+            found = await pipe.execute()
+        return [kind for kind, n in zip(kinds, found, strict=True) if n]
+
     async def remember_answer(
         self, player_id: str, request_id: str, answer: Mapping[str, Any]
     ) -> None:

@@ -13,39 +13,38 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-import grpc
-
-from services.common.errors import ServiceError
+from services.common.errors import Category, DomainError
 from shared.stream import NO_SEAT, TableEvent
 
 SEAT_LIMITS = (2, 4)
 
 
-class TableError(ServiceError):
-    """A request the table refuses in its current state (FAILED_PRECONDITION)."""
+class TableError(DomainError):
+    """A request the table refuses in its current state (category ``refused``)."""
 
-    status = grpc.StatusCode.FAILED_PRECONDITION
+    category = Category.REFUSED
 
     def __init__(self, message: str, reason: str) -> None:
-        super().__init__(self.status, reason, message)
+        super().__init__(message)
+        self.reason = reason
 
 
 class NotAllowedError(TableError):
     """The caller may not do this at this table (not the creator, not seated)."""
 
-    status = grpc.StatusCode.PERMISSION_DENIED
+    category = Category.FORBIDDEN
 
 
 class BadRequestError(TableError):
     """Malformed input (unknown tile, bad arrangement, out-of-range setting)."""
 
-    status = grpc.StatusCode.INVALID_ARGUMENT
+    category = Category.INVALID
 
 
 class TableFullError(TableError):
     """Every seat is taken."""
 
-    status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    category = Category.EXHAUSTED
 
 
 WATCH_PLAYERS = "players"

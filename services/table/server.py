@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.limits import Limiter, limiter_from_settings
 from services.common.logging import get_logger
 from services.common.redis_client import async_client, is_cluster_url, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
@@ -120,6 +121,7 @@ class TableServer:
     redis: Any
     hub: StreamHub[StoredEvent]
     timers: bool = True
+    limiter: Limiter | None = None
     _stop: asyncio.Event | None = None
     _task: asyncio.Task[None] | None = None
 
@@ -146,6 +148,8 @@ class TableServer:
         await self.server.stop(grace)
         await self.hub.stop()
         await self.redis.aclose()
+        if self.limiter is not None:
+            await self.limiter.close()
 
 
 def create_table_server(
@@ -159,8 +163,11 @@ def create_table_server(
     """A ready-to-start table server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
     redis, hub = redis_clients(settings.redis_url)
     tables = build_tables(redis, enqueue, hub, settings.stakes())
-    server = create_server([registration(tables)], settings, address=address, options=options)
-    return TableServer(server, tables, redis, hub, timers)
+    limiter = limiter_from_settings(settings)
+    server = create_server(
+        [registration(tables)], settings, address=address, options=options, limiter=limiter
+    )
+    return TableServer(server, tables, redis, hub, timers, limiter)
 
 
 async def _serve(settings: Settings) -> int:
@@ -176,14 +183,18 @@ async def _serve(settings: Settings) -> int:
         task = asyncio.create_task(run_timers(tables, stop_timers))
         return [registration(tables)]
 
+    limiter = limiter_from_settings(settings)
+
     async def cleanup() -> None:
         stop_timers.set()
         if task is not None:
             await task
         await hub.stop()
         await redis.aclose()
+        if limiter is not None:
+            await limiter.close()
 
-    return await serve(settings, factory, cleanup=cleanup)
+    return await serve(settings, factory, cleanup=cleanup, limiter=limiter)
 
 
 UVLOOP_ENV = "KISHPA_UVLOOP"

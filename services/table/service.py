@@ -19,11 +19,12 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import grpc
 import structlog
 
+from services.common.errors import AlreadyExists, Category
 from services.common.settings import DEFAULT_STAKES
 from services.common.tracing import current_traceparent
+from services.common.validation import request_fingerprint
 from services.table.engine import (
     SEAT_LIMITS,
     WATCH_INVITEES,
@@ -75,7 +76,7 @@ the service enqueues settlements)."""
 class TableNotFoundError(TableError):
     """No such table (or it expired after closing)."""
 
-    status = grpc.StatusCode.NOT_FOUND
+    category = Category.NOT_FOUND
 
 
 class NotDueError(Exception):
@@ -170,6 +171,22 @@ def _check_may_watch(table: Table, player_id: str) -> None:
             "this table may be watched only by "
             + ("its players" if table.settings.watch_policy == WATCH_PLAYERS else "invitees"),
             "NOT_ALLOWED_TO_WATCH",
+        )
+
+
+def _answer_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The stored answer of a request: its result and what the request was (fingerprint)."""
+    fingerprint = request_fingerprint()
+    return {"result": result, "fp": fingerprint} if fingerprint else {"result": result}
+
+
+def _check_same_request(answer: Mapping[str, Any]) -> None:
+    """One rule for every service (the wallet's): a request id answered before, reused for
+    another body or another RPC, is refused instead of answered with the first result."""
+    first, now = answer.get("fp"), request_fingerprint()
+    if first and now and first != now:
+        raise AlreadyExists(
+            "IDEMPOTENCY_KEY_REUSED", "request_id was already used for a different request"
         )
 
 
@@ -280,7 +297,7 @@ class Tables:
         def build(snapshot: Snapshot) -> Transition:
             table = Table.from_dict(snapshot.state)
             step, result = compute(table)
-            return self._transition(table, step, {"result": result})
+            return self._transition(table, step, _answer_of(result))
 
         try:
             committed = await self.store.transact(
@@ -317,6 +334,8 @@ class Tables:
 
     async def _answer(self, player_id: str, table_id: str, committed: Committed) -> ActResult:
         answer = json.loads(committed.answer) if committed.answer else {}
+        if committed.replayed:
+            _check_same_request(answer)
         event_id = committed.event_ids[-1] if committed.event_ids else ""
         if committed.transition is not None and event_id:
             # The state just committed is the view's source: no second read. Its cursor is
@@ -430,10 +449,12 @@ class Tables:
                 ),
             ]
             step = self._maybe_auto_start(table, Step(game={}, events=events))
-            return self._transition(table, step, {"result": {"table_id": table_id}})
+            return self._transition(table, step, _answer_of({"table_id": table_id}))
 
         try:
-            committed = await self.store.transact(table_id, build, create=True)
+            committed = await self.store.transact(
+                table_id, build, create=True, request=request_field(creator, request_id)
+            )
         except TableExistsError:
             if not request_id:
                 raise

@@ -33,7 +33,7 @@ from services.wallet.admin import (
     Justification,
 )
 from services.wallet.ledger import TransferFilter
-from services.wallet.servicer import _as_service_errors, _transfer_pb
+from services.wallet.servicer import _transfer_pb
 
 T = TypeVar("T")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -95,10 +95,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
-        with _as_service_errors():
-            return await loop.run_in_executor(
-                self._executor, lambda: context.run(fn, *args, **kwargs)
-            )
+        return await loop.run_in_executor(self._executor, lambda: context.run(fn, *args, **kwargs))
 
     def _tables(self) -> table_pb2_grpc.TableServiceAsyncStub:
         if self._channel is None:  # made on first use, inside the serving event loop
@@ -129,8 +126,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.CloseTableRequest, context: Context
     ) -> admin_pb2.CloseTableResponse:
         why = _why(request.reason, request.ticket, request.request_id)
-        with _as_service_errors():
-            why.check()
+        why.check()
         if not request.table_id:
             raise InvalidArgument("BAD_TABLE_ID", "table_id is required")
         closed = await self._tables().CloseTable(
@@ -194,8 +190,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         if request.page_size < 0:
             raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
         ledger = self._admin.ledger
-        with _as_service_errors():
-            account = player_account(request.player_id)
+        account = player_account(request.player_id)
         balance = await self._run(ledger.balance, account)
         transfers, token = await self._run(
             ledger.list_transfers,

@@ -128,20 +128,28 @@ class Ledger:
         """Apply an operator's batch under the internal key ``wallet:admin:<name>``."""
         return self._apply(f"{INTERNAL_KEY_PREFIX}admin:{name}", postings)
 
-    def open_wallet(self, player_id: str) -> tuple[int, bool]:
-        """Open a player's wallet, granting the starting tokens once.
+    def open_wallet(self, player_id: str, *, grant: bool = True) -> tuple[int, bool]:
+        """Open a player's wallet, granting the starting tokens once (``grant=False``: open
+        it empty, for a player whose device had its grant already).
 
-        Returns (balance now, True if this call granted the starting tokens)."""
+        The wallet's row is created in the same transaction as its grant, so a wallet that
+        exists was opened, with or without the grant; it is never granted later.
+        Returns (balance now, True if this call opened the wallet)."""
         account = player_account(player_id)
-        grant = Posting(BANK, account, STARTING_TOKENS, Reason.OPENING_GRANT.value)
-        key = f"{INTERNAL_KEY_PREFIX}open:{player_id}"
-        # Services open wallets before every settlement: answer an opened one with reads.
+        # Services open wallets before every settlement: answer an opened one with a read.
         with self._read() as conn:
-            opened = self._find(conn, key, body_hash([grant])) is not None
-        if opened:
-            return self.balance(account), False
-        self._ensure_accounts([account])
-        result = self._apply(key, [grant])
+            balance = conn.execute(
+                select(schema.accounts.c.balance).where(schema.accounts.c.id == account)
+            ).scalar_one_or_none()
+        if balance is not None:
+            return int(balance), False
+        if not grant:
+            with self.engine.begin() as conn:
+                self._insert_missing(conn, [account])
+            self._remember([account])
+            return self.balance(account), True
+        opening = Posting(BANK, account, STARTING_TOKENS, Reason.OPENING_GRANT.value)
+        result = self._apply(f"{INTERNAL_KEY_PREFIX}open:{player_id}", [opening], create=[account])
         if not result.replayed:
             return result.balances[account], True
         return self.balance(account), False
@@ -208,14 +216,23 @@ class Ledger:
             conn = conn.execution_options(sqlite_begin="DEFERRED")
         return conn
 
-    def _apply(self, key: str, postings: Sequence[Posting]) -> BatchResult:
+    def _apply(
+        self, key: str, postings: Sequence[Posting], *, create: Sequence[str] = ()
+    ) -> BatchResult:
+        """Apply a batch; bowls and pots it names (and ``create``) are created on first use,
+        inside the batch's transaction, so a refused batch leaves no account behind."""
         validate_batch(key, postings)
         digest = body_hash(postings)
         accounts = touched_accounts(postings)
-        self._ensure_accounts(a for a in accounts if account_kind(a) is not AccountKind.PLAYER)
+        creatable = {a for a in accounts if account_kind(a) is not AccountKind.PLAYER}
+        creatable.update(create)
         try:
             with self.engine.begin() as conn:
-                return self._apply_locked(conn, key, digest, postings, accounts)
+                result = self._apply_locked(
+                    conn, key, digest, postings, accounts, creatable - self._known
+                )
+            self._remember(creatable)
+            return result
         except (IntegrityError, WalletError):
             # The key may be taken: by an earlier batch (a replay: its first result is the
             # answer, even if the same postings could not apply now) or by a concurrent twin
@@ -233,9 +250,10 @@ class Ledger:
         digest: str,
         postings: Sequence[Posting],
         accounts: list[str],
+        new: set[str],
     ) -> BatchResult:
         own = [x for x in accounts if x != BANK]
-        balances = self._lock(conn, own)
+        balances = self._lock(conn, own, new)
         missing = [x for x in own if x not in balances]
         if missing:
             raise AccountNotFound(f"no such account: {', '.join(missing)} (open the wallet first)")
@@ -268,11 +286,15 @@ class Ledger:
             batch_id = self._insert_core(conn, key, digest, result, now)
         return BatchResult(batch_id, result.applied, result.balances)
 
-    def _lock(self, conn: Connection, own: list[str]) -> dict[str, int]:
-        """Balances of ``own`` (sorted), locked until the transaction ends."""
+    def _lock(self, conn: Connection, own: list[str], new: set[str]) -> dict[str, int]:
+        """Balances of ``own`` (sorted), locked until the transaction ends; those of ``new``
+        that do not exist yet are created first, in this transaction (zero balance)."""
         if not self._sqlite:
+            if new:
+                return self._create_and_lock(conn, own, new)
             return postgres.lock_accounts(conn, own)
         # SQLite: BEGIN IMMEDIATE already holds the database's write lock.
+        self._insert_missing(conn, sorted(new))
         a = schema.accounts.c
         query = select(a.id, a.balance).where(a.id.in_(own)).order_by(a.id)
         return {row.id: int(row.balance) for row in conn.execute(query)}
@@ -330,24 +352,27 @@ class Ledger:
             raise IdempotencyKeyReused(f"request_id {key!r} was already used for a different batch")
         return BatchResult.from_json(int(row.id), row.result, replayed=True)
 
-    def _ensure_accounts(self, accounts: Iterable[str]) -> None:
-        """Create missing accounts with a zero balance, in their own short transaction."""
-        wanted = sorted(set(accounts) - self._known)
-        if not wanted:
-            return
-        a = schema.accounts.c
-        with self._read() as conn:
-            found = set(conn.execute(select(a.id).where(a.id.in_(wanted))).scalars())
-        missing = [x for x in wanted if x not in found]
-        if missing:
-            now = _now_ms()
-            with self.engine.begin() as conn:
-                for account in missing:
-                    stmt = _insert_ignore(self._sqlite).values(
-                        id=account, kind=account_kind(account).value, balance=0, created_ms=now
-                    )
-                    conn.execute(stmt)
-        self._known.update(wanted)
+    def _create_and_lock(self, conn: Connection, own: list[str], new: set[str]) -> dict[str, int]:
+        """PostgreSQL, first use of an account: insert-or-skip and lock each account in the
+        one sorted order, so a batch creating a bowl and one locking it never deadlock."""
+        balances: dict[str, int] = {}
+        for account in own:  # sorted
+            if account in new:
+                self._insert_missing(conn, [account])
+            balances.update(postgres.lock_accounts(conn, [account]))
+        return balances
+
+    def _insert_missing(self, conn: Connection, accounts: Sequence[str]) -> None:
+        now = _now_ms()
+        for account in accounts:
+            stmt = _insert_ignore(self._sqlite).values(
+                id=account, kind=account_kind(account).value, balance=0, created_ms=now
+            )
+            conn.execute(stmt)
+
+    def _remember(self, accounts: Iterable[str]) -> None:
+        # Accounts are never deleted: once committed, no batch needs to create them again.
+        self._known.update(accounts)
 
 
 # Stands for the bank's balance in a result's JSON until the database supplies it.
@@ -397,6 +422,9 @@ def _transfer(row: Any) -> Transfer:
     )
 
 
+_MAX_BIGINT = 2**63 - 1
+
+
 def _encode_token(last_id: int) -> str:
     return base64.urlsafe_b64encode(f"t1:{last_id}".encode()).decode()
 
@@ -405,8 +433,12 @@ def _decode_token(token: str) -> int:
     try:
         text = base64.urlsafe_b64decode(token.encode()).decode()
         version, _, number = text.partition(":")
-        if version != "t1":
+        if version != "t1" or not number.isdigit() or len(number) > 19:
             raise ValueError(version)
-        return int(number)
+        last_id = int(number)
+        # Transfer ids are BIGINT: a forged larger number must not reach the database.
+        if not 0 < last_id <= _MAX_BIGINT:
+            raise ValueError(number)
+        return last_id
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidRequest("malformed page_token", "INVALID_PAGE_TOKEN") from None

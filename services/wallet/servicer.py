@@ -4,9 +4,9 @@ off the event loop. It holds no ledger logic."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
-from collections.abc import Callable, Iterator, Mapping
+import functools
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -23,11 +23,10 @@ from services.common.auth import (
     current_player,
     require_service,
 )
-from services.common.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
+from services.common.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from services.common.logging import get_logger
 from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
-from services.wallet.errors import WalletError
 from services.wallet.ledger import BatchResult, Ledger, Transfer, TransferFilter
 
 T = TypeVar("T")
@@ -42,15 +41,6 @@ BANK_LOADS = Counter(
     "kishpa_wallet_bank_loads", "Automatic 50-token bank loads recorded to cover a player's debt."
 )
 Context = grpc.aio.ServicerContext[Any, Any]
-
-
-@contextlib.contextmanager
-def _as_service_errors() -> Iterator[None]:
-    """Wallet errors carry their gRPC code by name; hand them to the common error mapping."""
-    try:
-        yield
-    except WalletError as exc:
-        raise ServiceError(grpc.StatusCode[exc.code], exc.reason, str(exc)) from exc
 
 
 def _count(kind: str, result: BatchResult) -> None:
@@ -79,8 +69,7 @@ def _caller() -> Player | Service | Admin:
 
 
 def _own_account(player: Player) -> str:
-    with _as_service_errors():
-        return player_account(player.player_id)
+    return player_account(player.player_id)
 
 
 REASON_PREFIX = "TRANSFER_REASON_"
@@ -165,8 +154,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         loop = asyncio.get_running_loop()
         # In the call's context: its trace span (and log fields) follow into the thread.
         context = contextvars.copy_context()
-        with _as_service_errors():
-            return await loop.run_in_executor(self._executor, context.run, fn, *args)
+        return await loop.run_in_executor(self._executor, context.run, fn, *args)
 
     async def OpenWallet(
         self, request: wallet_pb2.OpenWalletRequest, context: Context
@@ -180,9 +168,14 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             player_id = caller.player_id
         elif not player_id:
             raise InvalidArgument("MISSING_PLAYER_ID", "a service must name the player_id")
-        with _as_service_errors():
-            account = player_account(player_id)
-        tokens, created = await self._run(self._ledger.open_wallet, player_id)
+        if request.without_starting_grant and not isinstance(caller, Service):
+            raise PermissionDenied("SERVICE_REQUIRED", "only a service may open without a grant")
+        account = player_account(player_id)
+        tokens, created = await self._run(
+            functools.partial(
+                self._ledger.open_wallet, player_id, grant=not request.without_starting_grant
+            )
+        )
         BATCHES.labels("open", "applied" if created else "replayed").inc()
         return wallet_pb2.OpenWalletResponse(balance=_balance(account, tokens), created=created)
 

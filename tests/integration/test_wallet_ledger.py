@@ -10,11 +10,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import inspect, text
 
+from services.common.errors import failure_of
 from services.wallet.accounts import BANK, AccountKind, account_kind
 from services.wallet.batch import Posting
 from services.wallet.database import create_wallet_engine, temporary_postgres_database
@@ -213,5 +215,76 @@ def test_migrations_go_down_and_up_on_postgres() -> None:
 def test_unopened_player_and_wallet_errors_carry_reasons(ledger: Ledger) -> None:
     with pytest.raises(WalletError) as info:
         ledger.balance(f"player:{uuid.uuid4().hex}")
-    assert info.value.code == "NOT_FOUND"
+    failure = failure_of(info.value)
+    assert failure is not None
+    assert failure.code is grpc.StatusCode.NOT_FOUND
     assert ledger.balance(f"bowl:{uuid.uuid4().hex}") == 0
+
+
+def _account_exists(ledger: Ledger, account: str) -> bool:
+    with ledger.engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT count(*) FROM accounts WHERE id = :id"), {"id": account}
+        ).scalar_one()
+    return bool(found)
+
+
+def test_refused_batch_from_a_never_used_bowl_creates_no_account(ledger: Ledger) -> None:
+    """Issue 11: the bowl was ensured in its own transaction before the batch was checked."""
+    run = uuid.uuid4().hex[:10]
+    ledger.open_wallet(f"{run}a")
+    bowl = f"bowl:{run}"
+    with pytest.raises(InsufficientFunds):
+        ledger.apply_batch(
+            f"k:{run}", [Posting(bowl, f"player:{run}a", 5, "bowl_win", run, 1, "end")]
+        )
+    assert not _account_exists(ledger, bowl)
+    # The same bowl, used the right way round, is created by its batch.
+    ledger.apply_batch(
+        f"k2:{run}", [Posting(f"player:{run}a", bowl, 1, "bowl_contribution", run, 1, "start")]
+    )
+    assert _account_exists(ledger, bowl)
+    assert ledger.balance(bowl) == 1
+
+
+def test_a_wallet_row_and_its_grant_are_one_transaction(ledger: Ledger) -> None:
+    run = uuid.uuid4().hex[:10]
+    tokens, created = ledger.open_wallet(run)
+    assert (tokens, created) == (2000, True)
+    assert ledger.open_wallet(run) == (2000, False)
+    assert _account_exists(ledger, f"player:{run}")
+
+
+def test_concurrent_first_uses_of_bowls_neither_deadlock_nor_lose_updates(ledger: Ledger) -> None:
+    """Two batches create the same new bowls in one sorted order while a third locks them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    run = uuid.uuid4().hex[:10]
+    players = [f"{run}{i}" for i in range(4)]
+    for p in players:
+        ledger.open_wallet(p)
+    bowls = [f"bowl:{run}{b}" for b in range(3)]
+
+    def pay(i: int) -> None:
+        postings = [
+            Posting(f"player:{players[i % 4]}", bowl, 1, "bowl_contribution", run, i, "start")
+            for bowl in (bowls if i % 2 else list(reversed(bowls)))
+        ]
+        ledger.apply_batch(f"c:{run}:{i}", postings)
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(pay, range(24)))
+    assert [ledger.balance(b) for b in bowls] == [24, 24, 24]
+
+
+def test_forged_page_token_with_a_huge_number_is_invalid(ledger: Ledger) -> None:
+    import base64
+
+    from services.wallet.errors import InvalidRequest
+    from services.wallet.ledger import TransferFilter
+
+    for number in ("9" * 30, str(2**63), "0", "-5", "1e9"):
+        token = base64.urlsafe_b64encode(f"t1:{number}".encode()).decode()
+        with pytest.raises(InvalidRequest) as info:
+            ledger.list_transfers(TransferFilter("", "", 0, ""), 10, token)
+        assert info.value.reason == "INVALID_PAGE_TOKEN"

@@ -248,3 +248,109 @@ def test_key_rotation_verifies_tokens_of_the_previous_key_and_signs_with_the_new
     forged = TokenAuthority(TOKEN_KEY, "o" * 40, clock=clock).issue_service_token("x").token
     with pytest.raises(Unauthenticated):
         rotated.verify(forged)
+
+
+# -- hardening (issue 11): numeric claims, lifetime, scheme, alg, size -----------------------
+
+
+def _signed(claims: dict[str, object], key: str = TOKEN_KEY, alg: str = "HS256") -> str:
+    return jwt.encode(claims, key, algorithm=alg)
+
+
+def _claims(clock: Clock, **overrides: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "sub": "p-1",
+        "typ": "player",
+        "iss": ISSUER,
+        "iat": int(clock.now),
+        "exp": int(clock.now) + 300,
+    }
+    return {**base, **overrides}
+
+
+def _raw_token(payload_json: str, key: str = TOKEN_KEY) -> str:
+    """A correctly signed HS256 JWT whose payload is the exact JSON text given."""
+    import base64
+    import hashlib
+    import hmac
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    head = b64(b'{"alg":"HS256","typ":"JWT"}')
+    body = b64(payload_json.encode())
+    sig = hmac.new(key.encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+    return f"{head}.{body}.{b64(sig)}"
+
+
+@pytest.mark.parametrize("field", ["exp", "iat"])
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1e30", "-5", "true", '"soon"', "null"])
+def test_out_of_range_numeric_claims_are_token_invalid(field: str, number: str) -> None:
+    clock = Clock()
+    other = "iat" if field == "exp" else "exp"
+    other_value = int(clock.now) + (300 if other == "exp" else 0)
+    payload = (
+        f'{{"sub":"p-1","typ":"player","iss":"{ISSUER}",'
+        f'"{other}":{other_value},"{field}":{number}}}'
+    )
+    with pytest.raises(Unauthenticated) as info:
+        authority(clock).verify(_raw_token(payload))
+    assert info.value.reason == "TOKEN_INVALID"
+
+
+def test_token_with_exp_far_in_the_future_is_refused() -> None:
+    clock = Clock()
+    token = _signed(_claims(clock, exp=10**10))  # year 2286: a valid date, too far
+    with pytest.raises(Unauthenticated) as info:
+        authority(clock).verify(token)
+    assert info.value.reason == "TOKEN_INVALID"
+    exp_1e30 = "1" + "0" * 30  # the issue's example: exp = 10^30, an exact integer
+    payload = f'{{"sub":"p-1","typ":"player","iss":"{ISSUER}","iat":{int(clock.now)},'
+    with pytest.raises(Unauthenticated):
+        authority(clock).verify(_raw_token(payload + f'"exp":{exp_1e30}}}'))
+
+
+def test_token_lifetime_is_bounded_by_the_configured_ttl() -> None:
+    clock = Clock()
+    # The authority issues 600 s player tokens; one of 601 + leeway is refused.
+    ok = _signed(_claims(clock, exp=int(clock.now) + 600))
+    assert authority(clock).verify(ok) == Player("p-1", "")
+    too_long = _signed(_claims(clock, iat=int(clock.now) - 10, exp=int(clock.now) + 600))
+    with pytest.raises(Unauthenticated):
+        authority(clock).verify(too_long)
+
+
+def test_bearer_scheme_is_case_insensitive() -> None:
+    for scheme in ("Bearer", "bearer", "BEARER", "bEaReR"):
+        assert bearer_token([("authorization", f"{scheme} abc.def.ghi")]) == "abc.def.ghi"
+    with pytest.raises(Unauthenticated):
+        bearer_token([("authorization", "Bearer")])
+    with pytest.raises(Unauthenticated):
+        bearer_token([("authorization", "Bearerabc")])
+
+
+def test_lower_case_bearer_token_verifies() -> None:
+    clock = Clock()
+    issued = authority(clock).issue_player_token("p-9", "Ana")
+    token = bearer_token([("authorization", "bearer " + issued.token)])
+    assert token is not None
+    assert authority(clock).verify(token) == Player("p-9", "Ana")
+
+
+def test_alg_is_pinned_even_with_the_right_key() -> None:
+    clock = Clock()
+    for alg in ("HS384", "HS512"):
+        token = _signed(_claims(clock), alg=alg)
+        with pytest.raises(Unauthenticated) as info:
+            authority(clock).verify(token)
+        assert info.value.reason == "TOKEN_INVALID"
+
+
+def test_oversized_token_refused_before_decoding() -> None:
+    huge = "a" * 100_000
+    with pytest.raises(Unauthenticated) as info:
+        bearer_token([("authorization", "Bearer " + huge)])
+    assert info.value.reason == "TOKEN_TOO_LARGE"
+    with pytest.raises(Unauthenticated) as info:
+        authority().verify(huge)
+    assert info.value.reason == "TOKEN_TOO_LARGE"

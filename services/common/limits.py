@@ -1,0 +1,255 @@
+"""Abuse limits shared by every replica of a service: counted in Redis with ``limits``.
+
+What is limited (each limit is a setting, see docs/api.md "Rate limits"):
+
+- guest logins (``AuthService/Login``, no token) per client address and per device id;
+- player calls per player and RPC family: a family is a service's mutations (requests that
+  carry a ``request_id``) or its reads, found from the descriptors;
+- concurrent server streams (``WatchTable``, ``WatchQueue``) per player.
+
+A refusal is ``RESOURCE_EXHAUSTED`` ``RATE_LIMITED`` (or ``TOO_MANY_STREAMS``) with a
+``google.rpc.RetryInfo`` saying when to retry. Counters use the sliding-window-counter
+strategy of the maintained ``limits`` library; every counter is one key (or a pair in one
+hash slot, braces added by the library), so the same code runs on one node and on a Redis
+Cluster. The limiter fails open: if Redis cannot be reached, calls are not refused for it
+(the call itself will say what is wrong), and a warning is logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import ipaddress
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import grpc
+from limits import RateLimitItem, parse
+from limits.aio.storage import RedisClusterStorage, RedisStorage
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
+
+from services.common.auth import Player, current_caller
+from services.common.errors import ResourceExhausted, abort_with
+from services.common.handlers import wrap_handler
+from services.common.logging import get_logger
+from services.common.redis_client import async_client, is_cluster_url, node_url
+from services.common.settings import Settings
+from services.common.validation import request_type
+
+KEY_PREFIX: Final = "kishpa:limits"
+LOGIN_METHOD: Final = "/kishpa.auth.v1.AuthService/Login"
+STREAM_SLOT_TTL_S: Final = 3600
+"""A stream counter outlives a crashed replica's streams by at most this long."""
+
+_log = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LimitConfig:
+    """The limits in force (``limits`` notation: ``"20/second"``, ``"10/hour"``)."""
+
+    logins_per_address: RateLimitItem
+    logins_per_device: RateLimitItem
+    player_writes: RateLimitItem
+    player_reads: RateLimitItem
+    streams_per_player: int
+    exempt_loopback: bool = True
+    key_prefix: str = KEY_PREFIX
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LimitConfig:
+        """The limits the settings configure."""
+        return cls(
+            parse(settings.limit_logins_per_address),
+            parse(settings.limit_logins_per_device),
+            parse(settings.limit_player_writes),
+            parse(settings.limit_player_reads),
+            settings.limit_streams_per_player,
+            settings.limit_exempt_loopback,
+            settings.limits_key_prefix,
+        )
+
+
+def client_address(peer: str) -> str:
+    """The host part of a gRPC peer string (``ipv4:1.2.3.4:5678`` -> ``1.2.3.4``)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6" and rest.startswith("["):
+        return rest[1 : rest.find("]")]
+    if kind in ("ipv4", "ipv6"):
+        return rest.rpartition(":")[0] or rest
+    return peer or "unknown"
+
+
+def is_loopback(address: str) -> bool:
+    """A client on this host (a local tool, a test, ``kishpa run``) or a Unix socket."""
+    if address.startswith(("unix:", "/")):
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def hashed(value: str) -> str:
+    """A fixed-size, key-safe stand-in for an id in a counter's key (device and player ids:
+    no client-chosen text in key names)."""
+    return hashlib.sha256(value.encode()).hexdigest()[:32]
+
+
+class Limiter:
+    """Counts and refuses; one per process, over the service's Redis."""
+
+    def __init__(self, redis_url: str, config: LimitConfig) -> None:
+        storage: RedisStorage
+        if is_cluster_url(redis_url):
+            seed = node_url(redis_url).replace("redis://", "redis+cluster://", 1)
+            storage = RedisClusterStorage(
+                "async+" + seed, implementation="redispy", key_prefix=config.key_prefix
+            )
+        else:
+            storage = RedisStorage(
+                "async+" + redis_url, implementation="redispy", key_prefix=config.key_prefix
+            )
+        self._windows = SlidingWindowCounterRateLimiter(storage)
+        self.redis: Any = async_client(redis_url, max_connections=8)
+        self.config = config
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self.redis.aclose()
+
+    async def hit(self, item: RateLimitItem, *identifiers: str) -> None:
+        """Count one call; refuse it (``RATE_LIMITED``) when ``item`` is exhausted."""
+        try:
+            allowed = await self._windows.hit(item, *identifiers)
+            if allowed:
+                return
+            stats = await self._windows.get_window_stats(item, *identifiers)
+        except Exception:
+            _log.warning("limits.unavailable", limit=str(item), exc_info=True)
+            return  # fail open: the rate limiter must not be what takes a service down
+        retry = max(0.05, stats.reset_time - time.time())
+        raise ResourceExhausted(
+            "RATE_LIMITED",
+            f"too many requests ({item}); retry later",
+            retry_after_s=round(retry, 3),
+        )
+
+    @contextlib.asynccontextmanager
+    async def stream_slot(self, player_id: str) -> AsyncIterator[None]:
+        """Hold one of the player's concurrent stream slots for the life of a stream."""
+        key = f"{self.config.key_prefix}:streams:{{{hashed(player_id)}}}"
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.incr(key)
+                pipe.expire(key, STREAM_SLOT_TTL_S)
+                count, _ = await pipe.execute()
+        except Exception:
+            _log.warning("limits.unavailable", limit="streams", exc_info=True)
+            yield
+            return
+        try:
+            if int(count) > self.config.streams_per_player:
+                raise ResourceExhausted(
+                    "TOO_MANY_STREAMS",
+                    f"at most {self.config.streams_per_player} open streams per player",
+                    retry_after_s=1.0,
+                )
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                await self.redis.decr(key)
+
+    async def grant_once(self, device_key: str, player_id: str) -> bool:
+        """True the first time ``device_key`` asks for the starting grant (for ``player_id``)."""
+        key = f"{self.config.key_prefix}:grant:{{{hashed(device_key)}}}"
+        return bool(await self.redis.set(key, player_id, nx=True))
+
+    async def forget_grant(self, device_key: str, player_id: str) -> None:
+        """Undo :meth:`grant_once` when the grant could not be given after all."""
+        key = f"{self.config.key_prefix}:grant:{{{hashed(device_key)}}}"
+        with contextlib.suppress(Exception):
+            if (await self.redis.get(key)) == player_id.encode():
+                await self.redis.delete(key)
+
+
+def limiter_from_settings(settings: Settings) -> Limiter | None:
+    """The process's limiter over ``REDIS_URL``, or None when ``KISHPA_RATE_LIMITS=0``."""
+    if not settings.rate_limits:
+        return None
+    return Limiter(settings.redis_url, LimitConfig.from_settings(settings))
+
+
+def device_key(device_id: str, peer: str, config: LimitConfig) -> str | None:
+    """Whose starting grant a guest login takes: its device id's, else its client
+    address's; None for a loopback client without a device id (exempt, see LimitConfig)."""
+    if device_id:
+        return f"device:{device_id}"
+    address = client_address(peer)
+    if config.exempt_loopback and is_loopback(address):
+        return None
+    return f"address:{address}"
+
+
+class LimitsInterceptor(grpc.aio.ServerInterceptor):
+    """Applies the :class:`Limiter` to every call (after auth and validation)."""
+
+    def __init__(self, limiter: Limiter) -> None:
+        self._limiter = limiter
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        known = request_type(method)
+        if handler is None or known is None or not known.checked:
+            return handler
+        limiter = self._limiter
+        config = limiter.config
+        service = method.lstrip("/").partition("/")[0]
+        writes = "request_id" in known.message_class.DESCRIPTOR.fields_by_name
+        family = f"{service}:{'write' if writes else 'read'}"
+        item = config.player_writes if writes else config.player_reads
+        streaming = handler.unary_stream is not None
+
+        async def before(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+            try:
+                if method == LOGIN_METHOD:
+                    address = client_address(context.peer())
+                    if not (config.exempt_loopback and is_loopback(address)):
+                        await limiter.hit(config.logins_per_address, "login", "address", address)
+                    device = str(getattr(request, "device_id", "") or "")
+                    if device:
+                        await limiter.hit(
+                            config.logins_per_device, "login", "device", hashed(device)
+                        )
+                    return
+                caller = current_caller()
+                if isinstance(caller, Player):
+                    await limiter.hit(item, "player", hashed(caller.player_id), family)
+            except ResourceExhausted as exc:
+                _log.info("rpc.rate_limited", method=method, reason=exc.reason)
+                await abort_with(context, exc)
+
+        @contextlib.asynccontextmanager
+        async def around(
+            _: str, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[None]:
+            caller = current_caller()
+            if not streaming or not isinstance(caller, Player):
+                yield
+                return
+            try:
+                async with limiter.stream_slot(caller.player_id):
+                    yield
+            except ResourceExhausted as exc:
+                await abort_with(context, exc)
+
+        return wrap_handler(handler, method, around, before=before)
