@@ -8,6 +8,8 @@ import pathlib
 import pytest
 from google.protobuf import descriptor_pool
 from google.protobuf.duration_pb2 import Duration
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kishpa.auth.v1 import auth_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
@@ -142,3 +144,47 @@ def test_fingerprint_differs_by_rpc_and_body() -> None:
     assert same != fingerprint_of("/kishpa.table.v1.TableService/StartGame", b)
     c = table_pb2.LeaveTableRequest(table_id="t2", request_id="r")
     assert same != fingerprint_of("/kishpa.table.v1.TableService/LeaveTable", c)
+
+
+def _request_types() -> list[type]:
+    from google.protobuf import message_factory
+
+    import kishpa.admin.v1.admin_pb2
+    import kishpa.auth.v1.auth_pb2
+    import kishpa.matchmaking.v1.matchmaking_pb2
+    import kishpa.table.v1.table_pb2
+    import kishpa.wallet.v1.wallet_pb2
+
+    out = []
+    for module in (
+        kishpa.admin.v1.admin_pb2,
+        kishpa.auth.v1.auth_pb2,
+        kishpa.matchmaking.v1.matchmaking_pb2,
+        kishpa.table.v1.table_pb2,
+        kishpa.wallet.v1.wallet_pb2,
+    ):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            out += [message_factory.GetMessageClass(m.input_type) for m in service.methods]
+    return out
+
+
+REQUEST_TYPES = _request_types()
+
+
+@settings(max_examples=300, derandomize=True)
+@given(data=st.binary(max_size=300), index=st.integers(0, len(REQUEST_TYPES) - 1))
+def test_any_bytes_decode_or_are_refused_never_raise(data: bytes, index: int) -> None:
+    """Hypothesis: whatever arrives, the edge answers a message or a refusal, no exception."""
+    cls = REQUEST_TYPES[index]
+    decoded = safe_deserializer(cls.FromString, 64 * 1024)(data)
+    if isinstance(decoded, Undecodable):
+        assert decoded.refusal.reason in ("MALFORMED_REQUEST", "REQUEST_TOO_LARGE")
+        return
+    refusal: InvalidArgument | None = None
+    try:
+        check_message(decoded)
+    except InvalidArgument as exc:
+        refusal = exc
+    if refusal is not None:
+        assert 0 < len(refusal.message) <= 300
+        assert refusal.metadata["field"]
