@@ -1,8 +1,12 @@
-"""Cost of the shared server plumbing (metrics, auth, error mapping) per unary RPC.
+"""Cost of the shared server plumbing (metrics, auth, validation, rate limits, error mapping)
+per unary RPC.
 
 Runs in one process on loopback: a bare ``grpc.aio`` server is the baseline; the same
 handler behind ``services.common.server.create_server`` is measured on a public method
-(no token check) and on an authenticated one (a JWT verified per call). Prints calls per
+(no token check), on an authenticated one (a JWT verified per call), on a ``kishpa.*`` method
+whose request the validation layer checks field by field (``TableService/GetTable``), and on
+that method with the Redis-backed rate limits as well (``REDIS_URL``, default the local
+Redis; its counters go under a key prefix of this run and are deleted). Prints calls per
 second and each variant's time per call as a ratio to the baseline of the same run.
 
     .venv/bin/python benchmarks/bench_common_rpc.py [calls]
@@ -11,15 +15,19 @@ second and each variant's time per call as a ratio to the baseline of the same r
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2
+from limits import parse
 from prometheus_client import CollectorRegistry
 
+from kishpa.table.v1 import table_pb2
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.limits import LimitConfig, Limiter
 from services.common.metrics import GrpcMetrics
 from services.common.server import ServiceRegistration, create_server
 from services.common.settings import load_settings
@@ -32,6 +40,41 @@ ROUNDS = 5
 
 async def _echo(request: Msg, context: Any) -> Msg:
     return request
+
+
+CHECKED_SERVICE = "kishpa.table.v1.TableService"
+Checked = table_pb2.GetTableRequest
+
+
+async def _echo_checked(request: Checked, context: Any) -> Checked:
+    return request
+
+
+def _add_checked(servicer: Any, server: grpc.aio.Server) -> None:
+    handler = grpc.unary_unary_rpc_method_handler(
+        _echo_checked,
+        request_deserializer=Checked.FromString,
+        response_serializer=Checked.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(CHECKED_SERVICE, {"GetTable": handler}),)
+    )
+
+
+async def _time_checked(port: int, calls: int, metadata: Any) -> float:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = channel.unary_unary(
+            f"/{CHECKED_SERVICE}/GetTable",
+            request_serializer=Checked.SerializeToString,
+            response_deserializer=Checked.FromString,
+        )
+        request = Checked(table_id="t0123456789abcdef01234567")
+        for _ in range(50):
+            await call(request, metadata=metadata)
+        began = time.perf_counter()
+        for _ in range(calls):
+            await call(request, metadata=metadata)
+        return (time.perf_counter() - began) / calls
 
 
 def _add(servicer: Any, server: grpc.aio.Server) -> None:
@@ -75,23 +118,65 @@ async def main(calls: int) -> None:
         metrics=GrpcMetrics(CollectorRegistry()),
     )
     await kishpa.start()
+    checked = create_server(
+        [ServiceRegistration(CHECKED_SERVICE, None, _add_checked)],
+        settings,
+        address="127.0.0.1:0",
+        authority=authority,
+        metrics=GrpcMetrics(CollectorRegistry()),
+    )
+    await checked.start()
+    prefix = f"kishpa:bench-limits:{os.getpid()}"
+    limiter = Limiter(
+        os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        LimitConfig(
+            parse("1000000/second"),
+            parse("1000000/second"),
+            parse("1000000/second"),
+            parse("1000000/second"),
+            16,
+            key_prefix=prefix,
+        ),
+    )
+    limited = create_server(
+        [ServiceRegistration(CHECKED_SERVICE, None, _add_checked)],
+        settings,
+        address="127.0.0.1:0",
+        authority=authority,
+        metrics=GrpcMetrics(CollectorRegistry()),
+        limiter=limiter,
+    )
+    await limited.start()
     token = bearer_metadata(authority.issue_player_token("p-bench", "Bench").token)
     variants = [
         (bare_port, "Public", None),
         (bare_port, "Public", token),
         (kishpa.port, "Public", None),
         (kishpa.port, "Private", token),
+        (checked.port, "", token),
+        (limited.port, "", token),
     ]
     best = [float("inf")] * len(variants)
     try:
         # Interleaved rounds, best of each: the machine is shared, so noise only adds time.
         for _ in range(ROUNDS):
             for i, (port, method, metadata) in enumerate(variants):
-                best[i] = min(best[i], await _time_calls(port, method, calls // ROUNDS, metadata))
+                share = calls // ROUNDS
+                took = (
+                    await _time_calls(port, method, share, metadata)
+                    if method
+                    else await _time_checked(port, share, metadata)
+                )
+                best[i] = min(best[i], took)
     finally:
         await kishpa.stop(None)
+        await checked.stop(None)
+        await limited.stop(None)
         await bare.stop(None)
-    baseline, bare_token, public, private = best
+        async for key in limiter.redis.scan_iter(match=f"*{prefix}*"):
+            await limiter.redis.delete(key)
+        await limiter.close()
+    baseline, bare_token, public, private, validated, rate_limited = best
     print(
         f"unary calls, sequential, {calls} per variant in {ROUNDS} interleaved rounds "
         "(best round), one process over loopback"
@@ -101,6 +186,8 @@ async def main(calls: int) -> None:
         ("bare, token sent but not checked", bare_token),
         ("create_server, public method", public),
         ("create_server, token verified", private),
+        ("+ validation (a kishpa.* request)", validated),
+        ("+ validation + Redis rate limits", rate_limited),
     ):
         print(
             f"  {name:34s} {1 / seconds:8.0f} calls/s  {seconds * 1e6:7.1f} us/call"
