@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.play.botseat import BotSeat, BotStats
+from cli.play.bot import BotSeat, BotStats
 from cli.play.fill import bot_name, join_all, logged_in_bots
-from cli.play.hand_botseat import HandBotSeat
+from cli.play.games import HAND, KISHPA
 from games.hand.ruleset import DEFAULT_RULES as HAND_RULES
 from kishpa.common.v1 import common_pb2
 from sdk import KishpaClient, KishpaError
@@ -119,22 +119,17 @@ async def _run_table(
         def round_ended(table_id: str, round_no: int) -> None:
             progress.advance(task)
 
-        seats: list[BotSeat | HandBotSeat] = [
-            HandBotSeat(
-                client, private.table_id, on_deal_end=round_ended if client is creator else None
+        adapter = HAND if hand else KISHPA
+        seats = [
+            BotSeat(
+                client,
+                private.table_id,
+                adapter,
+                last_round_after=args.rounds - 1 if client is creator else None,
+                on_round_end=round_ended if client is creator else None,
             )
             for client in clients
         ]
-        if not hand:
-            seats = [
-                BotSeat(
-                    client,
-                    private.table_id,
-                    last_round_after=args.rounds - 1 if client is creator else None,
-                    on_round_end=round_ended if client is creator else None,
-                )
-                for client in clients
-            ]
         run.live = [s.stats for s in seats]
         run.stats = list(await asyncio.gather(*(s.play() for s in seats)))
     except KishpaError as exc:

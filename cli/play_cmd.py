@@ -19,10 +19,11 @@ from typing import Any
 import grpc
 from rich.console import Console
 
-from cli.play.botseat import BotSeat
+from cli.play.bot import BotSeat
 from cli.play.fill import bot_name, join_all, logged_in_bots
-from cli.play.hand_botseat import HandBotSeat
-from cli.play.hand_session import HandPlaySession
+from cli.play.games import adapter_for
+from cli.play.hand_ui import HandUI
+from cli.play.kishpa_ui import KishpaUI
 from cli.play.session import PlaySession
 from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
@@ -110,11 +111,10 @@ class Play:
                 table_id = await self.find_table(client)
                 if table_id is None:
                     return 1
-                session_type = HandPlaySession if self.hand else PlaySession
-                seat = session_type(client, self.console, table_id, self.names)
-                if isinstance(seat, PlaySession):
-                    seat.use_client_seed(self.client_seed)
-                return await seat.run()
+                ui = HandUI() if self.hand else KishpaUI()
+                playing = PlaySession(client, self.console, table_id, self.names, ui)
+                playing.use_client_seed(self.client_seed)
+                return await playing.run()
             finally:
                 for task in self.bot_tasks:
                     task.cancel()
@@ -181,9 +181,7 @@ class Play:
             self.names[bot.player_id] = name
         await join_all(self.bot_clients, code)
         self.bot_tasks = [
-            asyncio.create_task(
-                (HandBotSeat(bot, table_id) if self.hand else BotSeat(bot, table_id)).play()
-            )
+            asyncio.create_task(BotSeat(bot, table_id, adapter_for(self.game)).play())
             for bot in self.bot_clients
         ]
         self.console.print(f"{', '.join(names)} joined. The game starts now.")

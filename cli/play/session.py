@@ -1,8 +1,14 @@
-"""The interactive loop of ``kishpa play``: read commands, follow the table, narrate.
+"""The interactive loop of ``kishpa play``, for either game: read commands, follow the
+table, narrate.
 
 Two things run at once: a line reader (a daemon thread around ``input()``, so the event
 loop never blocks) and the table's event stream. Events are narrated in one line each;
 when the player must act, the board is drawn again with what he may do.
+
+This loop is the same for every game. What differs — the board, the game's own commands
+and events, the words of the rules' refusals — is the game's :class:`GameUI`
+(:mod:`cli.play.kishpa_ui`, :mod:`cli.play.hand_ui`), and ``auto`` plays the move of the
+game's bot adapter (:mod:`cli.play.games`), the same code the bots run.
 """
 
 from __future__ import annotations
@@ -13,60 +19,68 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
+from typing import Protocol
 
 import grpc
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from cli.play.render import (
-    RackTile,
-    arrange,
-    board,
-    bowl_text,
-    joker_face,
-    payments_text,
-    seat_name,
-    tile_text,
-)
+from cli.play.games import GameAdapter
+from cli.play.render import payments_text, seat_name
 from games.fair import SERVER_SEED_BYTES, FairStream
-from games.kishpa import bot
-from games.kishpa import round as rnd
-from games.kishpa.solver import winning_discards
-from games.kishpa.tiles import parse_face
 from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError, events
 from sdk.fairness import RoundWitness, Verification, evidence_from_record, verify_round
-from sdk.views import my_seat, my_turn, turn_seat
-from services.table.botclient import bot_view
+from sdk.views import my_seat
 
 PROMPT = "kishpa> "
 
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("draw  (d)", "draw a tile from the pile"),
-    ("take  (t)", "take the top discard"),
-    ("discard N|FACE  (x)", "discard a tile: its number in your rack, or its face (R7)"),
-    ("win [N|FACE]  (w)", "discard that tile and win (no tile: the best winning discard)"),
-    ("reveal  (r)", "reveal the kishpa while a reveal window is open"),
-    ("pass  (p)", "do not reveal in this window"),
-    ("hint  (h)", "the server's best arrangement and any winning discard"),
-    ("auto  (a)", "let the bot play this move for you"),
-    ("last", "make the next round the last one (the table's creator only)"),
+COMMON_COMMANDS: tuple[tuple[str, str], ...] = (
     ("start", "start the game now with the players seated (creator only)"),
     ("Enter", "show the table again"),
     ("help  (?)", "this list"),
     ("quit  (q)", "leave (your seat is played for you until the table ends)"),
 )
 
-FRIENDLY = {
+COMMON_FRIENDLY = {
     "NOT_YOUR_TURN": "It is not your turn.",
-    "MUST_DRAW_FIRST": "Draw a tile first (draw, or take the top discard).",
-    "ALREADY_DREW": "You already drew this turn: discard a tile (or win).",
-    "NOT_A_WINNING_HAND": "That discard does not leave a winning hand.",
     "NOT_CREATOR": "Only the table's creator may do that.",
-    "WINDOW_CLOSED": "No reveal window is open now.",
-    "NO_DISCARD": "There is no discard to take.",
 }
+
+
+class GameUI(Protocol):
+    """The per-game part of a terminal session (declarations plus rendering)."""
+
+    @property
+    def adapter(self) -> GameAdapter:
+        """The game's bot adapter (``auto`` plays its move)."""
+
+    @property
+    def commands(self) -> tuple[tuple[str, str], ...]:
+        """The game's own commands and what they do (before the common ones in help)."""
+
+    @property
+    def friendly(self) -> Mapping[str, str]:
+        """The rules' refusal reasons in words."""
+
+    def board(self, session: PlaySession) -> RenderableType:
+        """The whole table as the player sees it."""
+
+    def situation(self, session: PlaySession) -> tuple[object, ...]:
+        """What tells one situation from the next (said once each)."""
+
+    def tell_what_to_do(self, session: PlaySession) -> None:
+        """One line saying what the player can do now (the player is seated, in a round)."""
+
+    async def command(self, session: PlaySession, verb: str, arg: str) -> bool:
+        """Run one of the game's own commands; False when the verb is not one of them."""
+
+    async def show_hint(self, session: PlaySession) -> None:
+        """The server's advice, in the game's words."""
+
+    async def narrate(self, session: PlaySession, event: table_pb2.TableEvent) -> bool:
+        """Narrate one of the game's own events; True when the player should act now."""
 
 
 class LineReader:
@@ -99,7 +113,7 @@ class LineReader:
 
 
 class PlaySession:
-    """One player at one table, from the keyboard."""
+    """One player at one table of any game, from the keyboard."""
 
     def __init__(
         self,
@@ -107,14 +121,16 @@ class PlaySession:
         console: Console,
         table_id: str,
         names: Mapping[str, str],
+        ui: GameUI,
     ) -> None:
         self.client = client
         self.console = console
         self.table_id = table_id
         self.names = dict(names)
+        self.ui = ui
         self.view = table_pb2.TableView()
         self.closed = asyncio.Event()
-        self.stream = FairStream(os.urandom(SERVER_SEED_BYTES), (), bot.BOT_TAG)
+        self.stream = FairStream(os.urandom(SERVER_SEED_BYTES), (), ui.adapter.bot_tag)
         self._reader: LineReader | None = None
         self._told: tuple[object, ...] = ()
         self.witness = RoundWitness()
@@ -164,7 +180,7 @@ class PlaySession:
 
     def show_board(self) -> None:
         """Draw the table."""
-        self.console.print(board(self.view, self.names))
+        self.console.print(self.ui.board(self))
 
     def name(self, seat: int | None) -> str:
         """A seat's name as shown ("the table" for none)."""
@@ -174,15 +190,8 @@ class PlaySession:
         """Every seated player's name as shown, by player id ("You" for the player)."""
         return {info.player_id: self.name(info.seat) for info in self.view.seats if info.player_id}
 
-    def show_payments(self, event: table_pb2.TableEvent) -> None:
-        """Who paid whom and why in a settlement (a round's start or end, a pot)."""
-        lines = payments_text(event, self.names_by_player())
-        if lines is not None:
-            self.console.print(lines)
-
-    # ---- what the player may do ----------------------------------------------------------
-
-    def _may(self, action: table_pb2.PlayerAction.ValueType) -> bool:
+    def may(self, action: table_pb2.PlayerAction.ValueType) -> bool:
+        """Whether the view offers the player this action now."""
         return action in self.view.available_actions
 
     def tell_what_to_do(self) -> None:
@@ -192,17 +201,7 @@ class PlaySession:
         what was said so it is said again.
         """
         view = self.view
-        r = view.round
-        situation = (
-            r.round,
-            r.pile_count,  # with the discards: a new turn is a new situation
-            len(r.discards),
-            r.phase,
-            turn_seat(view),
-            r.turn_drew,
-            self._may(table_pb2.PLAYER_ACTION_REVEAL_KISHPA),
-            view.status,
-        )
+        situation = (view.status, *self.ui.situation(self))
         if situation == self._told:
             return
         self._told = situation
@@ -210,214 +209,20 @@ class PlaySession:
             if view.status == table_pb2.TABLE_STATUS_WAITING:
                 self.console.print("Waiting for players to join…", style="dim")
             return
-        r = view.round
-        if self._may(table_pb2.PLAYER_ACTION_REVEAL_KISHPA):
-            self.console.print(
-                "You hold the kishpa: reveal the kishpa now? (reveal / pass)", style="bold magenta"
-            )
-        elif my_turn(view) and r.phase == table_pb2.ROUND_PHASE_FIRST_DISCARD:
-            self.console.print(
-                "Your turn — you start: discard a tile (discard N)", style="bold green"
-            )
-            self._tell_wins()
-        elif my_turn(view) and r.phase == table_pb2.ROUND_PHASE_TURNS:
-            if not r.turn_drew:
-                self.console.print(
-                    "Your turn — draw a tile (draw) or take the top discard (take)",
-                    style="bold green",
-                )
-            else:
-                self.console.print("Now discard a tile (discard N) or win (win N)", style="green")
-                self._tell_wins()
+        self.ui.tell_what_to_do(self)
 
-    def _tell_wins(self) -> None:
-        r = self.view.round
-        tiles = list(r.my_rack.tiles)
-        if len(tiles) != 15 or not r.kishpa.kishpa.face:
-            return
-        wins = winning_discards(
-            [parse_face(t.face) for t in tiles], parse_face(r.kishpa.kishpa.face)
-        )
-        if not wins:
-            return
-        rack = arrange(tiles, joker_face(self.view))
-        by_id = {t.tile_id: t for t in rack.tiles}
-        best = max(wins, key=lambda w: w.payout_per_loser)
-        tile = by_id[tiles[best.position].id]
-        self.console.print(
-            f"★ You can win: win {tile.number} ({tile.face}), {best.payout_per_loser} per loser",
-            style="bold yellow",
-        )
+    def show_help(self) -> None:
+        """The list of commands."""
+        table = Table(show_header=False, box=None, padding=(0, 2))
+        for command, what in (*self.ui.commands, *COMMON_COMMANDS):
+            table.add_row(Text(command, style="bold"), what)
+        self.console.print(table)
 
-    # ---- commands ----------------------------------------------------------------------
-
-    async def command(self, line: str) -> bool:
-        """Run one typed command; False when the player quits."""
-        verb, _, rest = line.partition(" ")
-        verb = verb.lower()
-        arg = rest.strip()
-        if verb in ("q", "quit", "exit"):
-            return False
-        try:
-            await self._dispatch(verb, arg)
-        except KishpaError as exc:
-            self.console.print(
-                Text("✗ " + FRIENDLY.get(exc.reason or "", exc.message), style="red")
-            )
-            if exc.code == grpc.StatusCode.UNAVAILABLE:
-                self.console.print("The server cannot be reached; try again in a moment.")
-        return True
-
-    async def _dispatch(self, verb: str, arg: str) -> None:
-        tid = self.table_id
-        if verb == "":
-            await self.refresh()
-            self.show_board()
-            self._told = ()
-            self.tell_what_to_do()
-        elif verb in ("help", "?", "h?"):
-            self.show_help()
-        elif verb in ("d", "draw"):
-            drawn = await self.client.draw(tid)
-            self.view = drawn.table
-            self.console.print(
-                Text("You drew ").append_text(tile_text(drawn.tile.face, joker_face(self.view)))
-            )
-            self.show_board()
-            self.tell_what_to_do()
-        elif verb in ("t", "take"):
-            drawn = await self.client.draw(tid, from_discards=True)
-            self.view = drawn.table
-            self.console.print(
-                Text("You took ").append_text(tile_text(drawn.tile.face, joker_face(self.view)))
-            )
-            self.show_board()
-            self.tell_what_to_do()
-        elif verb in ("x", "discard"):
-            tile = self._tile(arg)
-            if tile is not None:
-                self.view = await self.client.discard(tid, tile.tile_id)
-                self.console.print(
-                    Text("You discarded ").append_text(tile_text(tile.face, joker_face(self.view)))
-                )
-        elif verb in ("w", "win"):
-            await self._win(arg)
-        elif verb in ("r", "reveal"):
-            self.view = await self.client.reveal_kishpa(tid)
-            self.console.print("You revealed the kishpa.", style="magenta")
-        elif verb in ("p", "pass"):
-            self.view = await self.client.decline_reveal(tid)
-            self.console.print("You pass.")
-        elif verb in ("h", "hint"):
-            await self._hint()
-        elif verb in ("a", "auto"):
-            await self._auto()
-        elif verb == "last":
-            self.view = await self.client.press_last_round(tid)
-            self.console.print(
-                "Last round pressed: the next round is the final one.", style="yellow"
-            )
-        elif verb == "start":
-            self.view = await self.client.start_game(tid)
-        else:
-            self.console.print(f"Unknown command {verb!r}. Type help for the list.", style="red")
-
-    def _tile(self, arg: str) -> RackTile | None:
-        rack = arrange(self.view.round.my_rack.tiles, joker_face(self.view))
-        if not arg:
-            self.console.print(
-                "Which tile? Give its number in your rack or its face, e.g. discard 3", style="red"
-            )
-            return None
-        tile = rack.find(arg)
-        if tile is None:
-            self.console.print(f"You have no tile {arg!r}.", style="red")
-        return tile
-
-    async def _win(self, arg: str) -> None:
-        r = self.view.round
-        rack = arrange(r.my_rack.tiles, joker_face(self.view))
-        if arg:
-            tile = rack.find(arg)
-            if tile is None:
-                self.console.print(f"You have no tile {arg!r}.", style="red")
-                return
-            tile_id = tile.tile_id
-        else:
-            tiles = list(r.my_rack.tiles)
-            wins = []
-            if len(tiles) == 15:
-                wins = winning_discards(
-                    [parse_face(t.face) for t in tiles], parse_face(r.kishpa.kishpa.face)
-                )
-            if not wins:
-                self.console.print("No discard wins with this rack.", style="red")
-                return
-            tile_id = tiles[max(wins, key=lambda w: w.payout_per_loser).position].id
-        won = await self.client.win(self.table_id, tile_id)
-        self.view = won.table
-        self.console.print(
-            f"You won! {won.result.win_payout} from every other player.", style="bold yellow"
-        )
-
-    async def _hint(self) -> None:
-        hint = await self.client.hint(self.table_id)
-        joker = joker_face(self.view)
-        text = Text("Best groups: ")
-        for group in hint.groups:
-            text.append("[")
-            text.append(" ".join(t.face for t in group.tiles))
-            text.append("] ")
-        if hint.loose_tiles:
-            text.append(" loose: " + " ".join(t.face for t in hint.loose_tiles), style="dim")
-        self.console.print(text)
-        if hint.winning_discards:
-            wins = Text("Winning discards: ", style="bold yellow")
-            for tile in hint.winning_discards:
-                wins.append_text(tile_text(tile.face, joker)).append(" ")
-            self.console.print(wins)
-
-    async def _auto(self) -> None:
-        for _ in range(3):
-            await self.refresh()
-            data = bot_view(self.view)
-            if data is None:
-                break
-            data["window_waits_for_me"] = self._may(table_pb2.PLAYER_ACTION_DECLINE_REVEAL)
-            move = bot.choose_action(data, self.stream)
-            if move is None:
-                break
-            joker = joker_face(self.view)
-            if isinstance(move, rnd.Draw):
-                drawn = await self.client.draw(
-                    self.table_id, from_discards=move.source == rnd.DISCARD
-                )
-                self.console.print(
-                    Text("Auto: drew ").append_text(tile_text(drawn.tile.face, joker))
-                )
-            elif isinstance(move, rnd.Discard):
-                await self.client.discard(self.table_id, move.tile)
-                face = next(t.face for t in self.view.round.my_rack.tiles if t.id == move.tile)
-                self.console.print(Text("Auto: discarded ").append_text(tile_text(face, joker)))
-                break
-            elif isinstance(move, rnd.Win):
-                won = await self.client.win(self.table_id, move.tile, move.arrangement or ())
-                self.console.print(
-                    f"Auto: you won! {won.result.win_payout} per loser.", style="bold yellow"
-                )
-                break
-            elif isinstance(move, rnd.Reveal):
-                await self.client.reveal_kishpa(self.table_id)
-                self.console.print("Auto: revealed the kishpa.", style="magenta")
-                break
-            else:
-                await self.client.decline_reveal(self.table_id)
-                self.console.print("Auto: passed.")
-                break
-        else:
-            return
-        if data is None or move is None:
-            self.console.print("Nothing to do right now.", style="dim")
+    def show_payments(self, event: table_pb2.TableEvent) -> None:
+        """Who paid whom and why in a settlement (a round's start or end, a pot)."""
+        lines = payments_text(event, self.names_by_player())
+        if lines is not None:
+            self.console.print(lines)
 
     def use_client_seed(self, seed: str) -> None:
         """The client seed this player handed in: each round's check includes it."""
@@ -445,14 +250,56 @@ class PlaySession:
         )
         self.console.print(line)
 
-    def show_help(self) -> None:
-        """The list of commands."""
-        table = Table(show_header=False, box=None, padding=(0, 2))
-        for command, what in COMMANDS:
-            table.add_row(Text(command, style="bold"), what)
-        self.console.print(table)
+    # ---- commands ----------------------------------------------------------------------
 
-    # ---- following the table ---------------------------------------------------------------
+    async def command(self, line: str) -> bool:
+        """Run one typed command; False when the player quits."""
+        verb, _, rest = line.partition(" ")
+        verb = verb.lower()
+        if verb in ("q", "quit", "exit"):
+            return False
+        try:
+            await self._dispatch(verb, rest.strip())
+        except KishpaError as exc:
+            words = {**COMMON_FRIENDLY, **self.ui.friendly}.get(exc.reason or "", exc.message)
+            self.console.print(Text("✗ " + words, style="red"))
+            if exc.code == grpc.StatusCode.UNAVAILABLE:
+                self.console.print("The server cannot be reached; try again in a moment.")
+        return True
+
+    async def _dispatch(self, verb: str, arg: str) -> None:
+        if verb == "":
+            await self.refresh()
+            self.show_board()
+            self._told = ()
+            self.tell_what_to_do()
+        elif verb in ("help", "?", "h?"):
+            self.show_help()
+        elif verb in ("a", "auto"):
+            await self.auto()
+        elif verb in ("h", "hint"):
+            await self.ui.show_hint(self)
+        elif verb == "start":
+            self.view = await self.client.start_game(self.table_id)
+        elif not await self.ui.command(self, verb, arg):
+            self.console.print(f"Unknown command {verb!r}. Type help for the list.", style="red")
+
+    async def auto(self) -> None:
+        """The game's bot plays the player's move (the rest of his turn): the same adapter
+        and the same moves as ``kishpa bots``."""
+        adapter = self.ui.adapter
+        for _ in range(adapter.moves_per_wake):
+            await self.refresh()
+            move = adapter.next_move(self.view, self.stream)
+            if move is None:
+                self.console.print("Nothing to do right now.", style="dim")
+                return
+            self.view, said = await adapter.send(self.client, self.table_id, move, self.view)
+            self.console.print(Text("Auto: ").append_text(said))
+            if adapter.ends_turn(move):
+                return
+
+    # ---- following the table -------------------------------------------------------------
 
     async def _watch(self, after: str) -> None:
         try:
@@ -485,49 +332,25 @@ class PlaySession:
         if waiting:
             self._reprompt()
 
+    def mine(self, event: table_pb2.TableEvent) -> bool:
+        """Whether the event is about the player's own seat."""
+        seat = events.seat(event)
+        return seat is not None and seat == my_seat(self.view)
+
     async def _narrate(self, event: table_pb2.TableEvent) -> None:
+        """The events every game has; the game's own go to its UI."""
         verdict = self.witness.observe_message(event)
+        kind = events.kind(event)
         seat = events.seat(event)
         who = self.name(seat)
-        mine = seat is not None and seat == my_seat(self.view)
-        joker = joker_face(self.view)
+        mine = self.mine(event)
         attention = False
-        kind = events.kind(event)
         if kind == "player_joined":
             await self.refresh()
             joined = event.player_joined
             name = joined.display_name or self.names.get(joined.player_id, "")
-            if mine:
-                name = "You"
-            self.console.print(f"{name or 'A player'} sat down in seat {(seat or 0) + 1}.")
-        elif kind == "round_started":
-            await self.refresh()
-            self.console.print(Text(f"Round {event.round} starts.", style="bold cyan"))
-            self.show_board()
-            attention = True
-        elif kind == "kishpa_replaced":
-            replaced = event.kishpa_replaced
             self.console.print(
-                f"Nobody held a joker: the kishpa is now {replaced.kishpa.face}, "
-                f"joker {replaced.joker_face}."
-            )
-        elif kind == "reveal_window_opened":
-            await self.refresh()
-            attention = self._may(table_pb2.PLAYER_ACTION_REVEAL_KISHPA)
-        elif kind == "kishpa_revealed":
-            self.console.print(f"{who} revealed the kishpa.", style="magenta")
-        elif kind == "drew" and not mine:
-            if event.drew.source == table_pb2.DRAW_SOURCE_DISCARD:
-                self.console.print(
-                    Text(f"{who} took ")
-                    .append_text(tile_text(event.drew.tile.face, joker))
-                    .append(" from the discards")
-                )
-            else:
-                self.console.print(f"{who} drew from the pile.", style="dim")
-        elif kind == "discarded" and not mine:
-            self.console.print(
-                Text(f"{who} discarded ").append_text(tile_text(event.discarded.tile.face, joker))
+                f"{'You' if mine else name or 'A player'} sat down in seat {(seat or 0) + 1}."
             )
         elif kind == "turn_started" and mine:
             await self.refresh()
@@ -541,26 +364,6 @@ class PlaySession:
             self.console.print(
                 "You timed out repeatedly: the server plays for you until you act.", style="yellow"
             )
-        elif kind == "won":
-            won = event.won
-            groups = " ".join("[" + " ".join(t.face for t in g.tiles) + "]" for g in won.groups)
-            self.console.print(
-                f"{who} won, discarding {won.final_discard.face} · "
-                f"{won.payout_per_loser} per loser  {groups}",
-                style="bold yellow",
-            )
-        elif kind == "pile_exhausted":
-            self.console.print("The pile ran out: nobody wins this round.", style="yellow")
-        elif kind == "round_ended":
-            await self.refresh()
-            ended = event.round_ended
-            result = f"{self.name(ended.winner_seat)} won" if ended.HasField("winner_seat") else ""
-            self.console.print(
-                Text(f"Round {event.round} is over: {result or 'no winner'}.", style="bold cyan")
-            )
-            await self.say_verdict(event.round, verdict)
-        elif kind == "bowl":
-            self.console.print(bowl_text(event.bowl, self.names_by_player()), style="dim")
         elif kind == "settled":
             self.show_payments(event)
         elif kind == "last_round_pressed":
@@ -573,5 +376,9 @@ class PlaySession:
             await self.refresh()
             self.show_board()
             self.console.print("The table has closed. Thanks for playing!", style="bold")
+        else:
+            attention = await self.ui.narrate(self, event)
+        if kind == "round_ended":
+            await self.say_verdict(event.round, verdict)
         if attention:
             self.tell_what_to_do()

@@ -26,6 +26,8 @@ import pexpect
 import pytest
 import redis
 
+from cli.play.bot import BotPlayer
+from cli.play.games import HAND
 from games.hand.game import GameState
 from games.hand.ledger import net_movements
 from games.hand.record import postings_for_phase
@@ -33,7 +35,6 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table.hand_botclient import HandBotPlayer
 from services.wallet.reconcile import reconcile_url
 from shared import keys, stream
 from tests.conftest import TEST_REDIS_URL
@@ -99,7 +100,7 @@ async def play_hand_game(
             metadata=md[players[0]],
         )
         bots = [
-            HandBotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80)
+            BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80, HAND)
             for n, p in enumerate(players)
         ]
         idle_since = time.monotonic()

@@ -22,12 +22,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from redis.asyncio import Redis
 
+from cli.play.bot import BotPlayer
 from games.kishpa import round as rnd
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk import table_settings
+from sdk import KishpaError, table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table.botclient import BotPlayer
 from shared import keys
 from tests.conftest import TEST_REDIS_URL
 
@@ -139,8 +139,8 @@ async def _try_play(player: BotPlayer, table_id: str) -> bool:
     """The bot's move if it has one; a replica's timer may have moved the table first."""
     try:
         return await player.play(table_id, await player.view(table_id)) is not None
-    except grpc.aio.AioRpcError as raced:
-        if raced.code() != grpc.StatusCode.FAILED_PRECONDITION:
+    except KishpaError as raced:
+        if raced.code != grpc.StatusCode.FAILED_PRECONDITION:
             raise
         return False
 

@@ -23,13 +23,13 @@ import grpc
 import pytest
 from redis.asyncio import Redis
 
+from cli.play.bot import BotPlayer
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table.botclient import BotPlayer
 from shared import keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -19,6 +19,7 @@ import grpc
 import pytest
 import redis
 
+from cli.play.bot import BotPlayer
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
@@ -26,7 +27,6 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.table.botclient import BotPlayer
 from shared import keys, stream
 from tests.integration.test_workers_settlement import (
     STARTING_TOKENS,

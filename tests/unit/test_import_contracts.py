@@ -73,6 +73,10 @@ CASES = [
     ("layers", "shared/phase_record.py", "import games.kishpa"),
     ("layers", "services/table/service.py", "import cli.main"),
     ("sdk-clients", "sdk/client.py", "import services.table.service"),
+    ("play-clients", "cli/play/bot.py", "import services.table.engine"),
+    ("play-clients", "cli/play/games.py", "from services.common import errors"),
+    ("generic-clients", "cli/play/bot.py", "from games.kishpa import bot"),
+    ("generic-clients", "cli/play/session.py", "import games.hand.melds"),
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from cli.play.kishpa_ui import KishpaUI
 from cli.play.session import PlaySession
 from kishpa.table.v1 import table_pb2
 from kishpa.wallet.v1 import wallet_pb2
@@ -64,7 +65,7 @@ async def test_a_round_end_settlement_is_told_as_who_paid_whom_and_why() -> None
     console = Console(width=100, force_terminal=False, color_system=None)
     client = KishpaClient("127.0.0.1:1", "127.0.0.1:1")  # never called
     try:
-        session = PlaySession(client, console, "t1", {})
+        session = PlaySession(client, console, "t1", {}, KishpaUI())
         session.view = _view()
         with console.capture() as captured:
             await session._narrate(_settled(table_pb2.SETTLEMENT_PHASE_END))
@@ -84,7 +85,7 @@ async def test_a_settlement_that_moved_nothing_says_nothing() -> None:
     console = Console(width=100, force_terminal=False, color_system=None)
     client = KishpaClient("127.0.0.1:1", "127.0.0.1:1")
     try:
-        session = PlaySession(client, console, "t1", {})
+        session = PlaySession(client, console, "t1", {}, KishpaUI())
         session.view = _view()
         event = table_pb2.TableEvent(settled=table_pb2.Settled(phase=1))
         with console.capture() as captured:

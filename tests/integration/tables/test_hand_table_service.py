@@ -19,6 +19,8 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
+from cli.play.bot import BotPlayer
+from cli.play.games import HAND
 from games.hand.cards import card_text
 from games.hand.game import GameState
 from games.hand.record import postings_for_phase
@@ -27,7 +29,6 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
-from services.table.hand_botclient import HandBotPlayer
 from shared import keys
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 
@@ -75,7 +76,7 @@ async def hidden_state(redis: Redis, table_id: str) -> dict[str, Any]:
 
 
 async def play_until_closed(
-    bots: dict[str, HandBotPlayer], table_id: str, redis: Redis, *, check: bool = True
+    bots: dict[str, BotPlayer], table_id: str, redis: Redis, *, check: bool = True
 ) -> tuple[table_pb2.TableView, int]:
     """Every bot moves in turn until the table closes; returns the last view, melds seen.
 
@@ -158,7 +159,7 @@ async def test_four_bots_play_a_hand_game_of_seven_deals(
     table_id = await open_hand_table(stub, md, players)
     try:
         bots = {
-            p: HandBotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n]) * 80)
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n]) * 80, HAND)
             for n, p in enumerate(players)
         }
         view, most_melds = await play_until_closed(bots, table_id, redis)

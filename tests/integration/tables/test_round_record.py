@@ -17,11 +17,11 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
+from cli.play.bot import BotPlayer
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk.fairness import evidence_from_record, verify_round
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
-from services.table.botclient import BotPlayer
 from services.table.server import TableServer
 from tests.integration.tables.conftest import cleanup, ids_in
 from tests.integration.tables.test_table_service import _open_table, _play_until

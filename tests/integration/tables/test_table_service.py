@@ -17,6 +17,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
+from cli.play.bot import BotPlayer
 from games.kishpa import round as rnd
 from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
@@ -25,7 +26,6 @@ from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import Settings
-from services.table.botclient import BotPlayer
 from shared import keys
 from shared.stream import decode
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state

@@ -16,13 +16,13 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
+from cli.play.bot import BotPlayer
 from games.kishpa import round as rnd
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
-from services.table.botclient import BotPlayer
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 from tests.integration.tables.test_table_service import _play_until
 
