@@ -113,8 +113,9 @@ EXTERNAL = "<outside the namespace>"
 REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
     ("postgres", 5432): frozenset({"wallet", "migrate", "reconcile"}),
     ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat"}),
-    # Workers settle rounds; matchmaking's login opens the player's wallet.
-    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker", "matchmaking"}),
+    # Workers settle rounds; matchmaking's login opens the player's wallet; the table
+    # service reads seated players' balances.
+    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker", "matchmaking", "table"}),
     # ... and the wallet's AdminService closes a stuck table (TableService.CloseTable).
     ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", "wallet", EXTERNAL}),
     ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({EXTERNAL}),

@@ -15,8 +15,11 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
+
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.limits import Limiter, limiter_from_settings
+from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.logging import get_logger
 from services.common.redis_client import async_client, is_cluster_url, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
@@ -30,6 +33,7 @@ from services.table.service import Tables
 from services.table.servicer import TableServicer
 from services.table.store import TableStore
 from services.table.timers import run_timers
+from services.table.wallet_balances import BalanceSource, WalletBalances
 from shared import keys
 from shared.celery_enqueue import CeleryEnqueue
 from shared.stream import StoredEvent, stored_event
@@ -39,6 +43,8 @@ log = get_logger(__name__)
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
+BALANCES_CALLER = "table"
+"""The service name on the table service's own credential (it reads wallet balances)."""
 """Set to ``0`` to write outbox records without enqueueing (the sweeper still finds them)."""
 
 
@@ -78,9 +84,21 @@ def build_tables(
     enqueue: Enqueue | None,
     hub: StreamHub[StoredEvent],
     stakes: Mapping[str, Sequence[int]] | None = None,
+    balances: BalanceSource | None = None,
 ) -> Tables:
-    """The use cases over Redis connections (``stakes``: the stakes offered per game)."""
-    return Tables(TableStore(redis), engines(), enqueue=enqueue, hub=hub, stakes=stakes)
+    """The use cases over Redis connections (``stakes``: the stakes offered per game;
+    ``balances``: where seated players' wallet balances are read)."""
+    return Tables(
+        TableStore(redis), engines(), enqueue=enqueue, hub=hub, stakes=stakes, balances=balances
+    )
+
+
+def wallet_balances(settings: Settings) -> tuple[grpc.aio.Channel, WalletBalances]:
+    """A channel to the wallet (``KISHPA_WALLET_ADDR``) and the balance reader over it, with
+    the table service's own service credential."""
+    channel = grpc.aio.insecure_channel(settings.wallet_addr)
+    credentials = ServiceCredentials(TokenAuthority.from_settings(settings), BALANCES_CALLER)
+    return channel, WalletBalances(channel, credentials)
 
 
 async def use_durability(tables: Tables) -> None:
@@ -122,6 +140,7 @@ class TableServer:
     hub: StreamHub[StoredEvent]
     timers: bool = True
     limiter: Limiter | None = None
+    wallet_channel: grpc.aio.Channel | None = None
     _stop: asyncio.Event | None = None
     _task: asyncio.Task[None] | None = None
 
@@ -150,6 +169,8 @@ class TableServer:
         await self.redis.aclose()
         if self.limiter is not None:
             await self.limiter.close()
+        if self.wallet_channel is not None:
+            await self.wallet_channel.close()
 
 
 def create_table_server(
@@ -159,20 +180,24 @@ def create_table_server(
     enqueue: Enqueue | None = None,
     timers: bool = True,
     options: Sequence[tuple[str, object]] = (),
+    read_balances: bool = False,
 ) -> TableServer:
-    """A ready-to-start table server (tests: ``address="127.0.0.1:0"``, then ``.port``)."""
+    """A ready-to-start table server (tests: ``address="127.0.0.1:0"``, then ``.port``);
+    ``read_balances``: read seated players' balances from the wallet at ``wallet_addr``."""
     redis, hub = redis_clients(settings.redis_url)
-    tables = build_tables(redis, enqueue, hub, settings.stakes())
+    channel, balances = wallet_balances(settings) if read_balances else (None, None)
+    tables = build_tables(redis, enqueue, hub, settings.stakes(), balances)
     limiter = limiter_from_settings(settings)
     server = create_server(
         [registration(tables)], settings, address=address, options=options, limiter=limiter
     )
-    return TableServer(server, tables, redis, hub, timers, limiter)
+    return TableServer(server, tables, redis, hub, timers, limiter, channel)
 
 
 async def _serve(settings: Settings) -> int:
     redis, hub = redis_clients(settings.redis_url)
-    tables = build_tables(redis, settlement_enqueue(settings), hub, settings.stakes())
+    wallet_channel, balances = wallet_balances(settings)
+    tables = build_tables(redis, settlement_enqueue(settings), hub, settings.stakes(), balances)
     stop_timers = asyncio.Event()
     task: asyncio.Task[None] | None = None
 
@@ -193,6 +218,7 @@ async def _serve(settings: Settings) -> int:
         await redis.aclose()
         if limiter is not None:
             await limiter.close()
+        await wallet_channel.close()
 
     return await serve(settings, factory, cleanup=cleanup, limiter=limiter)
 

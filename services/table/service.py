@@ -51,6 +51,7 @@ from services.table.store import (
     Transition,
     request_field,
 )
+from services.table.wallet_balances import BalanceSource
 from shared import keys
 from shared.phase_record import PhaseRecord
 from shared.stream import NO_SEAT, StoredEvent, TableEvent, stored_event
@@ -210,8 +211,11 @@ class Tables:
         settlement_wait_ms: int | None = None,
         hub: StreamHub[StoredEvent] | None = None,
         stakes: Mapping[str, Sequence[int]] | None = None,
+        balances: BalanceSource | None = None,
     ) -> None:
         self.store = store
+        # Where seated players' wallet balances are read (services/table/wallet_balances.py).
+        self.balances = balances
         self.hub = hub
         self._own_hub = False
         self.engines = dict(engines)
@@ -306,7 +310,27 @@ class Tables:
         except LookupError:
             raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND") from None
         await self._after_commit(table_id, committed)
+        committed = await self._seed_balances(table_id, committed)
         return await self._answer(player_id if viewer is None else viewer, table_id, committed)
+
+    async def _seed_balances(self, table_id: str, committed: Committed) -> Committed:
+        """Read the wallet balances of the players this commit seated into the table's
+        balances hash, so every view shows them before the first settlement; the answer's
+        view gets them too. Without a balance source (tests) nothing changes."""
+        if self.balances is None or committed.transition is None:
+            return committed
+        seated = [
+            str(e.data["player_id"])
+            for e in committed.transition.events
+            if e.type == "player_joined" and e.data.get("player_id")
+        ]
+        known = committed.balances or {}
+        wanted = [p for p in seated if p not in known]
+        if not wanted:
+            return committed
+        found = dict(await self.balances(wanted))
+        await self.store.seed_balances(table_id, found)
+        return replace(committed, balances={**found, **known})
 
     async def _after_commit(self, table_id: str, committed: Committed) -> None:
         """Hand every phase the commit reached to settlement (the outbox already holds it)."""
@@ -460,6 +484,7 @@ class Tables:
                 raise
             return ActResult(await self.view(who, table_id), {"table_id": table_id}, "", True)
         await self._after_commit(table_id, committed)
+        committed = await self._seed_balances(table_id, committed)
         return await self._answer(who, table_id, committed)
 
     def _maybe_auto_start(self, table: Table, step: Step) -> Step:

@@ -9,7 +9,7 @@ nothing. A version conflict reloads and recomputes, a bounded number of times.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -116,6 +116,7 @@ class TableStore:
         self._claim = redis.register_script(_load_script("claim.lua"))
         self._view = redis.register_script(_load_script("view.lua"))
         self._load = redis.register_script(_load_script("load.lua"))
+        self._seed = redis.register_script(_load_script("seed_balances.lua"))
 
     async def load(self, table_id: str) -> Snapshot | None:
         """The table's state and version, or None when there is no such table."""
@@ -324,6 +325,16 @@ class TableStore:
         """Players' wallet balances as the latest settlement left them."""
         raw = await self.redis.hgetall(keys.balances(table_id))
         return {_text(k): int(v) for k, v in raw.items()}
+
+    async def seed_balances(self, table_id: str, balances: Mapping[str, int]) -> None:
+        """Players' wallet balances read when they sat down, for the views until the first
+        settlement writes them (never over a settled value; see seed_balances.lua)."""
+        if not balances:
+            return
+        args: list[str | int] = []
+        for player, tokens in sorted(balances.items()):
+            args += [player, tokens]
+        await self._seed(keys=[keys.balances(table_id), keys.state(table_id)], args=args)
 
     async def unsettled_phases(self, table_id: str) -> int:
         """How many of the table's outbox phases the workers have not settled yet."""

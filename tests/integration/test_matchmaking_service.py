@@ -489,3 +489,133 @@ async def test_login_opens_the_wallet_and_refresh_gives_a_working_token(
     finally:
         await srv.stop(0)
         await wallet.stop(0)
+
+
+async def test_matchmade_seats_show_names_client_seeds_and_wallet_balances_from_the_first_view(
+    redis_url: str,
+    secrets_env: dict[str, str],
+    prefix: str,
+    cleanup: set[str],
+    tmp_path: Path,
+) -> None:
+    """Issue 13: at private and quick-match tables every seat has its player's display name,
+    the client seeds given to matchmaking reach the shuffle, and Seat.balance is the
+    player's wallet balance before any settlement (no workers run here)."""
+    wallet: WalletServer = create_wallet_server(
+        load_settings(
+            "wallet",
+            database_url=f"sqlite:///{tmp_path / 'wallet.sqlite3'}",
+            grpc_port=0,
+            metrics_port=0,
+            **secrets_env,
+        ),
+        address="127.0.0.1:0",
+        migrate=True,
+    )
+    await wallet.start()
+    table = create_table_server(
+        load_settings(
+            "table",
+            redis_url=redis_url,
+            grpc_port=0,
+            metrics_port=0,
+            wallet_addr=f"127.0.0.1:{wallet.port}",
+            **secrets_env,
+        ),
+        address="127.0.0.1:0",
+        timers=False,
+        read_balances=True,
+    )
+    await table.start()
+    srv = create_matchmaking_server(
+        mm_settings(redis_url, secrets_env, table.port, wallet.port),
+        address="127.0.0.1:0",
+        config=CONFIG,
+        key_prefix=prefix,
+    )
+    await srv.start()
+    try:
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+            grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as tch,
+        ):
+            auth = auth_pb2_grpc.AuthServiceStub(ch)
+            mm = mm_grpc.MatchmakingServiceStub(ch)
+            tables = table_pb2_grpc.TableServiceStub(tch)
+            md = {}
+            for name in ("Ann", "Bob", "Cat", "Dan"):
+                login = await auth.Login(auth_pb2.LoginRequest(display_name=name))
+                md[name] = bearer_metadata(login.token)
+
+            async def view(name: str, table_id: str) -> table_pb2.TableView:
+                got = await tables.GetTable(
+                    table_pb2.GetTableRequest(table_id=table_id), metadata=md[name]
+                )
+                return got.table
+
+            # A private table: the creator's first view already shows his 2,000 tokens.
+            private = await mm.CreatePrivateTable(
+                mm_pb2.CreatePrivateTableRequest(
+                    settings=table_settings(KISHPA, 2, turn_seconds=600),
+                    client_seed="ann-seed",
+                    request_id=uuid.uuid4().hex,
+                ),
+                metadata=md["Ann"],
+            )
+            cleanup.add(private.table_id)
+            first = await view("Ann", private.table_id)
+            assert [(s.display_name, s.balance) for s in first.seats] == [("Ann", 2000), ("", 0)]
+            await mm.JoinByCode(
+                mm_pb2.JoinByCodeRequest(
+                    invite_code=private.invite_code,
+                    client_seed="bob-seed",
+                    request_id=uuid.uuid4().hex,
+                ),
+                metadata=md["Bob"],
+            )
+            dealt = await view("Bob", private.table_id)
+            assert dealt.round.round == 1, "the table started when it filled"
+            assert [(s.display_name, s.balance) for s in dealt.seats] == [
+                ("Ann", 2000),
+                ("Bob", 2000),
+            ]
+            assert list(dealt.round.client_seeds) == ["ann-seed", "bob-seed"]
+
+            # Quick match: the same, for a table matchmaking formed from its queue.
+            tickets = []
+            for name, seed in (("Cat", "cat-seed"), ("Dan", "")):
+                joined = await mm.JoinQueue(
+                    mm_pb2.JoinQueueRequest(
+                        game=KISHPA,
+                        seats=2,
+                        stake=1,
+                        client_seed=seed,
+                        request_id=uuid.uuid4().hex,
+                    ),
+                    metadata=md[name],
+                )
+                tickets.append(joined.ticket)
+            assert not tickets[0].HasField("seat"), "a waiting ticket has no seat yet"
+            matched = tickets[-1]
+            assert matched.state == mm_pb2.TICKET_STATE_MATCHED
+            cleanup.add(matched.table_id)
+            quick = await view("Dan", matched.table_id)
+            assert [(s.display_name, s.balance) for s in quick.seats] == [
+                ("Cat", 2000),
+                ("Dan", 2000),
+            ]
+            assert list(quick.round.client_seeds) == ["cat-seed", ""]
+            # A seed too long is refused when queueing, not when the table is formed.
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await mm.JoinQueue(
+                    mm_pb2.JoinQueueRequest(
+                        game=KISHPA, seats=2, stake=1, client_seed="x" * 65, request_id="r"
+                    ),
+                    metadata=md["Ann"],
+                )
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert error_reason(refused.value) == "BAD_CLIENT_SEED"
+    finally:
+        await srv.stop(0)
+        await table.stop(0)
+        await wallet.stop(0)
