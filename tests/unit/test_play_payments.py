@@ -93,3 +93,32 @@ async def test_a_settlement_that_moved_nothing_says_nothing() -> None:
     finally:
         await client.close()
     assert captured.get() == ""
+
+
+async def test_a_hand_deal_end_shows_the_cards_left_by_their_faces() -> None:
+    """Issue 17 item 4 at the terminal: the hands left at a deal's end, faces shown."""
+    from cli.play.hand_ui import HandUI
+    from kishpa.common.v1 import common_pb2
+
+    console = Console(width=100, force_terminal=False, color_system=None)
+    client = KishpaClient("127.0.0.1:1", "127.0.0.1:1")
+    tile = common_pb2.Tile
+    event = table_pb2.TableEvent(
+        round=2,
+        deal_ended=table_pb2.DealEnded(
+            reason=table_pb2.DEAL_END_REASON_STOCK_EXHAUSTED,
+            hands=[
+                table_pb2.SeatTiles(seat=0, tiles=[tile(id=0, face="AS"), tile(id=104, face="J1")]),
+                table_pb2.SeatTiles(seat=2, tiles=[tile(id=9, face="10S")]),
+            ],
+        ),
+    )
+    try:
+        session = PlaySession(client, console, "t1", {}, HandUI())
+        session.view = _view()
+        with console.capture() as captured:
+            await session._narrate(event)
+    finally:
+        await client.close()
+    lines = [line.strip() for line in captured.get().splitlines()]
+    assert lines == ["The stock ran out: nobody wins this deal.", "Ann held AS ★J1"]
