@@ -18,8 +18,8 @@ from typing import Any
 import grpc
 
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from services.common.limits import Limiter, limiter_from_settings
 from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.limits import Limiter, limiter_from_settings
 from services.common.logging import get_logger
 from services.common.redis_client import async_client, is_cluster_url, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
