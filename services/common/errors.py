@@ -402,6 +402,27 @@ async def _mapping_errors(
         await context.abort_with_status(to_status(failure or internal_failure()))
 
 
+# -- the reference, rendered for docs/api.md ----------------------------------------------
+
+
+def reasons_markdown(proto_text: str) -> str:
+    """The table of every reason (from ``errors.proto``'s text: value names, their comments
+    and the section each sits in), as docs/api.md shows it."""
+    lines = ["| reason | usual status | meaning |", "|---|---|---|"]
+    section, comment = "", ""
+    for raw in proto_text.splitlines():
+        line = raw.strip()
+        if line.startswith("// ---- "):
+            section = line.removeprefix("// ---- ").split(":", 1)[0]
+        elif line.startswith("//"):
+            comment = line.removeprefix("//").strip()
+        elif line.startswith(REASON_PREFIX) and not line.startswith(REASON_PREFIX + "UNSPECIFIED"):
+            name = line.split("=", 1)[0].strip().removeprefix(REASON_PREFIX)
+            lines.append(f"| `{name}` | `{section}` | {comment} |")
+            comment = ""
+    return "\n".join(lines) + "\n"
+
+
 # -- client side --------------------------------------------------------------------------
 
 
@@ -432,3 +453,11 @@ def error_reason(error: grpc.RpcError) -> str | None:
     """The machine-readable reason of a failed call (``"NOT_YOUR_TURN"``...), if any."""
     info = error_info(error)
     return info.reason if info is not None else None
+
+
+if __name__ == "__main__":
+    import pathlib
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sys.stdout.write(reasons_markdown((root / "protos/kishpa/common/v1/errors.proto").read_text()))

@@ -284,3 +284,18 @@ def test_downstream_unreachable_is_unavailable() -> None:
     failure = failure_of(FakeDownstreamError(grpc.StatusCode.DEADLINE_EXCEEDED, None))
     assert failure is not None
     assert failure.code is grpc.StatusCode.UNAVAILABLE
+
+
+def test_docs_list_every_reason_of_the_proto() -> None:
+    import pathlib
+
+    from services.common.errors import reasons_markdown
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    table = reasons_markdown((root / "protos/kishpa/common/v1/errors.proto").read_text())
+    assert table.count("\n") - 2 == len(KNOWN_REASONS)
+    text = (root / "docs" / "api.md").read_text()
+    begin, end = "<!-- error-reasons:begin -->\n", "<!-- error-reasons:end -->"
+    assert text[text.index(begin) + len(begin) : text.index(end)] == table, (
+        "run: python -m services.common.errors"
+    )
