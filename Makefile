@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 PROTO_SRC := $(shell find protos/kishpa -name '*.proto' 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help install proto run test lint format bench clean release-contract
+.PHONY: help install proto ts-proto run test lint format bench clean release-contract
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,10 +35,26 @@ kishpa/.generated: $(PROTO_SRC)
 
 proto: kishpa/.generated ## Generate Python code and typed stubs from protos/ into kishpa/
 
+# TypeScript from protos/ (protobuf-es v2, the plugin run by buf from node_modules): what the
+# web client and the Node contract test (tests/integration/tables/test_ts_contract.py) use.
+# The npm packages are pinned by web/package-lock.json.
+WEB_PROTO_SRC := $(shell find protos -name '*.proto' 2>/dev/null)
+
+web/node_modules/.installed: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+web/src/gen/.generated: $(WEB_PROTO_SRC) web/buf.gen.yaml web/node_modules/.installed $(VENV)/.installed
+	rm -rf web/src/gen
+	cd web && ../$(BIN)/buf generate ../protos --template buf.gen.yaml
+	touch $@
+
+ts-proto: web/src/gen/.generated ## Generate TypeScript from protos/ into web/src/gen (protobuf-es)
+
 run: install ## Start the whole stack on this machine (Ctrl-C stops it)
 	$(BIN)/kishpa run
 
-test: install lint ## Lint, type-check and run every test against real Redis/PostgreSQL/Celery/gRPC
+test: install lint ts-proto ## Lint, type-check and run every test against real Redis/PostgreSQL/Celery/gRPC
 	@set +e; $(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5) - treating as an error, not a pass"; fi; \
 	exit $$rc
@@ -62,4 +78,4 @@ bench: install ## Run every benchmark and print the figures (see docs/BENCHMARKS
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean: ## Remove the virtualenv and generated code
-	rm -rf $(VENV) kishpa .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) kishpa .pytest_cache .mypy_cache .ruff_cache web/node_modules web/src/gen
