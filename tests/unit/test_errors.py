@@ -188,7 +188,10 @@ def test_every_reason_raised_in_the_code_is_in_the_proto_enum() -> None:
                 values: list[ast.expr] = []
                 if isinstance(node, ast.Call):
                     name = getattr(node.func, "id", getattr(node.func, "attr", ""))
-                    if name in error_names:
+                    inner = getattr(node.func, "value", None)
+                    if name == "__init__" and isinstance(inner, ast.Call):
+                        name = getattr(inner.func, "id", "")  # super().__init__("REASON", ...)
+                    if name in error_names or name == "super":
                         values = [
                             *node.args,
                             *(k.value for k in node.keywords if k.arg == "reason"),
