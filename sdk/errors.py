@@ -5,6 +5,8 @@ from __future__ import annotations
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
+from kishpa.common.v1 import errors_pb2
+
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 """Trailing metadata holding the serialized ``google.rpc.Status`` of a failed call."""
 
@@ -51,6 +53,15 @@ class KishpaError(Exception):
         code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
         details = error.details() if hasattr(error, "details") else str(error)
         return cls(code, error_reason(error), details or code.name.lower())
+
+    @property
+    def reason_code(self) -> errors_pb2.ErrorReason.ValueType:
+        """The reason as ``kishpa.common.v1.ErrorReason`` (``ERROR_REASON_NOT_YOUR_TURN``...);
+        unspecified when there is none or this SDK's contract does not know it yet."""
+        try:
+            return errors_pb2.ErrorReason.Value(f"ERROR_REASON_{self.reason}")
+        except ValueError:
+            return errors_pb2.ERROR_REASON_UNSPECIFIED
 
     @property
     def retryable(self) -> bool:

@@ -122,3 +122,17 @@ async def test_a_hand_deal_end_shows_the_cards_left_by_their_faces() -> None:
         await client.close()
     lines = [line.strip() for line in captured.get().splitlines()]
     assert lines == ["The stock ran out: nobody wins this deal.", "Ann held AS ★J1"]
+
+
+def test_the_sdk_error_names_its_reason_in_the_shared_enum() -> None:
+    """The SDK uses kishpa.common.v1.ErrorReason (errors.proto) instead of its own list."""
+    import grpc
+
+    from kishpa.common.v1 import errors_pb2
+    from sdk import KishpaError
+
+    refused = KishpaError(grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN", "wait")
+    assert refused.reason_code == errors_pb2.ERROR_REASON_NOT_YOUR_TURN
+    unknown = KishpaError(grpc.StatusCode.FAILED_PRECONDITION, "SOMETHING_NEWER", "?")
+    assert unknown.reason_code == errors_pb2.ERROR_REASON_UNSPECIFIED
+    assert KishpaError(grpc.StatusCode.UNAVAILABLE, None, "down").reason_code == 0
