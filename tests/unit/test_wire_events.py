@@ -302,3 +302,35 @@ def test_the_deck_numbering_documented_in_api_md_is_the_rules_numbering() -> Non
         colour, number = divmod(rest, 13)
         assert kishpa_face(tile_id) == "RBYK"[colour] + str(number + 1)
         assert card_text(tile_id).endswith("SHDC"[colour])
+
+
+def test_acting_seats_in_a_reveal_window_name_only_the_viewers_own_seat() -> None:
+    """The comment on Round.acting_seats is the behaviour: during a turn everyone sees the
+    turn's seat; in an open reveal window only a viewer who may reveal sees his own seat,
+    and nobody learns who else holds the kishpa."""
+    from games.kishpa import round as rnd
+    from services.table.convert import Converter
+    from services.table.kishpa_engine import KishpaEngine
+    from services.table.service import TableView
+    from tests.unit.test_table_kishpa_engine import _apply, _seed, _table
+
+    engine = KishpaEngine()
+    convert = Converter(lambda _game, tile_id: kishpa_face(tile_id))
+    windows = 0
+    for n in range(400):
+        table = _table()
+        _apply(table, engine.start(table, _seed(1000 + n), 0))
+        state = rnd.RoundState.from_dict(table.game["round"])
+        for viewer in (None, 0, 1, 2, 3):
+            tiles = [] if viewer is None else engine.hand(table, viewer)
+            view = TableView(table, viewer, tiles, engine.view(table, viewer), {}, 1, "")
+            acting = list(convert.view(view).round.acting_seats)
+            if state.phase == rnd.START_REVEAL:
+                eligible = rnd.eligible_to_reveal(state)
+                assert acting == ([viewer] if viewer in eligible else [])
+            else:
+                assert acting == [state.turn]
+        windows += state.phase == rnd.START_REVEAL
+        if windows >= 3:
+            break
+    assert windows >= 3, "no start reveal window in 400 deals"
