@@ -57,6 +57,8 @@ class LimitConfig:
     streams_per_player: int
     exempt_loopback: bool = True
     key_prefix: str = KEY_PREFIX
+    trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    """Peers (an edge, a load balancer) whose ``x-forwarded-for`` names the real client."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LimitConfig:
@@ -69,6 +71,11 @@ class LimitConfig:
             settings.limit_streams_per_player,
             settings.limit_exempt_loopback,
             settings.limits_key_prefix,
+            tuple(
+                ipaddress.ip_network(cidr.strip(), strict=False)
+                for cidr in settings.limit_trusted_proxies.split(",")
+                if cidr.strip()
+            ),
         )
 
 
@@ -182,12 +189,38 @@ def limiter_from_settings(settings: Settings) -> Limiter | None:
     return Limiter(settings.redis_url, LimitConfig.from_settings(settings))
 
 
-def device_key(device_id: str, peer: str, config: LimitConfig) -> str | None:
+def _trusted(address: str, proxies: tuple[Any, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in proxies)
+
+
+def caller_address(peer: str, metadata: Any, config: LimitConfig) -> str:
+    """The client's address: the peer's, or, when the peer is a trusted proxy, the nearest
+    address in ``x-forwarded-for`` that is not itself a trusted proxy."""
+    address = client_address(peer)
+    if not config.trusted_proxies or not _trusted(address, config.trusted_proxies):
+        return address
+    forwarded = ""
+    for key, value in metadata or ():
+        if key.lower() == "x-forwarded-for":
+            forwarded = value.decode() if isinstance(value, bytes) else str(value)
+    for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()][:32]):
+        if not _trusted(hop, config.trusted_proxies):
+            try:
+                return str(ipaddress.ip_address(hop))
+            except ValueError:
+                return address  # a malformed header: count the proxy itself
+    return address
+
+
+def device_key(device_id: str, address: str, config: LimitConfig) -> str | None:
     """Whose starting grant a guest login takes: its device id's, else its client
     address's; None for a loopback client without a device id (exempt, see LimitConfig)."""
     if device_id:
         return f"device:{device_id}"
-    address = client_address(peer)
     if config.exempt_loopback and is_loopback(address):
         return None
     return f"address:{address}"
@@ -222,7 +255,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
         async def before(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
             try:
                 if method == LOGIN_METHOD:
-                    address = client_address(context.peer())
+                    address = caller_address(context.peer(), context.invocation_metadata(), config)
                     if not (config.exempt_loopback and is_loopback(address)):
                         await limiter.hit(config.logins_per_address, "login", "address", address)
                     device = str(getattr(request, "device_id", "") or "")

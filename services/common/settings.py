@@ -194,6 +194,7 @@ class Settings(BaseSettings):
     limit_exempt_loopback: bool = Field(
         default=True, validation_alias="KISHPA_LIMIT_EXEMPT_LOOPBACK"
     )
+    limit_trusted_proxies: str = Field(default="", validation_alias="KISHPA_LIMIT_TRUSTED_PROXIES")
     limits_key_prefix: str = Field(
         default="kishpa:limits", validation_alias="KISHPA_LIMITS_KEY_PREFIX"
     )
@@ -212,6 +213,19 @@ class Settings(BaseSettings):
             parse(value)
         except ValueError:
             raise ValueError(f"{value!r} is not a rate such as '20/second'") from None
+        return value
+
+    @field_validator("limit_trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: str) -> str:
+        import ipaddress
+
+        for cidr in (c.strip() for c in value.split(",")):
+            if cidr:
+                try:
+                    ipaddress.ip_network(cidr, strict=False)
+                except ValueError:
+                    raise ValueError(f"{cidr!r} is not an address or CIDR") from None
         return value
 
     @property

@@ -15,7 +15,7 @@ import grpc
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
 from services.common.auth import TokenAuthority, current_player
 from services.common.auth_service import SERVICE_NAME, AuthServicer
-from services.common.limits import Limiter, device_key
+from services.common.limits import Limiter, caller_address, device_key
 from services.common.oidc import PLAYER_ID_PREFIX as OIDC_PLAYER_PREFIX
 from services.common.server import ServiceRegistration
 from services.matchmaking.gateways import WalletGateway
@@ -51,7 +51,9 @@ class LoginServicer(AuthServicer):
             return response
         # The starting tokens once per device (a login without a device id counts as its
         # client address): a new guest on a known device starts with an empty wallet.
-        device = device_key(request.device_id, context.peer(), self._limiter.config)
+        config = self._limiter.config
+        address = caller_address(context.peer(), context.invocation_metadata(), config)
+        device = device_key(request.device_id, address, config)
         if device is None:
             await self._wallet.open_wallet(response.player_id)
             return response
