@@ -34,8 +34,11 @@ def phase_order(round_no: int, phase: str) -> int:
 def read_phase(client: redis.Redis, ref: PhaseRef) -> PhaseRecord | None:
     """The outbox record of ``ref``, or None when there is none."""
     raw = client.hget(keys.outbox(ref.table_id), ref.field)
-    if raw is None:
-        return None
+    return None if raw is None else checked_record(ref, raw)
+
+
+def checked_record(ref: PhaseRef, raw: bytes | str) -> PhaseRecord:
+    """The record stored under ``ref``'s field, refused if it names another phase."""
     record = parse_phase_record(raw)
     if (record.table_id, record.round_no, record.phase) != (
         ref.table_id,
@@ -165,6 +168,13 @@ def unsettled_earlier_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRe
     pipe.hkeys(keys.outbox(ref.table_id))
     pipe.hkeys(keys.settled(ref.table_id))
     outbox_fields, settled_fields = pipe.execute()
+    return earlier_unsettled(ref, outbox_fields, settled_fields)
+
+
+def earlier_unsettled(
+    ref: PhaseRef, outbox_fields: list[Any], settled_fields: list[Any]
+) -> list[PhaseRef]:
+    """:func:`unsettled_earlier_phases` from the two hashes' field names."""
     settled = {_text(f) for f in settled_fields}
     order = phase_order(ref.round_no, ref.phase)
     earlier = []
@@ -178,13 +188,22 @@ def unsettled_earlier_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRe
 
 
 def unsettled_later_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRef]:
-    """Phases of the same table after ``ref`` not yet settled, earliest first."""
+    """Phases of the same table after ``ref`` not yet settled, earliest first (field names
+    only: one round trip)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hkeys(keys.outbox(ref.table_id))
+    pipe.hkeys(keys.settled(ref.table_id))
+    outbox_fields, settled_fields = pipe.execute()
+    settled = {_text(f) for f in settled_fields}
     order = phase_order(ref.round_no, ref.phase)
-    return [
-        p.ref
-        for p in pending_phases(client, ref.table_id)
-        if phase_order(p.ref.round_no, p.ref.phase) > order
-    ]
+    later = []
+    for field in outbox_fields:
+        name = _text(field)
+        parsed = _parse_field(name)
+        if parsed is None or name in settled or phase_order(*parsed) <= order:
+            continue
+        later.append(PhaseRef(ref.table_id, *parsed))
+    return sorted(later, key=lambda r: phase_order(r.round_no, r.phase))
 
 
 def table_id_of_outbox(key: bytes | str) -> str:
@@ -220,6 +239,35 @@ def unsettled_phases(
         for phase in pending:
             if phase.created_ms is None or phase.created_ms < created_before_ms:
                 yield phase.ref
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseState:
+    """Everything a settlement task first needs to know about its phase, read at once."""
+
+    settled: bool
+    dead_lettered: bool
+    raw_record: bytes | None
+    earlier_unsettled: list[PhaseRef]
+
+
+def phase_state(
+    client: redis.Redis, ref: PhaseRef, *, dead_letter_index: str, field: str
+) -> PhaseState:
+    """One round trip: the phase's record, whether it is settled or dead-lettered (``field``
+    of ``dead_letter_index``), and the table's earlier unsettled phases."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hget(keys.outbox(ref.table_id), ref.field)
+    pipe.hkeys(keys.outbox(ref.table_id))
+    pipe.hkeys(keys.settled(ref.table_id))
+    pipe.hexists(dead_letter_index, field)
+    raw, outbox_fields, settled_fields, dead = pipe.execute()
+    return PhaseState(
+        settled=ref.field in {_text(f) for f in settled_fields},
+        dead_lettered=bool(dead),
+        raw_record=raw,
+        earlier_unsettled=earlier_unsettled(ref, outbox_fields, settled_fields),
+    )
 
 
 def enqueued_marker(ref: PhaseRef) -> str:

@@ -40,13 +40,13 @@ from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
 from workers.celery_app import RETRY_FIRST_S, RETRY_MAX_S, is_transient, kishpa_task
 from workers.config import worker_config
-from workers.deadletter import is_dead_lettered, push_dead_letter
+from workers.deadletter import DEADLETTER_INDEX, index_field, is_dead_lettered, push_dead_letter
 from workers.enqueue import enqueue_settlement
 from workers.outbox import (
+    checked_record,
     claim_enqueue,
     mark_settled,
-    read_phase,
-    read_settlement,
+    phase_state,
     unsettled_earlier_phases,
     unsettled_later_phases,
 )
@@ -211,17 +211,22 @@ def settle(
     While an earlier phase of the table is unsettled (and not dead-lettered) it waits up to
     ``order_wait_s``, then answers ``waiting`` naming that phase, having changed nothing.
     """
-    if read_settlement(client, ref) is not None:
+    # One round trip for what used to take four: settled? dead-lettered? the record, and
+    # the table's earlier unsettled phases.
+    state = phase_state(client, ref, dead_letter_index=DEADLETTER_INDEX, field=index_field(ref))
+    if state.settled:
         return Outcome("already_settled")
-    if is_dead_lettered(client, ref):
+    if state.dead_lettered:
         return Outcome("dead_letter", reason="already in the dead-letter list")
     try:
-        record = read_phase(client, ref)
-        if record is None:
+        if state.raw_record is None:
             raise PermanentSettlementError("PHASE_RECORD_MISSING", "no outbox record")
-        blocking = _wait_for_earlier_phases(client, ref, order_wait_s, sleep)
-        if blocking is not None:
-            return Outcome("waiting", reason=f"{blocking.round_no}:{blocking.phase}")
+        record = checked_record(ref, state.raw_record)
+        live = [p for p in state.earlier_unsettled if not is_dead_lettered(client, p)]
+        if live:
+            blocking = _wait_for_earlier_phases(client, ref, order_wait_s, sleep)
+            if blocking is not None:
+                return Outcome("waiting", reason=f"{blocking.round_no}:{blocking.phase}")
         batch_id, balances, payments = _apply(wallet, ref, record)
     except BadPhaseRecord as exc:
         return _dead_letter(
