@@ -592,6 +592,11 @@ def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_aler
             "a clean reconciliation",
         )
         assert "kishpa_sweeper_reenqueued_total 1.0" in worker.metrics()
+        # Each sweep measures the lag (db 13 is shared with other runs: values not asserted).
+        metrics = worker.metrics()
+        for gauge in ("oldest_unsettled_seconds", "unsettled_phases", "stalled_tables"):
+            assert f"\nkishpa_settlement_{gauge} " in metrics
+        assert "kishpa_settlement_last_sweep_timestamp_seconds 1." in metrics
 
         # Break the ledger behind the wallet's back: the next reconciliation must alert.
         with sqlite3.connect(own_wallet.database) as db:
