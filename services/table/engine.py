@@ -61,6 +61,8 @@ class TableSettings:
     reveal_window_seconds: int = 15
     next_round_pause_ms: int = 3000
     stake: int = 1
+    bots: int = 0
+    """Seats the service fills with its own bots at creation (played on auto-play)."""
     options: Mapping[str, bool] = field(default_factory=dict)
     """Game-specific switches (Kishpa: ``allow_high_wrap``, the 12-13-1 run)."""
     watch_policy: str = WATCH_ANYONE
@@ -83,6 +85,7 @@ class TableSettings:
             "reveal_window_seconds": self.reveal_window_seconds,
             "next_round_pause_ms": self.next_round_pause_ms,
             "stake": self.stake,
+            "bots": self.bots,
             "options": dict(self.options),
         }
 
@@ -139,8 +142,14 @@ class Table:
     timeouts: dict[str, int] = field(default_factory=dict)
     """Turns in a row each seat (as text) let run out; reset when its player acts."""
     autoplay: list[int] = field(default_factory=list)
+    bots: list[str] = field(default_factory=list)
+    """Players who are the service's bots (always on auto-play; marked in every view)."""
     deadline: Deadline | None = None
     game: dict[str, Any] = field(default_factory=dict)
+
+    def bot_seats(self) -> list[int]:
+        """Seats where the service's bots sit."""
+        return [seat for seat, player in enumerate(self.players) if player in self.bots]
 
     def seat_of(self, player_id: str) -> int | None:
         """The player's seat, or None when he does not sit here."""
@@ -164,6 +173,7 @@ class Table:
             "rack_orders": self.rack_orders,
             "timeouts": self.timeouts,
             "autoplay": self.autoplay,
+            "bots": self.bots,
             "deadline": None if self.deadline is None else self.deadline.to_dict(),
             "game": self.game,
         }
@@ -184,6 +194,7 @@ class Table:
             rack_orders={k: list(v) for k, v in obj["rack_orders"].items()},
             timeouts=dict(obj["timeouts"]),
             autoplay=list(obj["autoplay"]),
+            bots=list(obj.get("bots", [])),
             deadline=Deadline.from_dict(obj["deadline"]),
             game=dict(obj["game"]),
         )

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from games.fair import FairStream
+from games.fair import SERVER_SEED_BYTES, FairStream
 from games.kishpa import bot
 from games.kishpa import round as rnd
 from games.kishpa.bowl import completes_streak, contribution, next_streaks, previous_winner_of
@@ -136,6 +136,7 @@ class KishpaEngine:
         result: dict[str, Any] | None = None,
     ) -> Step:
         """The table step after the round moved: outbox phases, round end, deadline."""
+        state, events = self._bots_in_window(table, state, events)
         game = dict(table.game)
         game["round"] = state.to_dict()
         round_no = state.round_no
@@ -327,6 +328,35 @@ class KishpaEngine:
         else:
             new, events = rnd.apply(state, rnd.TurnTimeout(seat))
         return self._step(table, new, events, now_ms, timed_out_seat=seat)
+
+    @staticmethod
+    def _bots_in_window(
+        table: Table, state: rnd.RoundState, events: list[rnd.Event]
+    ) -> tuple[rnd.RoundState, list[rnd.Event]]:
+        """The service's bots reveal or pass as soon as a reveal window waits for them, so a
+        window with bots lasts only as long as its human players take.
+
+        The window waits for every seat that might hold the kishpa, so a bot's prompt answer
+        tells nobody anything about its hand. No randomness is drawn (the stream is unused).
+        """
+        bots = set(table.bot_seats())
+        if not bots:
+            return state, events
+        stream = FairStream(bytes(SERVER_SEED_BYTES), (), AUTOPLAY_TAG)
+        for _ in range(2 * len(state.players)):  # a start window may be followed by another
+            if rnd.waiting_for(state) != "window":
+                break
+            pending = [s for s in rnd.window_waits_for(state) if s in bots]
+            move = None
+            for seat in pending:
+                move = bot.choose_action(rnd.view_for(state, seat), stream, state.ruleset)
+                if move is not None:
+                    break
+            if move is None:
+                break
+            state, more = rnd.apply(state, move)
+            events = [*events, *more]
+        return state, events
 
     @staticmethod
     def _autoplay(

@@ -69,6 +69,8 @@ WAITING_TABLE_TTL_S = 24 * 3600
 """A table that never starts is forgotten a day after its last join or leave."""
 READ_BATCH = 200
 """Events read from the stream per XREAD."""
+BOT_NAMES = ("Bot Noa", "Bot Eitan", "Bot Maya")
+"""Display names of the service's bots, by their order at the table."""
 SETTLEMENT_WAIT_MS = 30_000
 """How long a WatchTable stream waits after ``table_closed`` for the last settlement (when
 the service enqueues settlements)."""
@@ -388,6 +390,11 @@ class Tables:
         if table.status != "playing":
             raise TableError(f"the table is {table.status}, not playing", "NOT_PLAYING")
 
+    @staticmethod
+    def _bots_on_autoplay(table: Table) -> None:
+        """The service plays its bots' seats from the first deal (seats are final then)."""
+        table.autoplay = sorted(set(table.autoplay) | set(table.bot_seats()))
+
     def _player_acted(self, table: Table, seat: int) -> None:
         """A player who acts takes his seat back from auto-play."""
         table.timeouts.pop(str(seat), None)
@@ -438,6 +445,15 @@ class Tables:
             listed = ", ".join(str(stake) for stake in offered)
             raise BadRequestError(f"stake must be one of: {listed}", "BAD_STAKE")
         seated = list(players) or [(creator, "")]
+        if not 0 <= settings.bots <= min(len(BOT_NAMES), settings.seats - len(seated)):
+            raise BadRequestError(
+                "bots must leave a seat for every player (0 to seats - 1)", "BAD_BOTS"
+            )
+        # A replayed CreateTable must find the table it created: with a request id, the
+        # table's id is derived from it, so "create" is atomic and idempotent in one step.
+        table_id = table_id or _table_id_for(creator, request_id)
+        bots = [(f"bot-{n + 1}-{table_id}", BOT_NAMES[n]) for n in range(settings.bots)]
+        seated += bots
         ids = [p for p, _ in seated]
         if seated[0][0] != creator or len(set(ids)) != len(ids) or len(ids) > settings.seats:
             raise BadRequestError(
@@ -446,9 +462,6 @@ class Tables:
         if any(not p or len(p) > 128 for p in ids):
             raise BadRequestError("a player id must be 1-128 characters", "BAD_PLAYERS")
         engine.check_settings(settings)
-        # A replayed CreateTable must find the table it created: with a request id, the
-        # table's id is derived from it, so "create" is atomic and idempotent in one step.
-        table_id = table_id or _table_id_for(creator, request_id)
         who = creator if viewer is None else viewer
 
         def build(snapshot: Snapshot) -> Transition:
@@ -462,13 +475,19 @@ class Tables:
                 names={p: n for p, n in seated if n},
                 auto_start=auto_start,
                 client_seeds={p: seed for p, seed in seeds.items() if p in ids},
+                bots=[p for p, _ in bots],
             )
             events = [
                 TableEvent(
                     "table_created", 0, 0, {"creator": creator, "game": game, **settings.to_dict()}
                 ),
                 *(
-                    TableEvent("player_joined", 0, seat, {"player_id": p, "name": n})
+                    TableEvent(
+                        "player_joined",
+                        0,
+                        seat,
+                        {"player_id": p, "name": n, **({"bot": True} if p in table.bots else {})},
+                    )
                     for seat, (p, n) in enumerate(seated)
                 ),
             ]
@@ -492,6 +511,7 @@ class Tables:
         if not table.auto_start or len(table.players) < table.settings.seats:
             return step
         table.status = "playing"
+        self._bots_on_autoplay(table)
         started = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
         started.events = [*step.events, *started.events]
         return started
@@ -563,6 +583,7 @@ class Tables:
             if len(table.players) < SEAT_LIMITS[0]:
                 raise TableError("at least two players must sit", "NOT_ENOUGH_PLAYERS")
             table.status = "playing"
+            self._bots_on_autoplay(table)
             step = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
             return step, {}
 

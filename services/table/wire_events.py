@@ -113,6 +113,7 @@ def settings_message(game: str, settings: TableSettings) -> table_pb2.TableSetti
             settings.watch_policy, table_pb2.WATCH_POLICY_UNSPECIFIED
         ),
         invited_watchers=settings.invited_watchers,
+        bots=settings.bots,
     )
     if game == "kishpa":
         allow = bool(settings.options.get("allow_high_wrap", False))
@@ -152,7 +153,11 @@ def _fill(msg: table_pb2.TableEvent, event: TableEvent, b: _Build) -> bool:
         )
     elif t == "player_joined":
         msg.player_joined.CopyFrom(
-            table_pb2.PlayerJoined(player_id=str(d["player_id"]), display_name=str(d.get("name")))
+            table_pb2.PlayerJoined(
+                player_id=str(d["player_id"]),
+                display_name=str(d.get("name")),
+                bot=bool(d.get("bot", False)),
+            )
         )
     elif t == "player_left":
         msg.player_left.CopyFrom(table_pb2.PlayerLeft(player_id=str(d["player_id"])))

@@ -56,6 +56,7 @@ def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ct
         env[f"KISHPA_{name.upper()}_METRICS_PORT"] = str(free_port())
     env["KISHPA_WORKER_METRICS_PORT"] = str(free_port())
     env["KISHPA_EMBEDDED_REDIS_PORT"] = str(free_port())
+    env["KISHPA_EDGE_PORT"] = edge_port = str(free_port())
     log = (tmp_path / "run.log").open("w")
     stack = subprocess.Popen(
         [KISHPA, "run", "--var-dir", str(tmp_path / "var")],
@@ -69,6 +70,7 @@ def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ct
             assert stack.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the stack did not come up in time"
             time.sleep(0.5)
+        assert f"http://127.0.0.1:{edge_port}/" in (tmp_path / "run.log").read_text()
         client_env = dict(
             env,
             KISHPA_MATCHMAKING_ADDR=f"127.0.0.1:{ports['matchmaking']}",

@@ -1,0 +1,1 @@
+"""The browser edge: gRPC-Web (binary and text) to gRPC, and the web client's files."""

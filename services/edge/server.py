@@ -1,0 +1,89 @@
+"""``kishpa serve edge``: the gRPC-Web edge on Hypercorn (HTTP/1.1 and cleartext HTTP/2).
+
+Configuration (docs/DEVELOPING.md, "Other variables"): ``KISHPA_EDGE_PORT`` (8080),
+``KISHPA_EDGE_HOST`` (``0.0.0.0``), ``KISHPA_EDGE_CORS_ORIGINS`` (comma-separated origins
+allowed to call from another site, ``*`` for any; empty: same origin only),
+``KISHPA_EDGE_WEB_ROOT`` (the built web client; default ``web/dist`` beside the code), and
+the services at ``KISHPA_MATCHMAKING_ADDR``, ``KISHPA_TABLE_ADDR``, ``KISHPA_WALLET_ADDR``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+
+import structlog
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+
+from services.common.logging import configure_logging
+from services.common.settings import load_settings
+from services.edge.app import Edge, EdgeConfig
+
+log = structlog.get_logger("kishpa.edge")
+
+DEFAULT_PORT = 8080
+DEFAULT_WEB_ROOT = Path(__file__).resolve().parents[2] / "web" / "dist"
+
+
+def config_from_env(env: Mapping[str, str] | None = None) -> tuple[EdgeConfig, str, int]:
+    """The edge's configuration, host and port from the environment."""
+    env = os.environ if env is None else env
+    settings = load_settings("edge", grpc_port=0, metrics_port=0)
+    origins = frozenset(o.strip() for o in env.get("KISHPA_EDGE_CORS_ORIGINS", "").split(","))
+    root = Path(env.get("KISHPA_EDGE_WEB_ROOT", "") or DEFAULT_WEB_ROOT)
+    config = EdgeConfig(
+        upstreams={
+            "matchmaking": settings.matchmaking_addr,
+            "table": settings.table_addr,
+            "wallet": settings.wallet_addr,
+        },
+        cors_origins=origins - {""},
+        web_root=root if root.is_dir() else None,
+    )
+    host = env.get("KISHPA_EDGE_HOST", "0.0.0.0")
+    port = int(env.get("KISHPA_EDGE_PORT", str(DEFAULT_PORT)))
+    return config, host, port
+
+
+def hypercorn_config(host: str, port: int, grace_seconds: float) -> Config:
+    """Hypercorn serving HTTP/1.1 and HTTP/2 (prior knowledge or Upgrade: h2c) on one port."""
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = grace_seconds
+    config.accesslog = None
+    config.keep_alive_timeout = 75  # browsers keep an idle connection ~60 s
+    return config
+
+
+async def serve_edge(edge: Edge, config: Config, stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set (then finish running calls within the grace period)."""
+    await serve(edge, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+
+def main() -> int:
+    """Run the edge until SIGTERM or SIGINT."""
+    settings = load_settings("edge", grpc_port=0, metrics_port=0)
+    configure_logging(settings.log_format, settings.log_level, service="edge")
+    edge_config, host, port = config_from_env()
+    edge = Edge(edge_config)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        log.info(
+            "edge_starting",
+            address=f"{host}:{port}",
+            upstreams=dict(edge_config.upstreams),
+            web_root=str(edge_config.web_root),
+            cors=sorted(edge_config.cors_origins),
+        )
+        await serve_edge(edge, hypercorn_config(host, port, settings.shutdown_grace_seconds), stop)
+
+    asyncio.run(run())
+    return 0
