@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
 from kubernetes_validate import utils as kubernetes_validate
 
 from deploy.contract import (
@@ -297,6 +298,8 @@ def _check_workload(
             yield f"{ref(owner)}: container port {port_name} must be {effective}"
 
     probes = dict(_probe_ports(container))
+    if workload.http_port is not None:
+        yield from _check_http_workload(owner, container, workload, values, probes)
     if workload.grpc_port is not None:
         grpc_port = int(values.get(GRPC_PORT_ENV, workload.grpc_port))
         for kind in ("readinessProbe", "livenessProbe"):
@@ -312,6 +315,7 @@ def _check_workload(
                 f"{ref(owner)}: readinessProbe asks about {readiness.get('service')!r}, "
                 f"the server reports {workload.health_service!r}"
             )
+    if workload.grpc_port is not None or workload.http_port is not None:
         grace = float(values.get(SHUTDOWN_GRACE_ENV, default_shutdown_grace_seconds()))
         pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {})
         budget = template["spec"].get(
@@ -322,6 +326,32 @@ def _check_workload(
                 f"{ref(owner)}: terminationGracePeriodSeconds {budget} < preStop "
                 f"{pre_stop.get('seconds', 0)} + shutdown grace {grace}: calls would be cut"
             )
+
+
+def _check_http_workload(
+    owner: Manifest,
+    container: Manifest,
+    workload: Workload,
+    values: Mapping[str, str],
+    probes: Mapping[str, Manifest],
+) -> Iterator[str]:
+    """An HTTP server's port and its probes (HTTP GET on the paths the code serves)."""
+    port = int(values.get(workload.http_port_env, workload.http_port or 0))
+    if port != workload.http_port:
+        env = workload.http_port_env
+        yield f"{ref(owner)}: {env}={port}, the documented port is {workload.http_port}"
+    ports = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
+    if ports.get("http") != port:
+        yield f"{ref(owner)}: container port http must be {port}"
+    for kind, path in zip(("readinessProbe", "livenessProbe"), workload.http_probes, strict=True):
+        probe = probes.get(kind, {}).get("httpGet")
+        if probe is None:
+            yield f"{ref(owner)}: needs an HTTP {kind}"
+            continue
+        if probe.get("path") != path:
+            yield f"{ref(owner)}: {kind} path {probe.get('path')!r}, the edge serves {path!r}"
+        if probe.get("port") not in ("http", port):
+            yield f"{ref(owner)}: {kind} port {probe.get('port')} != HTTP port {port}"
 
 
 def workload_environment(objects: list[Manifest], name: str) -> tuple[dict[str, str], set[str]]:
@@ -396,7 +426,8 @@ def check_services_and_scaling(objects: list[Manifest]) -> list[str]:
         if hpa["spec"].get("minReplicas", 1) > hpa["spec"]["maxReplicas"]:
             problems.append(f"{ref(hpa)}: minReplicas > maxReplicas")
     for name, workload in WORKLOADS.items():
-        if workload.grpc_port is None:
+        served = workload.grpc_port if workload.grpc_port is not None else workload.http_port
+        if served is None:
             continue
         deployment = find(objects, "Deployment", name)
         if deployment is None:
@@ -404,8 +435,8 @@ def check_services_and_scaling(objects: list[Manifest]) -> list[str]:
         grpc_service = find(objects, "Service", name)
         if grpc_service is None:
             problems.append(f"{ref(deployment)}: no Service named {name}")
-        elif not any(p["port"] == workload.grpc_port for p in grpc_service["spec"]["ports"]):
-            problems.append(f"Service/{name}: does not expose port {workload.grpc_port}")
+        elif not any(p["port"] == served for p in grpc_service["spec"]["ports"]):
+            problems.append(f"Service/{name}: does not expose port {served}")
         if not any(h["spec"]["scaleTargetRef"]["name"] == name for h in autoscalers):
             problems.append(f"{ref(deployment)}: no HorizontalPodAutoscaler")
         elif "replicas" in deployment["spec"]:
@@ -448,6 +479,77 @@ def check_config(objects: list[Manifest]) -> list[str]:
             if key in ("REDIS_URL", "KISHPA_BROKER_URL") and value.startswith("redis"):
                 url = urlsplit(value)
                 problems.extend(service_port(url.hostname or "", url.port or 6379, what))
+    return problems
+
+
+def check_public_route(objects: list[Manifest]) -> list[str]:
+    """Browsers reach the edge: an Ingress (or Gateway API HTTPRoute) sends ``/`` to its
+    Service's HTTP port."""
+    edge = WORKLOADS["edge"]
+    service = find(objects, "Service", edge.name)
+    if service is None:
+        return []  # check_services_and_scaling reports the missing Service
+    ports = {p.get("name"): p["port"] for p in service["spec"]["ports"]}
+    for obj in objects:
+        if obj["kind"] == "Ingress":
+            for rule in obj["spec"].get("rules", []):
+                for path in rule.get("http", {}).get("paths", []):
+                    backend = path["backend"].get("service", {})
+                    port = backend.get("port", {})
+                    number = port.get("number", ports.get(port.get("name")))
+                    if (
+                        backend.get("name") == edge.name
+                        and number == edge.http_port
+                        and path.get("path") == "/"
+                    ):
+                        return []
+        if obj["kind"] == "HTTPRoute":
+            for rule in obj["spec"].get("rules", []):
+                for backend in rule.get("backendRefs", []):
+                    if backend.get("name") == edge.name and backend.get("port") == edge.http_port:
+                        return []
+    return [f"Service/{edge.name}: no Ingress or HTTPRoute sends / to port {edge.http_port}"]
+
+
+ENVOY_CONFIG = Path(__file__).resolve().parent / "envoy" / "envoy.yaml"
+
+
+def check_envoy_routes(config: Mapping[str, Any]) -> list[str]:
+    """Envoy's gRPC-Web routes are exactly the edge's allowlist, each to the right service."""
+    from services.edge.routes import public_routes  # the edge imports grpc: only when asked
+
+    problems = []
+    resources = config["static_resources"]
+    clusters = {}
+    for cluster in resources["clusters"]:
+        endpoint = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+        address = endpoint["address"]["socket_address"]
+        clusters[cluster["name"]] = (address["address"], address["port_value"])
+    manager = resources["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    filters = [f["name"] for f in manager["http_filters"]]
+    if "envoy.filters.http.grpc_web" not in filters:
+        problems.append("envoy: no envoy.filters.http.grpc_web filter")
+    routed: dict[str, str] = {}
+    for host in manager["route_config"]["virtual_hosts"]:
+        for route in host["routes"]:
+            match = route["match"]
+            if "route" not in route:
+                continue
+            if "path" not in match:
+                problems.append(f"envoy: route {match} forwards more than one exact RPC path")
+                continue
+            routed[match["path"]] = route["route"]["cluster"]
+    expected = public_routes()
+    for path in sorted(set(routed) - set(expected)):
+        problems.append(f"envoy: routes {path}, which the edge does not expose")
+    for path in sorted(set(expected) - set(routed)):
+        problems.append(f"envoy: does not route {path}")
+    for path in sorted(set(routed) & set(expected)):
+        upstream = expected[path].upstream
+        target = clusters.get(routed[path])
+        want = (upstream, WORKLOADS[upstream].grpc_port)
+        if target != want:
+            problems.append(f"envoy: {path} goes to {target}, not {want[0]}:{want[1]}")
     return problems
 
 
@@ -532,6 +634,7 @@ def check_objects(objects: list[Manifest]) -> list[str]:
         check_workloads,
         check_services_and_scaling,
         check_config,
+        check_public_route,
         check_network,
     ]
     problems = [p for check in checks for p in check(objects)]
@@ -557,7 +660,11 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"  {problem}")
         failed = failed or bool(problems)
-    return 1 if failed else 0
+    envoy = check_envoy_routes(yaml.safe_load(ENVOY_CONFIG.read_text()))
+    print(f"{ENVOY_CONFIG}: {len(envoy)} problems")
+    for problem in envoy:
+        print(f"  {problem}")
+    return 1 if failed or envoy else 0
 
 
 if __name__ == "__main__":

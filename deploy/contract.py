@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import services.edge.server
 import workers.config
 from services.common.settings import (
     DEFAULT_GRPC_PORTS,
@@ -52,6 +53,11 @@ class Workload:
     kind: str = "Deployment"
     # Secrets this workload reads from another Secret than SECRETS says (a narrower grant).
     secret_sources: dict[str, Secret] = field(default_factory=dict)
+    # An HTTP server (the browser edge): its port, the variable setting it, and the paths of
+    # its readiness and liveness probes.
+    http_port: int | None = None
+    http_port_env: str = ""
+    http_probes: tuple[str, str] = ("", "")
 
     def secret_source(self, env: str) -> Secret:
         """The Secret and key ``env`` must come from for this workload."""
@@ -92,6 +98,17 @@ WORKLOADS: dict[str, Workload] = {
             frozenset(REQUIRED_SECRETS["worker"]),
         ),
         Workload("beat", ("beat",), None, None, None, frozenset(REQUIRED_SECRETS["beat"])),
+        Workload(
+            "edge",
+            ("serve", "edge"),
+            None,
+            None,
+            None,
+            frozenset(),
+            http_port=services.edge.server.DEFAULT_PORT,
+            http_port_env="KISHPA_EDGE_PORT",
+            http_probes=services.edge.server.PROBES,
+        ),
         Workload("migrate", ("migrate",), None, None, None, _database("migrate"), kind="Job"),
         Workload(
             "reconcile",
@@ -114,11 +131,13 @@ REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
     ("postgres", 5432): frozenset({"wallet", "migrate", "reconcile"}),
     ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat"}),
     # Workers settle rounds; matchmaking's login opens the player's wallet; the table
-    # service reads seated players' balances.
-    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker", "matchmaking", "table"}),
+    # service reads seated players' balances; the browser edge forwards a player's own
+    # balance and history reads.
+    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker", "matchmaking", "table", "edge"}),
     # ... and the wallet's AdminService closes a stuck table (TableService.CloseTable).
-    ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", "wallet", EXTERNAL}),
-    ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({EXTERNAL}),
+    ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", "wallet", "edge", EXTERNAL}),
+    ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({"edge", EXTERNAL}),
+    ("edge", services.edge.server.DEFAULT_PORT): frozenset({EXTERNAL}),
 }
 
 
@@ -127,9 +146,15 @@ def worker_env_vars() -> frozenset[str]:
     return frozenset(re.findall(r"``(KISHPA_[A-Z_]+)``", workers.config.__doc__ or ""))
 
 
+def edge_env_vars() -> frozenset[str]:
+    """The browser edge's own variables, as services/edge/server.py documents them."""
+    return frozenset(re.findall(r"``(KISHPA_EDGE_[A-Z_]+)``", services.edge.server.__doc__ or ""))
+
+
 def settings_env_vars() -> frozenset[str]:
-    """Every environment variable the processes read: ``Settings`` and the workers' knobs."""
-    return frozenset(environment_variables()) | worker_env_vars()
+    """Every environment variable the processes read: ``Settings``, the workers' knobs and
+    the edge's."""
+    return frozenset(environment_variables()) | worker_env_vars() | edge_env_vars()
 
 
 def default_shutdown_grace_seconds() -> float:

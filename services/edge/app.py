@@ -51,6 +51,10 @@ ALLOWED_REQUEST_HEADERS = (
 )
 EXPOSED_HEADERS = "grpc-status, grpc-message, grpc-status-details-bin"
 HEALTH_TIMEOUT_S = 1.0
+READY_PATH = "/readyz"
+"""Readiness: every upstream answers its gRPC health check with SERVING."""
+LIVE_PATH = "/healthz"
+"""Liveness: the process answers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +116,9 @@ class Edge:
             return
         if method not in ("GET", "HEAD"):
             await _plain(send, 405, b"method not allowed\n", [(b"allow", b"GET, HEAD")])
-        elif path == "/healthz":
+        elif path == LIVE_PATH:
             await _plain(send, 200, b"ok\n")
-        elif path == "/readyz":
+        elif path == READY_PATH:
             ready = await self.ready()
             await _plain(send, 200 if ready else 503, b"ready\n" if ready else b"not ready\n")
         else:

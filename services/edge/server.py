@@ -21,11 +21,13 @@ from hypercorn.config import Config
 
 from services.common.logging import configure_logging
 from services.common.settings import load_settings
-from services.edge.app import Edge, EdgeConfig
+from services.edge.app import LIVE_PATH, READY_PATH, Edge, EdgeConfig
 
 log = structlog.get_logger("kishpa.edge")
 
 DEFAULT_PORT = 8080
+PROBES = (READY_PATH, LIVE_PATH)
+"""The readiness and liveness probe paths."""
 DEFAULT_WEB_ROOT = Path(__file__).resolve().parents[2] / "web" / "dist"
 
 

@@ -45,6 +45,9 @@ EXPECTED_PROBLEMS = {
     "grace-too-short": "Deployment/wallet: terminationGracePeriodSeconds 30 < preStop 5",
     "wrong-command": "Deployment/worker: args ['serve', 'worker'] != kishpa worker",
     "wallet-address-port": "KISHPA_WALLET_ADDR: wallet:50052 must use port 50051",
+    "edge-probe-path": "Deployment/edge: readinessProbe path '/ready', the edge serves '/readyz'",
+    "edge-no-route": "Service/edge: no Ingress or HTTPRoute sends / to port 8080",
+    "edge-closed": "edge:8080 is not reachable from <outside the namespace>, which needs it",
 }
 
 
