@@ -62,6 +62,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "LayOff",
             "ReleaseJoker",
             "UndoTurn",
+            "GetRoundRecord",
         ),
     ),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).
