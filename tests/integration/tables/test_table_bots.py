@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from services.table import keys
+from shared import keys
 from tests.integration.tables.conftest import cleanup, versioned_state
 
 pytestmark = pytest.mark.integration
