@@ -71,6 +71,8 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
 
 SERVICE_ONLY: dict[str, frozenset[str]] = {
     "kishpa.wallet.v1.WalletService": frozenset({"ApplyBatch", "OpenWallet", "LoadTokens"}),
+    # Admin only (the audited close of a stuck table; kishpa.admin.v1 is not exposed at all).
+    "kishpa.table.v1.TableService": frozenset({"CloseTable"}),
 }
 """RPCs of the public services deliberately not exposed: money-moving and service calls
 (``LoadTokens`` is a mutation of the wallet; the web client only reads it)."""
