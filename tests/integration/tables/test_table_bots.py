@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import duration_pb2
 from redis.asyncio import Redis
 
 from kishpa.common.v1 import common_pb2
@@ -25,7 +26,10 @@ pytestmark = pytest.mark.integration
 
 def _settings(**kw: Any) -> table_pb2.TableSettings:
     return table_pb2.TableSettings(
-        game=common_pb2.GAME_KISHPA, turn_seconds=60, reveal_window_seconds=60, **kw
+        game=common_pb2.GAME_KISHPA,
+        turn_time=duration_pb2.Duration(seconds=60),
+        reveal_window=duration_pb2.Duration(seconds=60),
+        **kw,
     )
 
 
