@@ -24,6 +24,10 @@ only check his own tiles: the others' hands are never sent to him.
 
 :class:`RoundWitness` builds the evidence from the table events a player receives
 (``round_started``, ``dealt``, ``drew``, ``kishpa_replaced``, ``round_ended``).
+
+Hand (Rummy 51) deals are checked the same way (``RoundEvidence(game="hand", ...)``: the
+player's dealt cards, the card turned to start the discard pile, his draws from the stock),
+from ``deal_started``, ``dealt``, ``drew``, ``card_drawn`` and ``seed_revealed``.
 """
 
 from __future__ import annotations
@@ -198,6 +202,10 @@ class RoundEvidence:
     replacements: int = 1
     round_no: int = 0
     table_id: str = ""
+    game: str = "kishpa"
+    """``kishpa`` or ``hand`` (a Hand deal: ``dealt`` holds card ids, draws are from the stock)."""
+    top_discard: int | None = None
+    """Hand: the card id turned to start the discard pile, if known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +300,9 @@ def verify_round(evidence: RoundEvidence) -> Verification:
         )
     elif e.my_client_seed is not None:
         checked.append("your client seed")
+    if e.game == "hand":
+        _check_hand_deal(e, seed, seeds, failures, checked)
+        return Verification(tuple(failures), tuple(checked))
     dealt = deal(
         seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
     )
@@ -356,6 +367,138 @@ def verify_round(evidence: RoundEvidence) -> Verification:
     return Verification(tuple(failures), tuple(checked))
 
 
+# --- Hand (Rummy 51) deals -------------------------------------------------------------
+#
+# Hand shuffles the same way (the deck above, 106 cards) and deals from the top: one card at
+# a time clockwise from the starter, ``hand_size`` rounds, one more card to the starter; the
+# next card is turned to start the discard pile; the rest is the stock, drawn from its top.
+# Card ids: ``copy * 52 + suit * 13 + (rank - 1)`` for suits S H D C, ranks A=1..K=13;
+# 104 and 105 are the jokers J1 and J2.
+
+CARD_SUITS = "SHDC"
+DEALT_CARDS_MISMATCH = "DEALT_CARDS_MISMATCH"
+TOP_DISCARD_MISMATCH = "TOP_DISCARD_MISMATCH"
+
+
+def card_text(card_id: int) -> str:
+    """A Hand card id in the text notation: ``AS``, ``10H``, ``QD``, ``J1`` (a joker)."""
+    if card_id in (104, 105):
+        return f"J{card_id - 103}"
+    if not 0 <= card_id < 104:
+        raise ValueError(f"no card has id {card_id}")
+    rank = card_id % 13 + 1
+    return {1: "A", 11: "J", 12: "Q", 13: "K"}.get(rank, str(rank)) + CARD_SUITS[card_id % 52 // 13]
+
+
+@dataclass(frozen=True, slots=True)
+class HandDealt:
+    """A recomputed Hand deal: every hand, the turned card and the stock (top first)."""
+
+    deck: tuple[int, ...]
+    hands: tuple[tuple[int, ...], ...]
+    top_discard: int
+    stock: tuple[int, ...]
+
+    def stock_card(self, left: int) -> int | None:
+        """The card a draw from the stock took when it left ``left`` cards (None: impossible)."""
+        index = len(self.stock) - 1 - left
+        return self.stock[index] if 0 <= index < len(self.stock) else None
+
+
+def hand_deal(
+    server_seed: bytes,
+    client_seeds: Sequence[str | None],
+    seats: int,
+    starter: int,
+    *,
+    hand_size: int = HAND_SIZE,
+) -> HandDealt:
+    """Recompute a Hand deal (docs/fairness.md, "Hand deals")."""
+    cards = deck(server_seed, client_seeds)
+    hands: list[list[int]] = [[] for _ in range(seats)]
+    cursor = 0
+    for _ in range(hand_size):
+        for k in range(seats):
+            hands[(starter + k) % seats].append(cards[cursor])
+            cursor += 1
+    hands[starter].append(cards[cursor])
+    return HandDealt(
+        tuple(cards),
+        tuple(tuple(h) for h in hands),
+        cards[cursor + 1],
+        tuple(cards[cursor + 2 :]),
+    )
+
+
+def _card_or_id(card_id: int) -> str:
+    try:
+        return card_text(card_id)
+    except ValueError:
+        return "?"
+
+
+def _cards(cards: Sequence[int]) -> str:
+    return "[" + " ".join(_card_or_id(c) for c in sorted(cards)) + "]"
+
+
+def _check_hand_deal(
+    e: RoundEvidence,
+    seed: bytes,
+    seeds: list[str | None],
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    """The Hand part of :func:`verify_round`: own cards, the turned card, own stock draws."""
+    dealt = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
+    expected = dealt.hands[e.my_seat]
+    if sorted(expected) != sorted(e.dealt):
+        missing = sorted(set(expected) - set(e.dealt))
+        extra = sorted(set(e.dealt) - set(expected))
+        failures.append(
+            Failure(
+                DEALT_CARDS_MISMATCH,
+                f"the seeds deal your seat {_cards(expected)}; you were dealt {_cards(e.dealt)}"
+                f" (missing {_cards(missing)}, not yours {_cards(extra)})",
+            )
+        )
+    else:
+        checked.append(f"your {len(expected)} dealt cards")
+    if e.top_discard is not None:
+        if e.top_discard != dealt.top_discard:
+            failures.append(
+                Failure(
+                    TOP_DISCARD_MISMATCH,
+                    f"the seeds turn {card_text(dealt.top_discard)} to start the discard pile;"
+                    f" the table turned {_card_or_id(e.top_discard)}",
+                )
+            )
+        else:
+            checked.append("turned card")
+    draws_ok = True
+    for n, draw in enumerate(e.pile_draws, start=1):
+        want = dealt.stock_card(draw.pile_left)
+        if want is None:
+            draws_ok = False
+            failures.append(
+                Failure(
+                    DRAW_MISMATCH,
+                    f"draw {n}: the stock never had {draw.pile_left + 1} cards after the deal",
+                )
+            )
+        elif want != draw.tile_id:
+            draws_ok = False
+            failures.append(
+                Failure(
+                    DRAW_MISMATCH,
+                    f"draw {n} from the stock (leaving {draw.pile_left}): the seeds put "
+                    f"{card_text(want)} (id {want}) there; you drew {_card_or_id(draw.tile_id)}"
+                    f" (id {draw.tile_id})",
+                )
+            )
+    if e.pile_draws and draws_ok:
+        checked.append(f"your {len(e.pile_draws)} stock draws")
+
+
 def _face_or_id(tile_id: int) -> str:
     try:
         return face(tile_id)
@@ -406,9 +549,30 @@ class RoundWitness:
                 round_no=round_no,
             )
             return None
+        if kind == "deal_started":  # Hand
+            sizes = list(data.get("hand_sizes") or [])
+            starter = int(data.get("starter") or 0)
+            others = [int(n) for k, n in enumerate(sizes) if k != starter]
+            self._rounds[round_no] = RoundEvidence(
+                commitment=str(data.get("commitment") or ""),
+                server_seed_hex="",
+                client_seeds=[],
+                seats=len(sizes),
+                starter=starter,
+                my_seat=-1,
+                dealt=[],
+                my_client_seed=self.my_client_seed,
+                hand_size=others[0] if others else HAND_SIZE,
+                round_no=round_no,
+                game="hand",
+                top_discard=None if data.get("top_discard") is None else int(data["top_discard"]),
+            )
+            return None
         evidence = self._rounds.get(round_no)
         if evidence is None:
             return None  # joined mid-round: nothing to check this round
+        if evidence.game == "hand":
+            return self._observe_hand(evidence, kind, seat, data, private)
         if kind == "dealt" and private and "hand" in private:
             evidence.my_seat = seat
             evidence.dealt = [int(t["id"]) for t in private["hand"]]
@@ -420,6 +584,41 @@ class RoundWitness:
             del self._rounds[round_no]
             if evidence.my_seat < 0:
                 return None  # a watcher without a seat has nothing of his own to check
+            evidence.server_seed_hex = str(data.get("server_seed") or "")
+            evidence.client_seeds = list(data.get("client_seeds") or [])
+            evidence.commitment = str(data.get("commitment") or evidence.commitment)
+            return verify_round(evidence)
+        return None
+
+    def _observe_hand(
+        self,
+        evidence: RoundEvidence,
+        kind: str,
+        seat: int,
+        data: Mapping[str, Any],
+        private: Mapping[str, Any] | None,
+    ) -> Verification | None:
+        # A draw from the stock is public (the cards left), then the drawer alone receives
+        # the card (``card_drawn``).
+        # Both the wire's shapes and the table stream's (``cards``, ``drew_from_stock``, ``card``).
+        if kind == "dealt" and private and ("hand" in private or "cards" in private):
+            evidence.my_seat = seat
+            if "hand" in private:
+                evidence.dealt = [int(t["id"]) for t in private["hand"]]
+            else:
+                evidence.dealt = [int(c) for c in private["cards"]]
+        elif seat == evidence.my_seat >= 0 and (
+            (kind == "drew" and data.get("source") == "pile") or kind == "drew_from_stock"
+        ):
+            left = data["pile"] if kind == "drew" else data["stock_size"]
+            evidence.pile_draws.append(PileDraw(-1, int(left)))
+        elif kind == "card_drawn" and private and evidence.pile_draws:
+            card = private["tile_id"] if "tile_id" in private else private["card"]
+            evidence.pile_draws[-1] = PileDraw(int(card), evidence.pile_draws[-1].pile_left)
+        elif kind == "seed_revealed":
+            del self._rounds[evidence.round_no]
+            if evidence.my_seat < 0:
+                return None
             evidence.server_seed_hex = str(data.get("server_seed") or "")
             evidence.client_seeds = list(data.get("client_seeds") or [])
             evidence.commitment = str(data.get("commitment") or evidence.commitment)
@@ -452,6 +651,23 @@ class RoundWitness:
             data = {"source": "pile" if from_pile else "discard", "pile": drew.pile_count}
             if from_pile and drew.HasField("tile"):
                 private = {"tile_id": drew.tile.id}
+        elif kind == "deal_started":
+            started = event.deal_started
+            data = {
+                "starter": started.starter_seat,
+                "hand_sizes": list(started.hand_sizes),
+                "commitment": started.shuffle_commitment,
+                "top_discard": started.top_discard.id if started.HasField("top_discard") else None,
+            }
+        elif kind == "card_drawn" and event.card_drawn.HasField("tile"):
+            private = {"tile_id": event.card_drawn.tile.id}
+        elif kind == "seed_revealed":
+            revealed = event.seed_revealed
+            data = {
+                "server_seed": revealed.server_seed,
+                "client_seeds": list(revealed.client_seeds),
+                "commitment": revealed.shuffle_commitment,
+            }
         elif kind == "round_ended":
             ended = event.round_ended
             data = {
@@ -464,6 +680,9 @@ class RoundWitness:
 
 def evidence_from_record(record: Any, my_client_seed: str | None = None) -> RoundEvidence:
     """The evidence in a ``kishpa.table.v1.RoundRecord`` (``KishpaClient.round_record``)."""
+    from kishpa.common.v1 import common_pb2  # the generated contract, only here
+
+    hand = record.game == common_pb2.GAME_HAND
     return RoundEvidence(
         commitment=record.shuffle_commitment,
         server_seed_hex=record.server_seed,
@@ -479,6 +698,8 @@ def evidence_from_record(record: Any, my_client_seed: str | None = None) -> Roun
         hand_size=record.hand_size or HAND_SIZE,
         round_no=record.round,
         table_id=record.table_id,
+        game="hand" if hand else "kishpa",
+        top_discard=record.top_discard_id if hand else None,
     )
 
 

@@ -378,7 +378,7 @@ class PlaySession:
             self.console.print("The table has closed. Thanks for playing!", style="bold")
         else:
             attention = await self.ui.narrate(self, event)
-        if kind == "round_ended":
+        if kind in ("round_ended", "seed_revealed"):  # a Kishpa round, a Hand deal
             await self.say_verdict(event.round, verdict)
         if attention:
             self.tell_what_to_do()

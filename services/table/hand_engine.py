@@ -202,6 +202,7 @@ class HandEngine:
                     {
                         "server_seed": game_dict.get("server_seed", ""),
                         "commitment": deal.commitment,
+                        "client_seeds": [table.client_seeds.get(p) for p in table.players],
                     },
                 )
             )

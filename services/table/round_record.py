@@ -3,7 +3,9 @@
 ``GetRoundRecord`` serves what the server published during the round (the commitment, the
 turned kishpa, the revealed seed and client seeds) together with the caller's own private
 facts (his dealt tiles and the tiles he drew from the pile), so the caller can recompute
-the deal (docs/fairness.md) long after the round. The record is read back from the same
+the deal (docs/fairness.md) long after the round. A Hand deal (``deal_started`` ...
+``seed_revealed``) gives the same: the caller's dealt cards, the turned card, his draws from
+the stock and the revealed seeds. The record is read back from the same
 stream the players watched, so it says exactly what they were told; nothing of another
 seat's hand is ever in it.
 """
@@ -38,6 +40,8 @@ class RoundRecord:
     dealt: list[int] = field(default_factory=list)
     pile_draws: list[tuple[int, int]] = field(default_factory=list)
     hand_size: int = 14
+    game: str = "kishpa"
+    top_discard: int = 0
 
 
 def _hand_size(data: Mapping[str, Any], starter: int) -> int:
@@ -66,12 +70,16 @@ async def round_record(
                 continue
             if event.type == "round_started":
                 record = _started(table_id, round_no, player_id, event)
+            elif event.type == "deal_started":
+                record = await _deal_started(store, table_id, round_no, player_id, event)
+            elif record is not None and record.game == "hand":
+                ended = _observe_hand(record, event) or ended
             elif record is not None:
                 ended = _observe(record, event) or ended
     if record is None:
         if await store.load(table_id) is None:
             raise NotFound("TABLE_NOT_FOUND", f"no table {table_id!r} (or it expired)")
-        raise NotFound("ROUND_NOT_FOUND", f"table {table_id} has no Kishpa round {round_no}")
+        raise NotFound("ROUND_NOT_FOUND", f"table {table_id} has no round {round_no}")
     if record.my_seat < 0:
         raise PermissionDenied("NOT_SEATED", f"you did not play round {round_no} of this table")
     if not ended:
@@ -108,6 +116,50 @@ def _observe(record: RoundRecord, event: TableEvent) -> bool:
     elif event.type == "kishpa_replaced":
         record.replaced_kishpa = str(event.data.get("kishpa") or "")
     elif event.type == "round_ended":
+        record.server_seed = str(event.data.get("server_seed") or "")
+        record.client_seeds = list(event.data.get("client_seeds") or [])
+        return True
+    return False
+
+
+async def _deal_started(
+    store: TableStore, table_id: str, round_no: int, player_id: str, event: TableEvent
+) -> RoundRecord:
+    """A Hand deal's record; its players are the table's (Hand seats never change)."""
+    table = await store.load(table_id)
+    players = [] if table is None else [str(p) for p in table.state.get("players") or []]
+    data = event.data
+    starter = int(data.get("starter") or 0)
+    return RoundRecord(
+        table_id=table_id,
+        round_no=round_no,
+        players=players,
+        starter=starter,
+        my_seat=players.index(player_id) if player_id in players else -1,
+        commitment=str(data.get("commitment") or ""),
+        hand_size=_hand_size(data, starter),
+        game="hand",
+        top_discard=int(data.get("top_discard") or 0),
+    )
+
+
+def _observe_hand(record: RoundRecord, event: TableEvent) -> bool:
+    """Fold one Hand event into the record; True at ``seed_revealed``.
+
+    A draw from the stock is public (``drew_from_stock``: the cards left) followed by the
+    drawer's private ``card_drawn`` (the card).
+    """
+    inner = event.private_data or {}
+    if event.type == "private" and record.my_seat >= 0 and event.private_seat == record.my_seat:
+        data = inner.get("data") or {}
+        if inner.get("type") == "dealt":
+            record.dealt = [int(c) for c in data.get("cards", [])]
+        elif inner.get("type") == "card_drawn" and record.pile_draws:
+            left = record.pile_draws[-1][1]
+            record.pile_draws[-1] = (int(data["card"]), left)
+    elif event.type == "drew_from_stock" and event.seat == record.my_seat >= 0:
+        record.pile_draws.append((-1, int(event.data["stock_size"])))
+    elif event.type == "seed_revealed":
         record.server_seed = str(event.data.get("server_seed") or "")
         record.client_seeds = list(event.data.get("client_seeds") or [])
         return True

@@ -280,6 +280,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                     table_pb2.PileDraw(tile_id=t, pile_left=n) for t, n in record.pile_draws
                 ],
                 hand_size=record.hand_size,
+                game=common_pb2.GAME_HAND if record.game == "hand" else common_pb2.GAME_KISHPA,
+                top_discard_id=record.top_discard,
             )
         )
 

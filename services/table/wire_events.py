@@ -378,7 +378,9 @@ def _fill(msg: table_pb2.TableEvent, event: TableEvent, b: _Build) -> bool:
     elif t == "seed_revealed":
         msg.seed_revealed.CopyFrom(
             table_pb2.SeedRevealed(
-                server_seed=str(d["server_seed"]), shuffle_commitment=str(d["commitment"])
+                server_seed=str(d["server_seed"]),
+                shuffle_commitment=str(d["commitment"]),
+                client_seeds=[str(c or "") for c in d.get("client_seeds") or []],
             )
         )
     elif t == "deal_scored":

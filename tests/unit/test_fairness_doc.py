@@ -72,3 +72,37 @@ def test_the_sdk_and_the_server_deal_alike_over_many_seeds() -> None:
         assert server.pile == client.pile
         assert server.kishpa.tile == client.kishpa
         assert (server.replacement and server.replacement.tile) == client.replacement
+
+
+@pytest.mark.parametrize("vector", vectors("hand_deal"))
+def test_hand_deal_vectors_hold_for_the_server_and_the_sdk(vector: dict[str, Any]) -> None:
+    from games.hand.cards import cards_text
+    from games.hand.deal import new_deal
+
+    seed = bytes.fromhex(vector["server_seed"])
+    seeds = vector["client_seeds"]
+    assert commitment(seed) == vector["commitment"]
+    server, _ = new_deal(seed, seeds, vector["seats"], vector["starter"])
+    client = fairness.hand_deal(seed, seeds, vector["seats"], vector["starter"])
+    assert [list(h) for h in server.hands] == [list(h) for h in client.hands] == vector["hands"]
+    for hand, text in zip(vector["hands"], vector["hands_text"], strict=True):
+        assert " ".join(cards_text(hand)) == " ".join(map(fairness.card_text, hand)) == text
+    assert server.discard_pile == [client.top_discard] == [vector["top_discard"]]
+    assert fairness.card_text(client.top_discard) == vector["top_discard_text"]
+    assert server.stock[:5] == list(client.stock[:5]) == vector["next_draws"]
+    # A draw leaving k cards took deck[105 - k]: the stock's first card leaves len - 1.
+    assert client.stock_card(len(client.stock) - 1) == vector["next_draws"][0]
+
+
+def test_the_sdk_and_the_server_deal_hand_alike_over_many_seeds() -> None:
+    from games.hand.deal import new_deal
+
+    for n in range(100):
+        seed = bytes([n % 256, 7]) * 40
+        seeds: list[str | None] = [f"s{n}", None, "x", None][: 2 + n % 3]
+        seats = len(seeds)
+        server, _ = new_deal(seed, seeds, seats, n % seats)
+        client = fairness.hand_deal(seed, seeds, seats, n % seats)
+        assert [tuple(h) for h in server.hands] == list(client.hands)
+        assert tuple(server.stock) == client.stock
+        assert server.discard_pile == [client.top_discard]

@@ -8,8 +8,10 @@ seat, and the record must hold no tile the caller was not given.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
+import uuid
 from typing import Any
 
 import grpc
@@ -18,8 +20,17 @@ from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
+from cli.play.games import HAND
+from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk.fairness import evidence_from_record, verify_round
+from sdk import table_settings
+from sdk.fairness import (
+    DEALT_CARDS_MISMATCH,
+    RoundWitness,
+    Verification,
+    evidence_from_record,
+    verify_round,
+)
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from services.table.server import TableServer
@@ -116,5 +127,115 @@ async def test_every_player_of_an_ended_round_verifies_it_and_others_are_refused
         code, out = await _run([*kishpa, "--json"], env, token)
         assert code == 2, out
         assert '"reason": "NOT_SEATED"' in out
+    finally:
+        await cleanup(redis, table_id)
+
+
+async def _open_hand_table(
+    stub: table_pb2_grpc.TableServiceStub, md: dict[str, Any], players: list[str]
+) -> str:
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=table_settings(
+                common_pb2.GAME_HAND, len(players), turn_seconds=60, next_round_pause_ms=20
+            ),
+            request_id=uuid.uuid4().hex,
+            client_seed="hand creator seed",
+        ),
+        metadata=md[players[0]],
+    )
+    table_id = created.table.table_id
+    for p in players[1:]:
+        await stub.JoinTable(
+            table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[p],
+        )
+    await stub.StartGame(
+        table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+        metadata=md[players[0]],
+    )
+    return table_id
+
+
+async def _witnessed(
+    stub: table_pb2_grpc.TableServiceStub, md: Any, table_id: str, seed: str | None
+) -> Verification:
+    """Replay the table's stream as this player receives it, through a RoundWitness."""
+    witness = RoundWitness(seed)
+    call = stub.WatchTable(table_pb2.WatchTableRequest(table_id=table_id), metadata=md)
+    try:
+        async with asyncio.timeout(60):
+            async for message in call:
+                verdict = witness.observe_message(message.event)
+                if verdict is not None:
+                    assert message.event.WhichOneof("event") == "seed_revealed"
+                    assert message.event.round == 1
+                    return verdict
+    finally:
+        call.cancel()
+    raise AssertionError("the stream ended before the first deal's seed was revealed")
+
+
+async def test_a_hand_deal_verifies_for_each_player_from_the_stream_and_the_record(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    server: TableServer,
+) -> None:
+    seated, outsider = players[:2], players[2]
+    table_id = await _open_hand_table(stub, md, seated)
+    try:
+        bots = {
+            p: BotPlayer(
+                channel, authority.issue_player_token(p, p).token, bytes([n + 9]) * 80, HAND
+            )
+            for n, p in enumerate(seated)
+        }
+        await _play_until(
+            bots,
+            table_id,
+            lambda v: v.round.round >= 2 or v.status == table_pb2.TABLE_STATUS_CLOSED,
+        )
+        for seat, player in enumerate(seated):
+            seed = "hand creator seed" if seat == 0 else None
+            # What `kishpa play --game hand` says at the deal's end: the typed events.
+            live = await _witnessed(stub, md[player], table_id, seed)
+            assert live.ok, live.summary()
+            # What `kishpa verify` says: the service's record of the deal.
+            record = await _record(stub, md[player], table_id, 1)
+            assert record.game == common_pb2.GAME_HAND
+            assert record.my_seat == seat
+            assert list(record.player_ids) == seated
+            assert len(record.server_seed) == 160
+            assert list(record.client_seeds) == ["hand creator seed", ""]
+            mine = set(record.dealt_tile_ids) | {d.tile_id for d in record.pile_draws}
+            assert ids_in(MessageToDict(record, preserving_proto_field_name=True)) <= mine | {
+                record.top_discard_id
+            }
+            assert len(record.dealt_tile_ids) == (15 if seat == record.starter_seat else 14)
+            evidence = evidence_from_record(record, seed)
+            assert evidence.game == "hand"
+            result = verify_round(evidence)
+            assert result.ok, result.summary()
+            assert result.checked == live.checked
+            # A card swapped in the record is caught by name.
+            tampered = dataclasses.replace(
+                evidence, dealt=[(evidence.dealt[0] + 1) % 106, *evidence.dealt[1:]]
+            )
+            assert DEALT_CARDS_MISMATCH in {f.check for f in verify_round(tampered).failures}
+        assert await _refused(stub, md[outsider], table_id, 1) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "NOT_SEATED",
+        )
+        env = {**os.environ, "KISHPA_TABLE_ADDR": f"127.0.0.1:{server.port}"}
+        kishpa = [sys.executable, "-m", "cli.main", "verify", "--table", table_id, "--round", "1"]
+        token = authority.issue_player_token(seated[0], "A").token
+        code, out = await _run([*kishpa, "--client-seed", "hand creator seed"], env, token)
+        assert code == 0, out
+        assert "seat 1: deal verified (commitment, your client seed, your 1" in out
+        assert "dealt cards, turned card" in out
     finally:
         await cleanup(redis, table_id)
