@@ -7,7 +7,7 @@ totals (see ``pot``). The state is stored by the table service as :meth:`GameSta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ from games.hand.events import Event
 from games.hand.ledger import Posting, buy_in_postings, payout_postings
 from games.hand.pot import split_pot
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
+from games.table import BadTableRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,3 +198,63 @@ def game_payout_postings(game: GameState) -> list[Posting]:
     if not game.finished:
         raise HandMoveError("the game is still being played", Reason.INVALID_STATE)
     return payout_postings(game.players, game.totals, game.pot, game.rules)
+
+
+def check_table(seats: int, stake: int, rules: RuleSet = DEFAULT_RULES) -> None:
+    """A Hand table seats ``min_seats``-``max_seats`` players; the stake is never negative."""
+    if not rules.min_seats <= seats <= rules.max_seats:
+        raise BadTableRequest(
+            f"Hand seats {rules.min_seats}-{rules.max_seats} players", "BAD_SEATS"
+        )
+    if stake < 0:
+        raise BadTableRequest("the stake is never negative", "BAD_STAKE")
+
+
+def started_event(game: GameState) -> Event:
+    """``game_started``: every player bought the stake into the pot; the deals to come."""
+    return Event(
+        "game_started",
+        data={
+            "game": "hand",
+            "stake": game.stake,
+            "pot": game.pot,
+            "deals": game.rules.deals_per_game,
+            "players": list(game.players),
+        },
+    )
+
+
+def seed_revealed_event(
+    server_seed_hex: str, commitment: str, client_seeds: Sequence[str | None]
+) -> Event:
+    """``seed_revealed``: a finished deal's server seed and the client seeds mixed into its
+    shuffle, so anyone can recompute its deck."""
+    data = {
+        "server_seed": server_seed_hex,
+        "commitment": commitment,
+        "client_seeds": list(client_seeds),
+    }
+    return Event("seed_revealed", data=data)
+
+
+def is_last_deal(game: GameState, deal_ended: bool) -> bool:
+    """Is the deal being played (or, once ended, the one just played) the game's last?"""
+    return game.deals_played + (0 if deal_ended else 1) >= game.rules.deals_per_game
+
+
+def available_actions(deal: Mapping[str, Any], seat: int | None) -> list[str]:
+    """What the seat may do now, read from a stored deal (:meth:`DealState.to_dict`):
+    ``draw``; then ``lay_melds``, once opened ``lay_off``/``release_joker``, ``discard``
+    unless a picked-up discard must be used first, ``undo_turn`` when there is one."""
+    if seat is None or deal["phase"] == Phase.ENDED.value or int(deal["turn"]) != seat:
+        return []
+    if deal["phase"] == Phase.DRAW.value:
+        return ["draw"]
+    actions = ["lay_melds"]
+    if int(deal["opened_turn"][seat]) >= 0:
+        actions += ["lay_off", "release_joker"]
+    if deal["must_use"] is None:
+        actions.append("discard")
+    if deal["undo"] is not None:
+        actions.append("undo_turn")
+    return actions

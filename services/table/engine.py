@@ -1,6 +1,8 @@
-"""The game-agnostic interface the table service calls, and the table envelope around a game.
+"""The game-agnostic interface the table service calls.
 
-The service (store, timers, views, events, servicer) knows only this module. A game — Kishpa
+The table envelope (:class:`Table`, :class:`TableSettings`, :class:`Deadline`) and its rules
+(seating, deadlines, auto-play) are ``games.table``; this module re-exports the types. The
+service (store, timers, views, events, servicer) knows only this module. A game — Kishpa
 today, Hand (Rummy 51) later — plugs in as a :class:`GameEngine` that owns the opaque
 ``table.game`` part of the state and turns a request into a :class:`Step`: the next game
 state, the events, the settlement outbox records and the next deadline. Engines are pure
@@ -10,13 +12,18 @@ state, the events, the settlement outbox records and the next deadline. Engines 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from games.table import SEAT_LIMITS as SEAT_LIMITS
+from games.table import WATCH_ANYONE as WATCH_ANYONE
+from games.table import WATCH_INVITEES as WATCH_INVITEES
+from games.table import WATCH_PLAYERS as WATCH_PLAYERS
+from games.table import Deadline as Deadline
+from games.table import Table as Table
+from games.table import TableSettings as TableSettings
 from services.common.errors import Category, DomainError
 from shared.stream import NO_SEAT, TableEvent
-
-SEAT_LIMITS = (2, 4)
 
 
 class TableError(DomainError):
@@ -47,157 +54,15 @@ class TableFullError(TableError):
     category = Category.EXHAUSTED
 
 
-WATCH_PLAYERS = "players"
-WATCH_INVITEES = "invitees"
-WATCH_ANYONE = "anyone"
+BETWEEN_ROUNDS = "between_rounds"
+"""The phase a view shows after a round ended while the table goes on."""
 
 
-@dataclass(frozen=True, slots=True)
-class TableSettings:
-    """What the creator chose for the table."""
-
-    seats: int = 4
-    turn_seconds: int = 30
-    reveal_window_seconds: int = 15
-    next_round_pause_ms: int = 3000
-    stake: int = 1
-    bots: int = 0
-    """Seats the service fills with its own bots at creation (played on auto-play)."""
-    options: Mapping[str, bool] = field(default_factory=dict)
-    """Game-specific switches (Kishpa: ``allow_high_wrap``, the 12-13-1 run)."""
-    watch_policy: str = WATCH_ANYONE
-    """Who may watch without a seat: ``players`` (nobody), ``invitees``, ``anyone``."""
-    invited_watchers: tuple[str, ...] = ()
-    """With ``invitees``: the player ids that may watch."""
-
-    def may_watch(self, player_id: str) -> bool:
-        """Whether a player without a seat may watch (GetTable, WatchTable)."""
-        if self.watch_policy == WATCH_ANYONE:
-            return True
-        return self.watch_policy == WATCH_INVITEES and player_id in self.invited_watchers
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "watch_policy": self.watch_policy,
-            "invited_watchers": list(self.invited_watchers),
-            "seats": self.seats,
-            "turn_seconds": self.turn_seconds,
-            "reveal_window_seconds": self.reveal_window_seconds,
-            "next_round_pause_ms": self.next_round_pause_ms,
-            "stake": self.stake,
-            "bots": self.bots,
-            "options": dict(self.options),
-        }
-
-    @classmethod
-    def from_dict(cls, obj: Mapping[str, Any]) -> TableSettings:
-        # Only known fields: a replica running older code must still read newer tables.
-        known = {f.name for f in fields(cls)} - {"options", "watch_policy", "invited_watchers"}
-        numbers = {k: int(v) for k, v in obj.items() if k in known}
-        options = {str(k): bool(v) for k, v in obj.get("options", {}).items()}
-        return cls(
-            **numbers,
-            options=options,
-            watch_policy=str(obj.get("watch_policy", WATCH_ANYONE)),
-            invited_watchers=tuple(str(p) for p in obj.get("invited_watchers", ())),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Deadline:
-    """When the table stops waiting, and for what (``turn``, ``window``, ``next_round``)."""
-
-    at_ms: int
-    kind: str
-    seats: tuple[int, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"at_ms": self.at_ms, "kind": self.kind, "seats": list(self.seats)}
-
-    @classmethod
-    def from_dict(cls, obj: Mapping[str, Any] | None) -> Deadline | None:
-        if obj is None:
-            return None
-        return cls(int(obj["at_ms"]), str(obj["kind"]), tuple(int(s) for s in obj["seats"]))
-
-
-@dataclass(slots=True)
-class Table:
-    """The whole stored state of a table: the generic envelope plus the game's own state."""
-
-    table_id: str
-    game_name: str
-    creator: str
-    settings: TableSettings
-    created_ms: int
-    players: list[str] = field(default_factory=list)
-    status: str = "waiting"
-    """``waiting`` for players, ``playing`` (rounds and the pauses between them), ``closed``."""
-    names: dict[str, str] = field(default_factory=dict)
-    """Display names of the seated players (from their tokens)."""
-    auto_start: bool = False
-    """Start the game as soon as every seat is taken (tables made by matchmaking)."""
-    client_seeds: dict[str, str] = field(default_factory=dict)
-    rack_orders: dict[str, list[int]] = field(default_factory=dict)
-    timeouts: dict[str, int] = field(default_factory=dict)
-    """Turns in a row each seat (as text) let run out; reset when its player acts."""
-    autoplay: list[int] = field(default_factory=list)
-    bots: list[str] = field(default_factory=list)
-    """Players who are the service's bots (always on auto-play; marked in every view)."""
-    deadline: Deadline | None = None
-    game: dict[str, Any] = field(default_factory=dict)
-
-    def bot_seats(self) -> list[int]:
-        """Seats where the service's bots sit."""
-        return [seat for seat, player in enumerate(self.players) if player in self.bots]
-
-    def seat_of(self, player_id: str) -> int | None:
-        """The player's seat, or None when he does not sit here."""
-        try:
-            return self.players.index(player_id)
-        except ValueError:
-            return None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "table_id": self.table_id,
-            "game_name": self.game_name,
-            "creator": self.creator,
-            "settings": self.settings.to_dict(),
-            "created_ms": self.created_ms,
-            "players": self.players,
-            "status": self.status,
-            "names": self.names,
-            "auto_start": self.auto_start,
-            "client_seeds": self.client_seeds,
-            "rack_orders": self.rack_orders,
-            "timeouts": self.timeouts,
-            "autoplay": self.autoplay,
-            "bots": self.bots,
-            "deadline": None if self.deadline is None else self.deadline.to_dict(),
-            "game": self.game,
-        }
-
-    @classmethod
-    def from_dict(cls, obj: Mapping[str, Any]) -> Table:
-        return cls(
-            table_id=obj["table_id"],
-            game_name=obj["game_name"],
-            creator=obj["creator"],
-            settings=TableSettings.from_dict(obj["settings"]),
-            created_ms=int(obj["created_ms"]),
-            players=list(obj["players"]),
-            status=obj["status"],
-            names=dict(obj.get("names", {})),
-            auto_start=bool(obj.get("auto_start", False)),
-            client_seeds=dict(obj["client_seeds"]),
-            rack_orders={k: list(v) for k, v in obj["rack_orders"].items()},
-            timeouts=dict(obj["timeouts"]),
-            autoplay=list(obj["autoplay"]),
-            bots=list(obj.get("bots", [])),
-            deadline=Deadline.from_dict(obj["deadline"]),
-            game=dict(obj["game"]),
-        )
+def piece_id(value: Any, count: int, what: str, noun: str = "tile") -> int:
+    """A tile or card id from a request: an integer ``0``-``count - 1`` (else bad input)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+        raise BadRequestError(f"{what} must be a {noun} id 0-{count - 1}", "MALFORMED_TILE")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,12 @@ from typing import Any
 
 import structlog
 
+from games import table as rules_table
 from services.common.errors import AlreadyExists, Category
 from services.common.settings import DEFAULT_STAKES
 from services.common.tracing import current_traceparent
 from services.common.validation import request_fingerprint
 from services.table.engine import (
-    SEAT_LIMITS,
     WATCH_INVITEES,
     WATCH_PLAYERS,
     Action,
@@ -38,7 +38,6 @@ from services.table.engine import (
     Step,
     Table,
     TableError,
-    TableFullError,
     TableSettings,
 )
 from services.table.fanout import StreamHub, parse_id
@@ -69,8 +68,6 @@ WAITING_TABLE_TTL_S = 24 * 3600
 """A table that never starts is forgotten a day after its last join or leave."""
 READ_BATCH = 200
 """Events read from the stream per XREAD."""
-BOT_NAMES = ("Bot Noa", "Bot Eitan", "Bot Maya")
-"""Display names of the service's bots, by their order at the table."""
 SETTLEMENT_WAIT_MS = 30_000
 """How long a WatchTable stream waits after ``table_closed`` for the last settlement (when
 the service enqueues settlements)."""
@@ -380,27 +377,6 @@ class Tables:
                 view = replace(view, last_event_id=just_before(committed.first_event_id))
         return ActResult(view, answer.get("result", {}), event_id, committed.replayed)
 
-    def _seat(self, table: Table, player_id: str) -> int:
-        seat = table.seat_of(player_id)
-        if seat is None:
-            raise NotAllowedError("you do not sit at this table", "NOT_SEATED")
-        return seat
-
-    def _playing(self, table: Table) -> None:
-        if table.status != "playing":
-            raise TableError(f"the table is {table.status}, not playing", "NOT_PLAYING")
-
-    @staticmethod
-    def _bots_on_autoplay(table: Table) -> None:
-        """The service plays its bots' seats from the first deal (seats are final then)."""
-        table.autoplay = sorted(set(table.autoplay) | set(table.bot_seats()))
-
-    def _player_acted(self, table: Table, seat: int) -> None:
-        """A player who acts takes his seat back from auto-play."""
-        table.timeouts.pop(str(seat), None)
-        if seat in table.autoplay:
-            table.autoplay.remove(seat)
-
     # ---- use cases -------------------------------------------------------------------
 
     async def create(
@@ -430,37 +406,20 @@ class Tables:
         for seed in seeds.values():
             _check_client_seed(seed)
         engine = self._engine(game)
-        low, high = SEAT_LIMITS
-        if not low <= settings.seats <= high:
-            raise BadRequestError(f"seats must be {low}-{high}", "BAD_SEATS")
+        rules_table.check_settings(settings)
         _check_watchers(settings)
-        if not 1 <= settings.turn_seconds <= 600:
-            raise BadRequestError("turn_time must be 1-600 whole seconds", "BAD_TURN_SECONDS")
-        if not 1 <= settings.reveal_window_seconds <= 600:
-            raise BadRequestError("reveal_window must be 1-600 whole seconds", "BAD_WINDOW_SECONDS")
-        if not 0 <= settings.next_round_pause_ms <= 60_000:
-            raise BadRequestError("next_round_pause must be 0-60 s", "BAD_PAUSE")
         offered = self.stakes.get(game, (1,))
         if settings.stake not in offered:
             listed = ", ".join(str(stake) for stake in offered)
             raise BadRequestError(f"stake must be one of: {listed}", "BAD_STAKE")
         seated = list(players) or [(creator, "")]
-        if not 0 <= settings.bots <= min(len(BOT_NAMES), settings.seats - len(seated)):
-            raise BadRequestError(
-                "bots must leave a seat for every player (0 to seats - 1)", "BAD_BOTS"
-            )
         # A replayed CreateTable must find the table it created: with a request id, the
         # table's id is derived from it, so "create" is atomic and idempotent in one step.
         table_id = table_id or _table_id_for(creator, request_id)
-        bots = [(f"bot-{n + 1}-{table_id}", BOT_NAMES[n]) for n in range(settings.bots)]
+        bots = rules_table.house_bots(settings, len(seated), table_id)
         seated += bots
         ids = [p for p, _ in seated]
-        if seated[0][0] != creator or len(set(ids)) != len(ids) or len(ids) > settings.seats:
-            raise BadRequestError(
-                "players must be distinct, creator first, at most one per seat", "BAD_PLAYERS"
-            )
-        if any(not p or len(p) > 128 for p in ids):
-            raise BadRequestError("a player id must be 1-128 characters", "BAD_PLAYERS")
+        rules_table.check_players(creator, ids, settings)
         engine.check_settings(settings)
         who = creator if viewer is None else viewer
 
@@ -508,10 +467,9 @@ class Tables:
 
     def _maybe_auto_start(self, table: Table, step: Step) -> Step:
         """Deal the first round in the same commit when an auto-start table is full."""
-        if not table.auto_start or len(table.players) < table.settings.seats:
+        if not rules_table.starts_by_itself(table):
             return step
-        table.status = "playing"
-        self._bots_on_autoplay(table)
+        rules_table.start_playing(table)
         started = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
         started.events = [*step.events, *started.events]
         return started
@@ -530,21 +488,10 @@ class Tables:
         _check_client_seed(client_seed)
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
-            if table.seat_of(player_id) is not None:
-                raise TableError("you already sit at this table", "ALREADY_SEATED")
-            if table.status != "waiting":
-                raise TableError("the game has already started", "GAME_STARTED")
-            if len(table.players) >= table.settings.seats:
-                raise TableFullError("the table is full", "TABLE_FULL")
-            table.players.append(player_id)
-            if client_seed:
-                table.client_seeds[player_id] = client_seed
-            if name:
-                table.names[player_id] = name
-            seat = len(table.players) - 1
-            event = TableEvent("player_joined", 0, seat, {"player_id": player_id, "name": name})
+            fact = rules_table.seat(table, player_id, name=name, client_seed=client_seed)
+            event = TableEvent(fact.type, 0, fact.seat, fact.data)
             step = self._maybe_auto_start(table, Step(game=table.game, events=[event]))
-            return step, {"seat": seat}
+            return step, {"seat": fact.seat}
 
         return await self._mutate(player_id, table_id, request_id, compute, viewer=viewer)
 
@@ -552,22 +499,11 @@ class Tables:
         """Leave a waiting table; during a game the seat goes on auto-play instead."""
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
-            seat = self._seat(table, player_id)
-            if table.status == "closed":
-                raise TableError("the table is closed", "TABLE_CLOSED")
-            if table.status == "waiting":
-                if player_id == table.creator:
-                    raise TableError("the creator cannot leave before the game", "CREATOR")
-                table.players.pop(seat)
-                table.client_seeds.pop(player_id, None)
-                table.names.pop(player_id, None)
-                event = TableEvent("player_left", 0, seat, {"player_id": player_id})
-                return Step(game=table.game, events=[event], deadline=table.deadline), {}
-            if seat not in table.autoplay:
-                table.autoplay.append(seat)
-            engine = self._engine(table.game_name)
-            round_no = engine.view(table, None).round_no
-            event = TableEvent("autoplay_on", round_no, seat, {"player_id": player_id})
+            fact = rules_table.leave(table, player_id)
+            round_no = 0
+            if table.status != rules_table.WAITING:
+                round_no = self._engine(table.game_name).view(table, None).round_no
+            event = TableEvent(fact.type, round_no, fact.seat, fact.data)
             return Step(game=table.game, events=[event], deadline=table.deadline), {}
 
         return await self._mutate(player_id, table_id, request_id, compute)
@@ -576,14 +512,8 @@ class Tables:
         """The creator starts the first round."""
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
-            if player_id != table.creator:
-                raise NotAllowedError("only the table's creator may start it", "NOT_CREATOR")
-            if table.status != "waiting":
-                raise TableError(f"the table is {table.status}", "GAME_STARTED")
-            if len(table.players) < SEAT_LIMITS[0]:
-                raise TableError("at least two players must sit", "NOT_ENOUGH_PLAYERS")
-            table.status = "playing"
-            self._bots_on_autoplay(table)
+            rules_table.check_start(table, player_id)
+            rules_table.start_playing(table)
             step = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
             return step, {}
 
@@ -595,10 +525,10 @@ class Tables:
         """A seated player's move in the game (draw, discard, win, reveal, decline ...)."""
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
-            seat = self._seat(table, player_id)
-            self._playing(table)
+            seat = rules_table.seat_of(table, player_id)
+            rules_table.check_playing(table)
             step = self._engine(table.game_name).act(table, seat, action, self.clock())
-            self._player_acted(table, seat)
+            rules_table.player_acted(table, seat)
             return step, step.result
 
         return await self._mutate(player_id, table_id, request_id, compute)
@@ -631,11 +561,8 @@ class Tables:
         """The creator makes the next round to start the final one."""
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
-            if player_id != table.creator:
-                raise NotAllowedError(
-                    "only the table's creator may press last round", "NOT_CREATOR"
-                )
-            self._playing(table)
+            rules_table.check_creator(table, player_id, "press last round")
+            rules_table.check_playing(table)
             return self._engine(table.game_name).press_last_round(table, self.clock()), {}
 
         return await self._mutate(player_id, table_id, request_id, compute)
@@ -646,13 +573,10 @@ class Tables:
         """Keep the player's own order of his tiles, so a reconnecting client shows it again."""
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
-            seat = self._seat(table, player_id)
-            self._playing(table)
+            seat = rules_table.seat_of(table, player_id)
+            rules_table.check_playing(table)
             hand = self._engine(table.game_name).hand(table, seat)
-            if len(set(tile_ids)) != len(tile_ids) or sorted(tile_ids) != sorted(hand):
-                raise BadRequestError(
-                    "the rack order must list each of your tiles exactly once", "BAD_RACK_ORDER"
-                )
+            rules_table.check_rack_order(hand, tile_ids)
             table.rack_orders[player_id] = list(tile_ids)
             return Step(game=table.game, deadline=table.deadline), {}
 
@@ -687,8 +611,8 @@ class Tables:
     async def hint(self, player_id: str, table_id: str) -> tuple[str, Hint]:
         """The table's game and a suggestion for the caller (the solver's best arrangement)."""
         table, _ = await self._load(table_id)
-        seat = self._seat(table, player_id)
-        self._playing(table)
+        seat = rules_table.seat_of(table, player_id)
+        rules_table.check_playing(table)
         return table.game_name, self._engine(table.game_name).hint(table, seat)
 
     async def game_of(self, table_id: str) -> str:
@@ -805,20 +729,11 @@ class Tables:
             applied.append(table.deadline.kind)
             step = engine.on_deadline(table, new_server_seed(), now)
             if step.timed_out_seat is not None:
-                key = str(step.timed_out_seat)
-                table.timeouts[key] = table.timeouts.get(key, 0) + 1
                 limit = engine.timeouts_before_autoplay
-                if table.timeouts[key] >= limit and step.timed_out_seat not in table.autoplay:
-                    table.autoplay.append(step.timed_out_seat)
+                fact = rules_table.record_timeout(table, step.timed_out_seat, limit)
+                if fact is not None:
                     round_no = engine.view(table, None).round_no
-                    step.events.append(
-                        TableEvent(
-                            "autoplay_on",
-                            round_no,
-                            step.timed_out_seat,
-                            {"player_id": table.players[step.timed_out_seat]},
-                        )
-                    )
+                    step.events.append(TableEvent(fact.type, round_no, fact.seat, fact.data))
             return self._transition(table, step, {})
 
         try:

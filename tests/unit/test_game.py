@@ -70,7 +70,8 @@ def test_a_round_cannot_start_while_one_is_played_and_state_round_trips() -> Non
     with pytest.raises(IllegalMoveError) as info:
         start_round(game, seed_of("again"))
     assert info.value.reason == "ROUND_IN_PROGRESS"
-    assert GameState.from_dict(json.loads(json.dumps(game.to_dict()))) == game
+    stored = json.loads(json.dumps(game.to_dict()))
+    assert GameState.from_dict(stored, game.players, game.ruleset) == game
 
 
 def test_bad_tables_are_refused() -> None:
@@ -83,8 +84,11 @@ def test_bad_tables_are_refused() -> None:
 def test_last_round_pressed_mid_round_makes_the_next_round_final_then_the_table_closes() -> None:
     game, _ = start_round(new_game(PLAYERS), seed_of("lr-1"))
     game, events = press_last_round(game)
-    assert events[0].data == {"final_round": 2}
-    assert press_last_round(game) == (game, [])
+    # The table service's vocabulary: the event names the round that will be the last.
+    assert [(e.type, e.data) for e in events] == [("last_round_pressed", {"next_round": 2})]
+    with pytest.raises(IllegalMoveError) as again:
+        press_last_round(game)
+    assert again.value.reason == "ALREADY_PRESSED"
     assert game.round is not None
     assert not game.round.last_round  # the round being played is not the final one
     # Finish round 1 by timeouts (nobody wins), then play the final round.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import grpc
 import pytest
 
 from games.fair import FairStream
@@ -15,6 +16,8 @@ from games.hand.errors import HandMoveError
 from games.hand.game import GameState, game_payout_postings
 from games.hand.ledger import net_movements
 from games.hand.record import postings_for_phase
+from games.table import BadTableRequest
+from services.common.errors import failure_of
 from services.table.engine import (
     Action,
     BadRequestError,
@@ -291,5 +294,8 @@ def test_actions_and_hint_for_the_seat_to_act() -> None:
 def test_settings_hand_refuses() -> None:
     engine = HandEngine()
     engine.check_settings(TableSettings(seats=2))
-    with pytest.raises(BadRequestError):
+    with pytest.raises(BadTableRequest) as refused:
         engine.check_settings(TableSettings(seats=5))
+    failure = failure_of(refused.value)
+    assert failure is not None
+    assert (failure.code, failure.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_SEATS")

@@ -72,11 +72,15 @@ CASES = [
     ("layers", "shared/keys.py", "import services.common.settings"),
     ("layers", "shared/phase_record.py", "import games.kishpa"),
     ("layers", "services/table/service.py", "import cli.main"),
+    ("layers", "games/table.py", "import shared.keys"),
     ("sdk-clients", "sdk/client.py", "import services.table.service"),
     ("play-clients", "cli/play/bot.py", "import services.table.engine"),
     ("play-clients", "cli/play/games.py", "from services.common import errors"),
     ("generic-clients", "cli/play/bot.py", "from games.kishpa import bot"),
     ("generic-clients", "cli/play/session.py", "import games.hand.melds"),
+    ("games-public-api", "services/table/kishpa_engine.py", "import games.kishpa.round"),
+    ("games-public-api", "services/table/hand_engine.py", "from games.hand import turns"),
+    ("games-public-api", "services/table/service.py", "from games.kishpa.bowl import contribution"),
 ]
 
 

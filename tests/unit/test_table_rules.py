@@ -1,0 +1,163 @@
+"""The pure table module (``games.table``): seating, the deadlines a table keeps and when a
+seat goes on auto-play, for every game; and each game's auto-play policy as a plain function
+``(state, seat, stream) -> action``."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+import games.hand as hand
+import games.kishpa as kishpa
+from games import table as rules
+from games.fair import FairStream
+from games.table import Deadline, Table, TableSettings
+
+pytestmark = pytest.mark.unit
+
+PLAYERS = ["ann", "bob", "cat", "dan"]
+
+
+def _seed(text: str) -> bytes:
+    return hashlib.sha512(text.encode()).digest() + bytes(16)
+
+
+def _table(seats: int = 4, *, status: str = rules.WAITING, players: int = 1) -> Table:
+    return Table(
+        table_id="t1",
+        game_name="kishpa",
+        creator=PLAYERS[0],
+        settings=TableSettings(seats=seats, turn_seconds=20, reveal_window_seconds=7),
+        created_ms=0,
+        players=list(PLAYERS[:players]),
+        status=status,
+    )
+
+
+def test_seating_fills_free_seats_then_refuses_with_the_reasons_clients_know() -> None:
+    table = _table(seats=3)
+    fact = rules.seat(table, "bob", name="Bob", client_seed="s")
+    assert (fact.type, fact.seat, fact.data) == (
+        "player_joined",
+        1,
+        {"player_id": "bob", "name": "Bob"},
+    )
+    assert table.names == {"bob": "Bob"}
+    assert table.client_seeds == {"bob": "s"}
+    with pytest.raises(rules.TableRuleError) as again:
+        rules.seat(table, "bob")
+    assert (again.value.reason, again.value.category) == ("ALREADY_SEATED", "refused")
+    rules.seat(table, "cat")
+    with pytest.raises(rules.TableFull) as full:
+        rules.seat(table, "dan")
+    assert (full.value.reason, full.value.category) == ("TABLE_FULL", "exhausted")
+    assert table.players == ["ann", "bob", "cat"]
+    started = _table(status=rules.PLAYING, players=2)
+    with pytest.raises(rules.TableRuleError) as late:
+        rules.seat(started, "dan")
+    assert late.value.reason == "GAME_STARTED"
+
+
+def test_leaving_frees_a_waiting_seat_but_puts_a_playing_one_on_autoplay() -> None:
+    table = _table(players=3)
+    with pytest.raises(rules.TableRuleError) as creator:
+        rules.leave(table, "ann")
+    assert creator.value.reason == "CREATOR"
+    with pytest.raises(rules.NotAllowed) as stranger:
+        rules.leave(table, "zed")
+    assert (stranger.value.reason, stranger.value.category) == ("NOT_SEATED", "forbidden")
+    assert rules.leave(table, "bob").type == "player_left"
+    assert table.players == ["ann", "cat"]
+    playing = _table(status=rules.PLAYING, players=2)
+    assert rules.leave(playing, "bob").type == "autoplay_on"
+    assert playing.players == ["ann", "bob"]
+    assert playing.autoplay == [1]
+    assert not rules.abandoned(playing)
+    rules.leave(playing, "ann")
+    assert rules.abandoned(playing)
+
+
+def test_only_the_creator_starts_a_table_with_two_players_and_settings_are_bounded() -> None:
+    table = _table(players=1)
+    with pytest.raises(rules.TableRuleError) as alone:
+        rules.check_start(table, "ann")
+    assert alone.value.reason == "NOT_ENOUGH_PLAYERS"
+    rules.seat(table, "bob")
+    with pytest.raises(rules.NotAllowed):
+        rules.check_start(table, "bob")
+    rules.check_start(table, "ann")
+    for bad, reason in [
+        (TableSettings(seats=5), "BAD_SEATS"),
+        (TableSettings(seats=1), "BAD_SEATS"),
+        (TableSettings(turn_seconds=0), "BAD_TURN_SECONDS"),
+        (TableSettings(reveal_window_seconds=601), "BAD_WINDOW_SECONDS"),
+        (TableSettings(next_round_pause_ms=-1), "BAD_PAUSE"),
+    ]:
+        with pytest.raises(rules.BadTableRequest) as refused:
+            rules.check_settings(bad)
+        assert (refused.value.reason, refused.value.category) == (reason, "invalid")
+    with pytest.raises(rules.BadTableRequest):
+        rules.check_players("ann", ["bob", "ann"], TableSettings())
+    with pytest.raises(rules.BadTableRequest):
+        rules.check_players("ann", ["ann", "ann"], TableSettings())
+    with pytest.raises(rules.BadTableRequest):
+        rules.check_players("ann", ["ann", "b", "c"], TableSettings(seats=2))
+
+
+def test_a_running_deadline_is_kept_until_the_wait_changes_or_restarts() -> None:
+    table = _table(status=rules.PLAYING, players=4)
+    turn = rules.deadline_for(table, rules.TURN, 2, 1000, restarted=True)
+    assert turn == Deadline(1000 + 20_000, rules.TURN, (2,))
+    table.deadline = turn
+    assert rules.deadline_for(table, rules.TURN, 2, 5000, restarted=False) is turn
+    assert rules.deadline_for(table, rules.TURN, 2, 5000, restarted=True).at_ms == 25_000
+    assert rules.deadline_for(table, rules.TURN, 3, 5000, restarted=False).seats == (3,)
+    window = rules.deadline_for(table, rules.WINDOW, None, 6000, restarted=False)
+    assert window == Deadline(6000 + 7000, rules.WINDOW), "a window names no seat"
+    assert rules.pause_deadline(table, 100) == Deadline(100 + 3000, rules.NEXT_ROUND)
+
+
+def test_late_turns_put_a_seat_on_autoplay_which_plays_fast_until_its_player_acts() -> None:
+    table = _table(status=rules.PLAYING, players=4)
+    assert rules.record_timeout(table, 1, 3) is None
+    assert rules.record_timeout(table, 1, 3) is None
+    fact = rules.record_timeout(table, 1, 3)
+    assert fact is not None
+    assert (fact.type, fact.seat) == ("autoplay_on", 1)
+    assert rules.record_timeout(table, 1, 3) is None, "announced once"
+    assert table.autoplay == [1]
+    fast = rules.deadline_for(table, rules.TURN, 1, 0, restarted=True)
+    assert fast.at_ms == rules.AUTOPLAY_DELAY_MS
+    rules.player_acted(table, 1)
+    assert table.autoplay == []
+    assert table.timeouts == {}
+    assert rules.deadline_for(table, rules.TURN, 1, 0, restarted=True).at_ms == 20_000
+
+
+def test_kishpa_autoplay_is_a_function_of_state_seat_and_stream() -> None:
+    game, _ = kishpa.start_round(kishpa.new_game(PLAYERS), _seed("auto"))
+    while game.round is not None and game.round.phase == kishpa.START_REVEAL:
+        game, _ = kishpa.apply_action(game, kishpa.CloseWindow())
+    state = game.round
+    assert state is not None
+    other = (state.turn + 1) % 4
+    stream = FairStream(_seed("s"), (), kishpa.AUTOPLAY_TAG)
+    assert kishpa.autoplay_action(state, other, stream) is None, "not its turn: nothing"
+    move = kishpa.autoplay_action(state, state.turn, stream)
+    assert isinstance(move, kishpa.Discard | kishpa.Win)  # the starter's first move
+    again = kishpa.autoplay_action(
+        state, state.turn, FairStream(_seed("s"), (), kishpa.AUTOPLAY_TAG)
+    )
+    assert again == move, "deterministic for the same state and stream"
+    played, _ = kishpa.autoplay_turn(game, state.turn, _seed("t"))
+    assert played.round is not None
+    assert played.round.turn != state.turn or played.round.phase == kishpa.ENDED
+
+
+def test_hand_autoplay_plays_the_timeout_of_the_rules() -> None:
+    game, _ = hand.start_game(PLAYERS[:3], 1)
+    deal, _ = hand.start_deal(game, _seed("hand"), [None] * 3)
+    stream = FairStream(_seed("s"), (), "t")
+    assert hand.autoplay_action(deal, deal.turn, stream) == hand.TimeOut(deal.turn)
+    assert hand.autoplay_action(deal, (deal.turn + 1) % 3, stream) is None
