@@ -8,12 +8,13 @@ import json
 
 import pytest
 
+import games.kishpa as kishpa
 from games.fair import FairStream
 from games.kishpa import bot
 from games.kishpa import round as rnd
 from games.kishpa.record import end_postings, start_postings
 from services.table.engine import Action, BadRequestError, Step, Table, TableSettings
-from services.table.kishpa_engine import PRIVATE, KishpaEngine
+from services.table.kishpa_engine import PRIVATE, KishpaEngine, _rules
 
 pytestmark = pytest.mark.unit
 
@@ -202,3 +203,47 @@ def test_a_table_where_every_seat_is_on_autoplay_plays_one_last_round_and_closes
     ends = [p.record for s in steps for p in s.phases if p.phase == "end"]
     assert [r["last_round"] for r in ends] == [False, True]
     assert table.game["bowl_after"] == 0
+
+
+def test_the_engine_only_translates_the_rules_of_games_kishpa() -> None:
+    """The same moves through the engine and through ``games.kishpa`` directly give the same
+    rule events and the same stored game, to the end of the round (bowl and streaks): the
+    engine adds only the table's own events (deadlines)."""
+    engine = KishpaEngine()
+    table = _table()
+    step = engine.start(table, _seed(21), 0)
+    rules = kishpa.new_game(list(PLAYERS), _rules(table.settings))
+    rules, events = kishpa.start_round(rules, _seed(21), [None] * 4)
+    stream = FairStream(_seed(22), (), "test")
+    compared = 0
+    for now in range(1, 400):
+        _apply(table, step)
+        assert table.game == rules.to_dict(), f"the stored game differs at step {now}"
+        translated = [(e.type, e.seat, e.data) for e in step.events if e.type != "deadline"]
+        expected = [(e.type, e.seat, e.data) if e.public else (PRIVATE, -1, {}) for e in events]
+        assert translated == expected
+        compared += 1
+        if not rules.round_in_progress:
+            break
+        chosen = _bot_action(table, stream)
+        if chosen is None:
+            step = engine.on_deadline(table, _seed(now), now)
+            rules, events = kishpa.apply_action(rules, kishpa.CloseWindow())
+        else:
+            seat, action = chosen
+            step = engine.act(table, seat, action, now)
+            rules, events = kishpa.apply_action(rules, _rule_move(seat, action))
+    assert not rules.round_in_progress
+    assert any(t == "bowl" for t, _, _ in translated), "the round's end was compared"
+    assert compared > 20
+
+
+def _rule_move(seat: int, action: Action) -> kishpa.Action:
+    args = action.args
+    if action.kind == "draw":
+        return kishpa.Draw(seat, args["source"])
+    if action.kind == "discard":
+        return kishpa.Discard(seat, args["tile"])
+    if action.kind == "win":
+        return kishpa.Win(seat, args["tile"], args.get("arrangement"))
+    return kishpa.Reveal(seat) if action.kind == "reveal" else kishpa.Pass(seat)
