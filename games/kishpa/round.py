@@ -348,11 +348,6 @@ def waiting_for(state: RoundState) -> str | None:
     return None
 
 
-def on_autoplay(state: RoundState, seat: int) -> bool:
-    """Has this seat timed out ``timeouts_before_autoplay`` turns in a row?"""
-    return state.timeouts[seat] >= state.ruleset.timeouts_before_autoplay
-
-
 def view_for(state: RoundState, seat: int | None) -> dict[str, Any]:
     """What one seat (or a spectator, ``None``) may see: public facts plus its own tiles."""
     view: dict[str, Any] = {

@@ -35,7 +35,6 @@ from games.kishpa.round import (
     apply,
     end_record,
     new_round,
-    on_autoplay,
     seats_to_act,
     start_record,
     tile_places,
@@ -398,10 +397,10 @@ def test_timeouts_draw_and_discard_the_drawn_tile_and_count_towards_autoplay() -
     refused(state, TurnTimeout(1), "NOT_YOUR_TURN")
     for _ in range(2):
         state, _ = play(state, TurnTimeout(3), TurnTimeout(0), TurnTimeout(1), TurnTimeout(2))
-    assert on_autoplay(state, 1)
-    assert state.timeouts[1] == 3
+    # The table (games.table.record_timeout) puts a seat on auto-play at this many in a row.
+    assert state.timeouts[1] == 3 == state.ruleset.timeouts_before_autoplay
     state, _ = play(state, TurnTimeout(3), TurnTimeout(0), Draw(1))
-    assert not on_autoplay(state, 1)
+    assert state.timeouts[1] == 0, "acting breaks the run of timeouts"
 
 
 def test_unknown_seat_is_refused() -> None:
