@@ -8,7 +8,8 @@ BIN := $(VENV)/bin
 PROTO_SRC := $(shell find protos/kishpa -name '*.proto' 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help install proto ts-proto run test lint format bench clean release-contract
+.PHONY: help install proto ts-proto web chromium run test lint format bench clean release-contract
+WEB_SRC := $(shell find web/src web/static -type f -not -path 'web/src/gen/*' 2>/dev/null) web/build.mjs web/tsconfig.json
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -22,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-install: $(VENV)/.installed ## Create .venv with every dependency and generate the protobuf code
+install: $(VENV)/.installed web ## Create .venv with every dependency and generate the protobuf code
 
 kishpa/.generated: $(PROTO_SRC)
 	rm -rf kishpa
@@ -41,7 +42,7 @@ proto: kishpa/.generated ## Generate Python code and typed stubs from protos/ in
 WEB_PROTO_SRC := $(shell find protos -name '*.proto' 2>/dev/null)
 
 web/node_modules/.installed: web/package.json web/package-lock.json
-	cd web && npm ci --no-audit --no-fund --loglevel=error
+	cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 web/src/gen/.generated: $(WEB_PROTO_SRC) web/buf.gen.yaml web/node_modules/.installed $(VENV)/.installed
@@ -51,21 +52,36 @@ web/src/gen/.generated: $(WEB_PROTO_SRC) web/buf.gen.yaml web/node_modules/.inst
 
 ts-proto: web/src/gen/.generated ## Generate TypeScript from protos/ into web/src/gen (protobuf-es)
 
+# The web client (docs/web.md): bundled by esbuild into web/dist, what the edge serves at /.
+# playwright-core (the browser tests) never downloads a browser: it drives Debian's chromium.
+web/dist/.built: web/src/gen/.generated $(WEB_SRC)
+	cd web && node build.mjs
+	touch $@
+
+web: web/dist/.built ## Build the web client (TypeScript from protos/, bundled into web/dist)
+
+chromium: ## Install Debian's chromium for the browser tests, if /usr/bin/chromium is missing
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  echo "installing Debian's chromium (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+
 run: install ## Start the whole stack on this machine (Ctrl-C stops it)
 	$(BIN)/kishpa run
 
-test: install lint ts-proto ## Lint, type-check and run every test against real Redis/PostgreSQL/Celery/gRPC
+test: install lint ts-proto chromium ## Lint, type-check and run every test against real Redis/PostgreSQL/Celery/gRPC
 	@set +e; $(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5) - treating as an error, not a pass"; fi; \
 	exit $$rc
 
-lint: install ## ruff, ruff format --check, mypy --strict, import-linter layer contracts, buf lint + breaking
+lint: install ## ruff, ruff format --check, mypy --strict, import-linter layer contracts, buf lint + breaking, tsc
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	if [ -f protos/buf.yaml ]; then cd protos && ../$(BIN)/buf lint \
 	  && ../$(BIN)/buf breaking --against released/contract.binpb; fi
+	cd web && node_modules/.bin/tsc --noEmit -p .
 
 release-contract: install ## Record protos/ as the released contract that buf breaking guards (docs/api.md)
 	cd protos && ../$(BIN)/buf build --exclude-source-info -o released/contract.binpb
@@ -78,4 +94,4 @@ bench: install ## Run every benchmark and print the figures (see docs/BENCHMARKS
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean: ## Remove the virtualenv and generated code
-	rm -rf $(VENV) kishpa .pytest_cache .mypy_cache .ruff_cache web/node_modules web/src/gen
+	rm -rf $(VENV) kishpa .pytest_cache .mypy_cache .ruff_cache web/node_modules web/src/gen web/dist web/test/dist

@@ -8,7 +8,8 @@ HTTP errors; HTTP errors (405, 413, 415) mean the request was not gRPC-Web at al
 The messages are not decoded: the edge forwards the bytes to the upstream service over a
 ``grpc.aio`` channel (unary-unary or unary-stream by the method's descriptor), so it needs
 no change when a message grows a field. The caller's ``authorization`` travels as gRPC
-metadata; ``grpc-timeout`` becomes the upstream call's deadline; a browser that goes away
+metadata, with ``x-forwarded-for`` naming the browser; ``grpc-timeout`` becomes the
+upstream call's deadline; a browser that goes away
 (closes the page, aborts the fetch) cancels the upstream call.
 """
 
@@ -211,6 +212,7 @@ class Edge:
                 timeout_header = _header(scope, b"grpc-timeout")
                 timeout = grpcweb.parse_timeout(timeout_header) if timeout_header else None
                 metadata = grpcweb.metadata_from_headers(scope["headers"], PASSED_HEADERS)
+                metadata.append(("x-forwarded-for", _forwarded_for(scope)))
             except grpcweb.ProtocolError as exc:
                 raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
             channel = self.channels.get(route.upstream)
@@ -251,7 +253,6 @@ class Edge:
                 await responder.start(())
                 async for reply in stream_call:
                     await responder.message(reply)
-                trailing = await stream_call.trailing_metadata()
             else:
                 unary: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
                     route.path
@@ -259,9 +260,8 @@ class Edge:
                 unary_call = unary(message, metadata=metadata, timeout=deadline_s)
                 upstream = unary_call
                 reply = await unary_call
-                await responder.start(await unary_call.initial_metadata() or ())
+                await responder.start(())
                 await responder.message(reply)
-                trailing = await unary_call.trailing_metadata()
         except grpc.aio.AioRpcError as error:
             await responder.finish(
                 error.code(), error.details() or "", error.trailing_metadata() or ()
@@ -272,7 +272,9 @@ class Edge:
             if upstream is not None:
                 upstream.cancel()
             raise
-        await responder.finish(grpc.StatusCode.OK, "", trailing or ())
+        # Our services send no response metadata on success (errors carry theirs, above):
+        # not awaiting it saves a round of the call's state machine per call.
+        await responder.finish(grpc.StatusCode.OK, "", ())
         return grpc.StatusCode.OK
 
     # ---- the web client --------------------------------------------------------------
@@ -371,6 +373,15 @@ async def _until_disconnect(receive: Receive, work: Awaitable[grpc.StatusCode]) 
             await watcher
         if not task.done():
             task.cancel()
+
+
+def _forwarded_for(scope: Scope) -> str:
+    """``x-forwarded-for`` for the services: what the browser's side said, then the peer the
+    edge sees (the services trust the edge's hop when KISHPA_LIMIT_TRUSTED_PROXIES names it,
+    so per-address limits count browsers, not the edge)."""
+    client = scope.get("client") or ("unknown", 0)
+    before = _header(scope, b"x-forwarded-for")
+    return f"{before}, {client[0]}" if before else str(client[0])
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

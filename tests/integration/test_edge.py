@@ -368,6 +368,7 @@ async def test_deadlines_and_cancellation_reach_the_service() -> None:
             assert remaining is not None
             assert 0 < remaining <= 0.3
             assert servicer.metadata[0]["authorization"] == "Bearer abc"
+            assert servicer.metadata[0]["x-forwarded-for"] == "127.0.0.1"
 
             reader = FrameReader(text=False)
             async with client.stream(

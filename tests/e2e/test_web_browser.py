@@ -1,0 +1,313 @@
+"""The web client in a real headless Chromium (Debian's package, driven by playwright-core)
+against the whole stack started as ``make run`` starts it (edge included).
+
+1. A guest plays a whole round against three server bots through the page, reloads in the
+   middle and goes on, sees the round-end summary with his table balance equal to his
+   wallet's, and the deal verified in the browser; the test saves screenshots.
+2. Two players in two browser contexts at one private table with two bots: every gRPC-Web
+   response each page received is decoded here (not the DOM): neither ever received a tile
+   the other held privately.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import message_factory
+from google.protobuf.json_format import MessageToDict
+from redis import Redis
+
+from services.edge.routes import PUBLIC
+from shared import keys
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+WEB = REPO / "web"
+KISHPA = str(Path(sys.executable).with_name("kishpa"))
+CHROMIUM = os.environ.get("KISHPA_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = Path(os.environ.get("KISHPA_SCREENSHOT_DIR", REPO / "var" / "screenshots"))
+
+if not Path(CHROMIUM).exists() or shutil.which("node") is None:
+    pytest.skip(
+        "needs node and Debian's chromium (make test installs both)", allow_module_level=True
+    )
+if not (WEB / "dist" / "app.js").exists() or not (WEB / "node_modules").exists():
+    pytest.skip("the web client is not built (make test builds it)", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class WebStack:
+    def __init__(self, base: str, redis_url: str) -> None:
+        self.base = base
+        self.redis_url = redis_url
+
+
+@pytest.fixture(scope="module")
+def web_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebStack]:
+    """``kishpa run`` on free ports (embedded Redis, SQLite wallet, workers, the edge)."""
+    tmp = tmp_path_factory.mktemp("web-stack")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_URL"))}
+    env.pop("DATABASE_URL", None)
+    for name in ("WALLET", "TABLE", "MATCHMAKING"):
+        env[f"KISHPA_{name}_PORT"] = str(_free_port())
+        env[f"KISHPA_{name}_METRICS_PORT"] = str(_free_port())
+    env["KISHPA_WORKER_METRICS_PORT"] = str(_free_port())
+    env["KISHPA_EMBEDDED_REDIS_PORT"] = redis_port = str(_free_port())
+    env["KISHPA_EDGE_PORT"] = edge_port = str(_free_port())
+    log_path = tmp / "run.log"
+    with log_path.open("w") as log:
+        stack = subprocess.Popen(
+            [KISHPA, "run", "--var-dir", str(tmp / "var")],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "Kishpa is running" not in log_path.read_text():
+            assert stack.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, "the stack did not come up in time"
+            time.sleep(0.5)
+        base = f"http://127.0.0.1:{edge_port}"
+        assert f"{base}/" in log_path.read_text()  # make run prints the web address
+        yield WebStack(base, f"redis://127.0.0.1:{redis_port}/0")
+    finally:
+        stack.send_signal(signal.SIGINT)
+        try:
+            stack.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            stack.kill()
+            stack.wait()
+
+
+def _stream_order(entry_id: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in entry_id.split("-"))
+
+
+def _node(script: str, base: str, out: Path) -> dict[str, Any]:
+    run = subprocess.run(
+        ["node", str(WEB / "e2e" / script), base, str(out)],
+        cwd=WEB,
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    result: dict[str, Any] = json.loads((out / script.replace(".mjs", ".json")).read_text())
+    return result
+
+
+ALWAYS_LOGGED = frozenset({"round_started", "turn_started", "discarded", "won", "round_ended"})
+"""Public events the page always writes a log line for."""
+
+
+def test_a_guest_plays_a_round_against_three_bots_in_chromium(web_stack: WebStack) -> None:
+    result = _node("solo.mjs", web_stack.base, SCREENSHOTS)
+    assert result["botSeats"] == ["false", "true", "true", "true"]
+    assert result["moves"].get("draw", 0) >= 1
+    assert result["moves"].get("discard", 0) + result["moves"].get("win", 0) >= 1
+    # The reload mid-round: same rack order, the event log resumed without loss or repeat.
+    assert result["reloaded"]
+    assert result["rackAfterReload"] == result["rackBeforeReload"]
+    before, after = result["logIdsBeforeReload"], result["logIdsAfterReload"]
+    assert after[: len(before)] == before
+    assert len(set(after)) == len(after)
+    assert after == sorted(after, key=_stream_order)
+    # Nothing lost: every public event of the round in the table's stream is in the log.
+    with Redis.from_url(web_stack.redis_url) as redis:
+        stream = redis.xrange(keys.events(result["tableId"]))
+    last = _stream_order(after[-1])
+    expected = {
+        entry_id.decode()
+        for entry_id, fields in stream
+        if fields[b"type"].decode() in ALWAYS_LOGGED
+        and fields[b"round"] == b"1"
+        and _stream_order(entry_id.decode()) <= last
+    }
+    logged = {e["id"] for e in result["log"] if e["kind"] in ALWAYS_LOGGED}
+    assert len(expected) > 10
+    assert expected == logged
+    # The round ended through the page; the summary's balance is the wallet's.
+    assert result["summaryTitle"].startswith("Round 1:")
+    assert result["payments"], "the summary lists who paid whom and why"
+    assert result["seatBalance"] == result["walletBalance"] == result["walletPage"]
+    assert int(result["walletPage"]) != 2000  # the round moved money
+    assert "verified" in result["fairness"]
+    assert "NOT" not in result["fairness"]
+    assert result["phoneLoginShown"]
+    for name in ("lobby", "table", "round-end"):
+        png = (SCREENSHOTS / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG"), name
+
+
+# --- decoding what each page received -------------------------------------------------------
+
+TILE_KEYS = frozenset({"tile_id", "tile_ids", "dealt_tile_ids", "discard_tile_id", "group_ids"})
+END_OF_ROUND = frozenset({"result", "won", "round_ended", "winning_groups"})
+"""Facts made public when the round ends (the winner's hand): checked apart from the rest."""
+
+
+def _output_types() -> dict[str, Any]:
+    out = {}
+    for (file, name), _ in PUBLIC.items():
+        for method in file.services_by_name[name].methods:
+            path = f"/{method.containing_service.full_name}/{method.name}"
+            out[path] = message_factory.GetMessageClass(method.output_type)
+    return out
+
+
+def _frames(chunks: list[str]) -> Iterator[bytes]:
+    data = b"".join(base64.b64decode(c) for c in chunks)
+    while len(data) >= 5:
+        flag, length = struct.unpack(">BI", data[:5])
+        body, data = data[5 : 5 + length], data[5 + length :]
+        if not flag & 0x80:
+            yield body
+
+
+def _tile_ids(node: Any, skip: frozenset[str] = END_OF_ROUND) -> set[int]:
+    """Every tile id anywhere in a decoded message, except under end-of-round keys."""
+    found: set[int] = set()
+    if isinstance(node, dict):
+        if "id" in node and ("face" in node or "tile" in node):
+            found.add(int(node["id"]))
+        event_type = node.get("type")
+        for key, value in node.items():
+            if key in skip or (key in ("data", "private_data") and event_type in skip):
+                continue
+            if key in TILE_KEYS:
+                values = value if isinstance(value, list) else [value]
+                found |= {int(v) for v in values if isinstance(v, int | float)}
+            else:
+                found |= _tile_ids(value, skip)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _tile_ids(item, skip)
+    return found
+
+
+PUBLIC_KEYS = frozenset(
+    {"discards", "kishpa", "replaced_kishpa", "discarded", "round_started", "kishpa_replaced"}
+)
+"""Where tiles everyone sees during a round are: the discards, the kishpa(s), the dolls put
+back when the round started."""
+
+
+def _public_ids(node: Any) -> set[int]:
+    """Tiles shown to everyone during the round (and the top discard taken by a player)."""
+    found: set[int] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            taken = key == "drew" and value.get("source") == "DRAW_SOURCE_DISCARD"
+            if key in PUBLIC_KEYS or taken:
+                found |= _tile_ids(value, frozenset())
+            else:
+                found |= _public_ids(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _public_ids(item)
+    return found
+
+
+def _private_facts(event: dict[str, Any]) -> bool:
+    """Whether an event carries a seat's private tiles (its deal, its draw from the pile)."""
+    dealt = event.get("dealt") or {}
+    drew = event.get("drew") or {}
+    return bool(dealt.get("tiles")) or (
+        bool(drew.get("tile")) and drew.get("source") != "DRAW_SOURCE_DISCARD"
+    )
+
+
+def _rounds_of(messages: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each message with its round (views and events say; the rest belong to the last one)."""
+    current = 0
+    for message in messages:
+        view = message.get("table") or {}
+        event = message.get("event") or {}
+        record = message.get("record") or {}
+        current = int(
+            view.get("round", {}).get("round", event.get("round", record.get("round", current)))
+            or current
+        )
+        yield current, message
+
+
+def _own_rack(message: dict[str, Any]) -> set[int]:
+    rack = (message.get("table") or {}).get("round", {}).get("my_rack", {}).get("tiles", [])
+    return {int(t["id"]) for t in rack}
+
+
+def test_two_players_never_receive_each_others_tiles(web_stack: WebStack, tmp_path: Path) -> None:
+    result = _node("pair.mjs", web_stack.base, tmp_path)
+    assert result["summaries"] == 2, result
+    assert result["moves"]["Ann"] >= 3
+    assert result["moves"]["Ben"] >= 3
+    types = _output_types()
+    decoded: dict[str, list[dict[str, Any]]] = {}
+    seats = {}
+    for name in ("Ann", "Ben"):
+        capture = json.loads((tmp_path / f"received-{name}.json").read_text())
+        seats[name] = capture["seat"]
+        messages = []
+        for response in capture["received"]:
+            for frame in _frames(response["chunks"]):
+                msg = types[response["path"]]()
+                msg.ParseFromString(frame)
+                messages.append(
+                    MessageToDict(
+                        msg,
+                        preserving_proto_field_name=True,
+                        always_print_fields_with_no_presence=True,  # tile id 0 too
+                    )
+                )
+        decoded[name] = messages
+    assert {seats["Ann"], seats["Ben"]} <= {0, 1, 2, 3}
+    assert seats["Ann"] != seats["Ben"]
+
+    received: dict[str, dict[int, set[int]]] = {}
+    own: dict[str, dict[int, set[int]]] = {}
+    public: dict[int, set[int]] = defaultdict(set)
+    private_events = {"Ann": 0, "Ben": 0}
+    for name, messages in decoded.items():
+        received[name] = defaultdict(set)
+        own[name] = defaultdict(set)
+        for round_no, message in _rounds_of(messages):
+            received[name][round_no] |= _tile_ids(message)
+            own[name][round_no] |= _own_rack(message)
+            public[round_no] |= _public_ids(message)
+            event = message.get("event") or {}
+            if _private_facts(event):
+                private_events[name] += 1
+                assert event.get("seat") == seats[name], (name, event)
+    # Each received its own deal and its own draws from the pile, and nothing of the other's.
+    assert private_events["Ann"] >= 2
+    assert private_events["Ben"] >= 2
+    rounds = [r for r in own["Ann"] if r > 0]
+    assert rounds, "no round was seen"
+    for round_no in rounds:
+        assert len(own["Ann"][round_no]) >= 14
+        assert len(own["Ben"][round_no]) >= 14
+        for me, other in (("Ann", "Ben"), ("Ben", "Ann")):
+            leaked = received[me][round_no] & (own[other][round_no] - public[round_no])
+            assert not leaked, f"round {round_no}: {me} received {other}'s tiles {sorted(leaked)}"

@@ -1,0 +1,208 @@
+// The one adapter between the wire contract and the UI: the only module that reads event
+// messages (the typed TableEvent oneof), optional seats and setting shapes. When the
+// contract changes, this file changes and the screens do not.
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import {
+  DrawSource,
+  RevealMoment,
+  type Round,
+  type RoundResult,
+  type TableEvent,
+  type TableSettingsSchema,
+  type TableView,
+} from "./gen/kishpa/table/v1/table_pb";
+import { Game } from "./gen/kishpa/common/v1/common_pb";
+import { TransferReason } from "./gen/kishpa/wallet/v1/wallet_pb";
+
+export interface UiPayment {
+  from: string;
+  to: string;
+  amount: string;
+  reason: string;
+}
+
+export interface UiEvent {
+  id: string;
+  round: number;
+  seat: number | null;
+  /** The stream's event type (``round_started``, ``discarded`` ...). */
+  kind: string;
+  /** A tile's face the event shows (discarded, taken, revealed, the kishpa). */
+  face?: string;
+  /** The tile drawn from the pile: private, only in the drawer's own stream. */
+  drawnFace?: string;
+  fromDiscards?: boolean;
+  name?: string;
+  bot?: boolean;
+  moment?: string;
+  joker?: string;
+  nextRound?: number;
+  /** Private: the watcher's own dealt tile ids. */
+  dealt?: number[];
+  /** A settlement: every payment it applied. */
+  payments?: UiPayment[];
+}
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+export function reasonText(reason: TransferReason): string {
+  return (TransferReason[reason] ?? "unknown").toLowerCase().replace(/_/g, " ");
+}
+
+export function fromWire(e: TableEvent): UiEvent {
+  const ev: UiEvent = { id: e.eventId, round: e.round, seat: e.seat ?? null, kind: snake(e.event.case ?? "unknown") };
+  const { case: kind, value } = e.event;
+  switch (kind) {
+    case "playerJoined":
+      ev.name = value.displayName;
+      ev.bot = value.bot;
+      break;
+    case "dealt":
+      if (value.tiles.length) ev.dealt = value.tiles.map((t) => t.id);
+      break;
+    case "drew":
+      ev.fromDiscards = value.source === DrawSource.DISCARD;
+      if (value.tile) {
+        if (ev.fromDiscards) ev.face = value.tile.face;
+        else ev.drawnFace = value.tile.face;
+      }
+      break;
+    case "discarded":
+      ev.face = value.tile?.face;
+      break;
+    case "roundStarted":
+      ev.face = value.kishpa?.face;
+      ev.joker = value.jokerFace;
+      break;
+    case "kishpaReplaced":
+      ev.face = value.kishpa?.face;
+      ev.joker = value.jokerFace;
+      break;
+    case "kishpaRevealed":
+      ev.face = value.kishpaFace;
+      break;
+    case "revealWindowOpened":
+    case "revealWindowClosed":
+      ev.moment = value.moment === RevealMoment.START ? "start" : "end";
+      break;
+    case "lastRoundPressed":
+      ev.nextRound = value.nextRound;
+      break;
+    case "settled":
+      ev.payments = value.payments.map((p) => ({
+        from: p.fromAccount,
+        to: p.toAccount,
+        amount: String(p.amount),
+        reason: reasonText(p.reason),
+      }));
+      break;
+    default:
+      break;
+  }
+  return ev;
+}
+
+export function mySeatOf(view: TableView): number | null {
+  return view.mySeat ?? null;
+}
+
+export function turnSeatOf(round: Round | undefined): number | null {
+  return round?.turnSeat ?? null;
+}
+
+export function winnerSeatOf(result: RoundResult | undefined): number | null {
+  return result?.winnerSeat ?? null;
+}
+
+export function deadlineMsOf(round: Round | undefined): number | null {
+  const d = round?.deadline;
+  if (!d || (d.seconds === 0n && d.nanos === 0)) return null;
+  return Number(d.seconds) * 1000 + Math.floor(d.nanos / 1e6);
+}
+
+export interface NewTable {
+  seats: number;
+  bots: number;
+  turnSeconds: number;
+  revealSeconds: number;
+  pauseMs: number;
+}
+
+/** The settings message of a new Kishpa table. */
+export function settingsOf(t: NewTable): MessageInitShape<typeof TableSettingsSchema> {
+  return {
+    game: Game.KISHPA,
+    seats: t.seats,
+    bots: t.bots,
+    turnTime: { seconds: BigInt(t.turnSeconds) },
+    revealWindow: { seconds: BigInt(t.revealSeconds) },
+    nextRoundPause: { seconds: BigInt(Math.floor(t.pauseMs / 1000)), nanos: (t.pauseMs % 1000) * 1e6 },
+    stake: 1n,
+  };
+}
+
+export function dealtTiles(ev: UiEvent): number[] | null {
+  return ev.dealt ?? null;
+}
+
+export function isSettled(ev: UiEvent): boolean {
+  return ev.kind === "settled";
+}
+
+export function endsRound(ev: UiEvent): boolean {
+  return ev.kind === "round_ended";
+}
+
+/** One line of the event log; null for events not worth a line. */
+export function describe(ev: UiEvent, name: (seat: number | null) => string, mySeat: number | null): string | null {
+  const who = name(ev.seat);
+  const you = ev.seat !== null && ev.seat === mySeat;
+  switch (ev.kind) {
+    case "table_created":
+      return "Table created";
+    case "player_joined":
+      return `${ev.name || "A player"} sat down${ev.bot ? " (bot)" : ""}`;
+    case "player_left":
+      return `${who} left`;
+    case "round_started":
+      return `Round ${ev.round} started — kishpa ${ev.face ?? ""}, joker ${ev.joker ?? ""}`;
+    case "dealt":
+      return you ? `You were dealt ${ev.dealt?.length ?? ""} tiles` : null;
+    case "turn_started":
+      return you ? "Your turn" : `${who}'s turn`;
+    case "drew": {
+      const source = ev.fromDiscards ? `took ${ev.face ?? ""} from the discards` : "drew from the pile";
+      return `${you ? "You" : who} ${source}${ev.drawnFace ? ` (${ev.drawnFace})` : ""}`;
+    }
+    case "discarded":
+      return `${you ? "You" : who} discarded ${ev.face ?? ""}`;
+    case "won":
+      return `${you ? "You" : who} won the round!`;
+    case "pile_exhausted":
+      return "The pile ran out";
+    case "reveal_window_opened":
+      return `Reveal window open (${ev.moment})`;
+    case "kishpa_revealed":
+      return `${who} revealed the kishpa ${ev.face ?? ""}`;
+    case "reveal_window_closed":
+      return "Reveal window closed";
+    case "kishpa_replaced":
+      return `Nobody held a joker: new kishpa ${ev.face ?? ""}, joker ${ev.joker ?? ""}`;
+    case "turn_timed_out":
+      return `${you ? "Your" : `${who}'s`} turn timed out`;
+    case "autoplay_on":
+      return `${who} is played by the server`;
+    case "round_ended":
+      return `Round ${ev.round} ended`;
+    case "bowl":
+      return "The bowl was settled";
+    case "settled":
+      return `Payments settled (${ev.payments?.length ?? 0})`;
+    case "last_round_pressed":
+      return `Round ${ev.nextRound ?? ""} will be the last`;
+    case "table_closed":
+      return "The table closed";
+    default:
+      return null;
+  }
+}
