@@ -50,7 +50,7 @@ try {
     }
     if (!did) await settle(150);
   }
-  await page.getByTestId("summary").waitFor({ timeout: 60000 });
+  await page.getByTestId("summary").waitFor({ timeout: 120000 });
   result.roundAfterReload = await page.getByTestId("table").getAttribute("data-round");
   const final = await savedLog(page);
   result.tableId = final.tableId;
@@ -62,7 +62,7 @@ try {
     const wallet = document.querySelector('[data-testid="summary-wallet-balance"]')?.textContent;
     const fair = document.querySelector('[data-testid="fairness"]')?.textContent ?? "";
     return seat && wallet && wallet !== "…" && seat === wallet && !fair.includes("checking");
-  }, null, { timeout: 60000, polling: 500 }).catch(() => {});
+  }, null, { timeout: 120000, polling: 500 }).catch(() => {});
   result.seatBalance = await page.getByTestId("summary-seat-balance").textContent();
   result.walletBalance = await page.getByTestId("summary-wallet-balance").textContent();
   result.fairness = await page.getByTestId("fairness").textContent();
