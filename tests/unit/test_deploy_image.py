@@ -94,7 +94,8 @@ def test_the_rules_catch_a_bad_dockerfile() -> None:
 
 def test_exposes_every_documented_port(stages: list[Stage]) -> None:
     exposed = {int(p) for e in stages[-1].args_of("EXPOSE") for p in e.split()}
-    assert exposed == set(DEFAULT_GRPC_PORTS.values()) | set(DEFAULT_METRICS_PORTS.values())
+    http = {w.http_port for w in WORKLOADS.values() if w.http_port is not None}
+    assert exposed == set(DEFAULT_GRPC_PORTS.values()) | set(DEFAULT_METRICS_PORTS.values()) | http
 
 
 def _dev_requirement(name: str) -> str:
