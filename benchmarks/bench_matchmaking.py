@@ -148,7 +148,7 @@ async def _cleanup(redis: Redis, tables: set[str]) -> None:
             table_keys.outbox(table_id),
             table_keys.balances(table_id),
         )
-        await redis.zrem(table_keys.deadlines(), table_id)
+        await redis.zrem(table_keys.deadlines(table_id), table_id)
     async for key in redis.scan_iter(match="kishpa:[{]mm[}]:*"):
         await redis.delete(key)
     async for key in redis.scan_iter(match="kishpa:create:*"):

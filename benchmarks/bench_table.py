@@ -298,7 +298,7 @@ async def main(tables: int, seconds: float) -> None:
                     keys.requests(r.table_id),
                     keys.outbox(r.table_id),
                 )
-                await redis.zrem(keys.deadlines(), r.table_id)
+                await redis.zrem(keys.deadlines(r.table_id), r.table_id)
         await redis.aclose()
         log.close()
 

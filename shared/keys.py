@@ -1,13 +1,26 @@
 """Every Redis key of a table, built in one place.
 
 Keys of one table share the hash tag ``{<table_id>}`` so a table lives in one Redis Cluster
-slot and one Lua script may touch all of them atomically. Global indexes (the timer index)
-are separate keys and are always rebuildable from the per-table keys.
+slot and one Lua script may touch all of them atomically. Cross-table indexes (the timer
+index) are sharded, one hash tag per shard, and always rebuildable from the per-table keys.
 """
 
 from __future__ import annotations
 
 PREFIX = "kishpa"
+INDEX_SHARDS = 16
+"""Shards of every cross-table index (deadlines, dead letters), by hash-slot range: shard
+``k`` holds the tables whose slot is in ``[k * 1024, (k + 1) * 1024)`` and its key's hash
+tag is chosen to fall in that range too. On a Redis Cluster, whose masters own contiguous
+slot ranges, a table's index entry therefore lives on its own master (except in the few
+shards whose range straddles two masters): a master that is down stops only its own
+tables' timers. Changing the count re-homes entries: the timers rebuild the deadline index
+every minute; drain dead letters first."""
+STATE_VERSION = 1
+"""The table-state format this code writes. A replica claims deadlines only from the
+indexes of the versions in :data:`READABLE_VERSIONS`, so during a rolling deploy an old
+replica never claims a table that newer code rewrote in a format it cannot read."""
+READABLE_VERSIONS = (1,)
 
 
 def _table(table_id: str, part: str) -> str:
@@ -59,9 +72,69 @@ def outbox_pattern() -> str:
     return f"{PREFIX}:table:*:outbox"
 
 
-def deadlines() -> str:
-    """Global sorted set table_id -> next deadline (ms); an index, rebuildable by SCAN."""
-    return f"{PREFIX}:deadlines"
+CLUSTER_SLOTS = 16384
+
+
+def _crc16_table() -> tuple[int, ...]:
+    table = []
+    for byte in range(256):
+        crc = byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else (crc << 1)
+        table.append(crc & 0xFFFF)
+    return tuple(table)
+
+
+_CRC16 = _crc16_table()
+
+
+def key_slot(tag: str) -> int:
+    """The Redis Cluster hash slot of a key whose whole name is ``tag`` (CRC16/XMODEM
+    mod 16384, as Redis computes it; here for the tags themselves, no ``{}`` parsing)."""
+    crc = 0
+    for byte in tag.encode():
+        crc = ((crc << 8) & 0xFFFF) ^ _CRC16[((crc >> 8) ^ byte) & 0xFF]
+    return crc % CLUSTER_SLOTS
+
+
+def shard_of(table_id: str) -> int:
+    """The index shard of a table: the range of its keys' hash slot."""
+    return key_slot(table_id) * INDEX_SHARDS // CLUSTER_SLOTS
+
+
+def _shard_tags() -> tuple[str, ...]:
+    """For each shard, the shortest tag ``s<n>`` whose hash slot lies in the shard's range."""
+    tags: dict[int, str] = {}
+    n = 0
+    while len(tags) < INDEX_SHARDS:
+        tag = f"s{n}"
+        tags.setdefault(key_slot(tag) * INDEX_SHARDS // CLUSTER_SLOTS, tag)
+        n += 1
+    return tuple(tags[k] for k in range(INDEX_SHARDS))
+
+
+SHARD_TAGS = _shard_tags()
+
+
+def shard_tag(shard: int) -> str:
+    """The hash tag (without braces) of a shard's index keys: its slot is in the shard."""
+    return SHARD_TAGS[shard]
+
+
+def deadline_shard(shard: int, version: int = STATE_VERSION) -> str:
+    """Sorted set table_id -> next deadline (ms) of one shard of the tables written in
+    state format ``version``; an index, rebuildable by SCAN."""
+    return f"{PREFIX}:deadlines:v{version}:{{{shard_tag(shard)}}}"
+
+
+def deadlines(table_id: str, version: int = STATE_VERSION) -> str:
+    """The deadline index key that holds ``table_id``."""
+    return deadline_shard(shard_of(table_id), version)
+
+
+def deadline_shards(versions: tuple[int, ...] = READABLE_VERSIONS) -> list[str]:
+    """Every deadline index key a replica reading ``versions`` claims from."""
+    return [deadline_shard(s, v) for v in versions for s in range(INDEX_SHARDS)]
 
 
 def phase_field(round_no: int, phase: str) -> str:

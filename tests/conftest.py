@@ -1,24 +1,102 @@
-"""Shared test configuration: addresses of the real servers the integration tests use.
+"""Shared test configuration: the servers the integration tests use, chosen once per run.
 
-PostgreSQL, Redis and RabbitMQ run on this machine (and in CI); the URLs can be overridden
-with TEST_DATABASE_URL, TEST_REDIS_URL and TEST_RABBITMQ_URL.
+:mod:`tests.backends` picks each server: an explicit URL (``TEST_DATABASE_URL``,
+``TEST_REDIS_URL``, ``TEST_RABBITMQ_URL``, ``TEST_REDIS_CLUSTER_URL``), else a testcontainers
+container when a Docker engine answers, else the machine's local servers. The choice is
+printed in pytest's header.
+
+``pytest --redis-cluster`` re-runs the Redis suites (tables, matchmaking, workers) against a
+3-master Redis Cluster: every Redis URL the tests read points at the cluster
+(``redis+cluster://``), while Celery's broker stays on the single node (Celery's Redis
+broker does not support Cluster).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from hypothesis import settings
 
+from tests import backends, containers, servers
+
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.load_profile("ci")
 
-TEST_DATABASE_URL = os.environ.get(
-    "TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-TEST_RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//")
+_STOPS: list[Callable[[], None]] = []
+_CHOICES: list[backends.Choice] = []
+
+
+def _local_cluster() -> str:
+    cluster = servers.start_cluster()
+    _STOPS.append(partial(servers.stop_cluster, cluster))
+    return cluster.url
+
+
+def _choose(kind: str) -> str:
+    docker_answer: list[bool] = []
+
+    def docker() -> bool:
+        if not docker_answer:
+            docker_answer.append(backends.docker_reachable())
+        return docker_answer[0]
+
+    starters = backends.Starters(
+        container={
+            "redis": partial(containers.redis, _STOPS),
+            "postgres": partial(containers.postgres, _STOPS),
+            "rabbitmq": partial(containers.rabbitmq, _STOPS),
+        },
+        local={"redis-cluster": _local_cluster},
+    )
+    choice = backends.choose(kind, os.environ, docker=docker, starters=starters)
+    _CHOICES.append(choice)
+    return choice.url
+
+
+def _with_db(url: str, db: int) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))
+
+
+TEST_DATABASE_URL = _choose("postgres")
+TEST_REDIS_URL = _choose("redis")
+TEST_RABBITMQ_URL = _choose("rabbitmq")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--redis-cluster",
+        action="store_true",
+        help="run the Redis suites against a 3-master Redis Cluster (see tests/conftest.py)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("--redis-cluster"):
+        return
+    cluster_url = _choose("redis-cluster")
+    # The suites' own database choices all become the cluster (it has only database 0) ...
+    for variable in (
+        "TEST_TABLE_REDIS_URL",
+        "TEST_MATCHMAKING_REDIS_URL",
+        "TEST_TABLE_E2E_REDIS_URL",
+        "TEST_WORKERS_REDIS_URL",
+    ):
+        os.environ[variable] = cluster_url
+    # ... and the Celery broker a database of the single node.
+    os.environ.setdefault("TEST_BROKER_URL", _with_db(TEST_REDIS_URL, 13))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _STOPS:
+        _STOPS.pop()()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return "test servers: " + ", ".join(c.describe() for c in _CHOICES)
 
 
 @pytest.fixture(scope="session")

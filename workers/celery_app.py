@@ -14,6 +14,7 @@ import functools
 import logging
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import urlsplit
 
 import grpc
 import redis.exceptions
@@ -59,11 +60,22 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TRANSIENT_ERRORS)
 
 
+def _result_backend(config: WorkerConfig) -> str:
+    """Results (nobody waits on them) go to Redis; Celery's Redis backend does not speak
+    Cluster, so with a cluster ``REDIS_URL`` they go to the Redis broker, or back over
+    RabbitMQ (``rpc://``)."""
+    if not urlsplit(config.redis_url).scheme.endswith("+cluster"):
+        return config.redis_url
+    if config.broker_url.startswith(("redis://", "rediss://", "unix://")):
+        return config.broker_url
+    return "rpc://"
+
+
 def celery_settings(config: WorkerConfig) -> dict[str, Any]:
     """Celery's configuration for ``config`` (also used by tests to check what is set)."""
     settings: dict[str, Any] = {
         "broker_url": config.broker_url,
-        "result_backend": config.redis_url,
+        "result_backend": _result_backend(config),
         "result_expires": 3600,
         "task_default_queue": config.queue,
         "task_serializer": "json",

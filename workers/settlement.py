@@ -35,6 +35,7 @@ from games.kishpa.ledger import Posting
 from games.kishpa.record import end_postings, start_postings
 from services.common.errors import error_reason
 from services.common.logging import get_logger
+from services.common.redis_client import sync_client
 from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef
 from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
@@ -300,15 +301,17 @@ def _now_ms() -> int:
 
 @cache
 def redis_client() -> redis.Redis:
-    """The process's Redis client (a thread-safe connection pool)."""
+    """The process's Redis client (a thread-safe connection pool; a cluster client for a
+    ``redis+cluster://`` URL, see :mod:`services.common.redis_client`)."""
     # Socket timeouts keep a hung Redis from holding a task past its budget.
     budget = worker_config().task_budget_s
-    return redis.Redis.from_url(
+    client: redis.Redis = sync_client(
         worker_config().redis_url,
         health_check_interval=30,
         socket_timeout=budget,
         socket_connect_timeout=min(2.0, budget),
     )
+    return client
 
 
 @cache

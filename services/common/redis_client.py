@@ -12,7 +12,6 @@ standalone URL (it defaults to ``REDIS_URL`` only when that is not a cluster URL
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,6 +19,7 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+from redis._parsers.commands import AsyncCommandsParser
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
@@ -39,13 +39,28 @@ def node_url(url: str) -> str:
     return urlunsplit(parts._replace(scheme=scheme, path=""))
 
 
+class _CommandTableOnce(AsyncCommandsParser):
+    """redis-py's cluster client reloads its command table (``COMMAND``) from its default
+    node, the first master, every time it refreshes the slot map after an error: while
+    that master is down, every command of every slot failed. The table does not change
+    while the servers run, so it is loaded once and kept."""
+
+    async def initialize(self, node: Any = None) -> None:
+        if not self.commands:
+            await super().initialize(node)
+        elif node is not None:
+            self.node = node  # where COMMAND GETKEYS goes (movable-key commands)
+
+
 def async_client(url: str, *, max_connections: int = 32, **kwargs: Any) -> Any:
     """An asyncio client: ``redis.asyncio.Redis`` over a blocking pool of at most
     ``max_connections``, or ``RedisCluster`` with at most that many per node."""
     if is_cluster_url(url):
-        return redis.asyncio.cluster.RedisCluster.from_url(
+        cluster = redis.asyncio.cluster.RedisCluster.from_url(
             node_url(url), max_connections=max_connections, **kwargs
         )
+        cluster.commands_parser = _CommandTableOnce()
+        return cluster
     pool = redis.asyncio.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=10, **kwargs
     )
@@ -59,23 +74,20 @@ def sync_client(url: str, **kwargs: Any) -> Any:
     return redis.Redis.from_url(url, **kwargs)
 
 
-def pubsub_source(url: str, cluster: Any = None) -> Callable[[], redis.asyncio.Redis]:
-    """Gives a standalone asyncio client for one pub/sub connection per call.
-
-    On a cluster each call takes the next known primary (of ``cluster``, a ``RedisCluster``,
-    when given; else the seed), so a listener whose node died reconnects to a live one.
-    """
-    if not is_cluster_url(url):
-        client = redis.asyncio.Redis.from_url(url, socket_timeout=None)
-        return lambda: client
-    seeds = itertools.count()
+def pubsub_source(client: Any) -> Any:
+    """Where a pub/sub listener takes its connection: a standalone ``client`` itself, or for
+    a ``RedisCluster`` a function giving a standalone client of the next primary per call
+    (a plain ``PUBLISH`` on a cluster reaches every node, and a listener whose node died
+    reconnects to a live one)."""
+    if not isinstance(client, redis.asyncio.cluster.RedisCluster):
+        return client
+    turn = itertools.count()
 
     def next_node() -> redis.asyncio.Redis:
-        if cluster is not None:
-            nodes = [n for n in cluster.get_nodes() if n.server_type == "primary"]
-            if nodes:
-                node = nodes[next(seeds) % len(nodes)]
-                return redis.asyncio.Redis(host=node.host, port=node.port, socket_timeout=None)
-        return redis.asyncio.Redis.from_url(node_url(url), socket_timeout=None)
+        # Before its first command a cluster client knows only its startup nodes.
+        nodes = [n for n in client.get_nodes() if n.server_type == "primary"]
+        nodes = nodes or list(client.nodes_manager.startup_nodes.values())
+        node = nodes[next(turn) % len(nodes)]
+        return redis.asyncio.Redis(host=node.host, port=int(node.port))
 
     return next_node

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -45,6 +46,9 @@ wallet's 10,000 (services/wallet/batch.py MAX_LOADS_PER_BATCH)."""
 
 Stakes = Annotated[tuple[int, ...], NoDecode]
 """A list of allowed stakes: ``"1,5,10,50,100"`` in the environment, sorted and distinct."""
+# The processes that cannot run without the Celery broker (the table service checks it
+# when it enqueues settlements).
+BROKER_USERS = frozenset({"worker", "beat"})
 
 # HS256 keys shorter than the hash output weaken the signature (RFC 7518 section 3.2).
 MIN_SECRET_LENGTH = 32
@@ -237,6 +241,16 @@ class Settings(BaseSettings):
         """The player-token key; raises :class:`SettingsError` if it is not configured."""
         return _reveal(self.token_secret, TOKEN_SECRET_ENV)
 
+    def require_broker_url(self) -> str:
+        """The Celery broker URL; raises :class:`SettingsError` for a Redis Cluster URL."""
+        if urlsplit(self.broker_url).scheme.endswith("+cluster"):
+            raise SettingsError(
+                "KISHPA_BROKER_URL names a Redis Cluster (it defaults to REDIS_URL): Celery's "
+                "Redis broker does not support Cluster; set KISHPA_BROKER_URL to a standalone "
+                "Redis or RabbitMQ URL"
+            )
+        return self.broker_url
+
     def require_service_secret(self) -> str:
         """The service-credential key; raises :class:`SettingsError` if it is not configured."""
         return _reveal(self.service_secret, SERVICE_SECRET_ENV)
@@ -283,6 +297,8 @@ def load_settings(service: str, **overrides: Any) -> Settings:
             if err["type"] != "default_factory_not_called"
         )
         raise SettingsError(f"invalid configuration for {service}: {problems}") from None
+    if service in BROKER_USERS:
+        settings.require_broker_url()
     for env in REQUIRED_SECRETS.get(service, ()):
         if env == TOKEN_SECRET_ENV:
             settings.require_token_secret()

@@ -15,11 +15,12 @@ import sys
 from dataclasses import dataclass, field, replace
 
 import grpc
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 
 from kishpa.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.limits import Limiter, limiter_from_settings
+from services.common.redis_client import async_client
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, SettingsError, load_settings
 from services.matchmaking.gateways import SERVICE_NAME as CALLER_NAME
@@ -70,11 +71,7 @@ def wire(
     authority = TokenAuthority.from_settings(settings)
     settings.require_service_secret()
     credentials = ServiceCredentials(authority, CALLER_NAME)
-    redis = Redis(
-        connection_pool=BlockingConnectionPool.from_url(
-            settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=10
-        )
-    )
+    redis = async_client(settings.redis_url, max_connections=REDIS_CONNECTIONS)
     table_channel = grpc.aio.insecure_channel(settings.table_addr)
     channels = [table_channel]
     wallet = None

@@ -9,9 +9,10 @@ buffer) and costs memory only:
   one pub/sub connection and subscribes only the channels of tables with a local watcher,
   so an idle watcher costs Redis nothing but a subscription entry.
 * One reader task reads the new entries of the tables that were woken, many tables per
-  round trip (a pipeline of non-blocking ``XREAD``\\ s, one per table, so it also works on a
-  Redis Cluster where the tables live in different slots), from the position up to which
-  the hub has read each table, and hands each batch to the table's subscribers.
+  round trip (a pipeline of ``XRANGE <stream> (<position> +``, one per table; on a Redis
+  Cluster one command per table, a few at a time, since the tables live in different
+  slots), from the position up to which the hub has read each table, and hands each batch
+  to the table's subscribers.
 * The hub moves stream entries and does not care about their payload: ``decode`` turns an
   entry into whatever the watchers consume, once per entry for all of its watchers.
 
@@ -51,12 +52,16 @@ StreamId = tuple[int, int]
 DEFAULT_LIMIT = 2048
 """Entries a subscriber may have waiting before it is cut off as too slow."""
 READ_COUNT = 200
-"""Entries read per table per XREAD; a table with more is read again at once."""
+"""Entries read per table per read; a table with more is read again at once."""
 TABLES_PER_READ = 256
 """Tables read in one pipelined round trip."""
 PING_SECONDS = 30.0
 """An idle pub/sub connection is pinged this often (a dead one is noticed and replaced)."""
 RECONNECT_SECONDS = 0.5
+CLUSTER_READS = 16
+"""Concurrent single-table reads on a Redis Cluster (below each node's connection limit)."""
+READ_TIMEOUT_S = 5.0
+"""A read not answered by then is given up and retried (its node is slow or down)."""
 
 
 def parse_id(entry_id: str) -> StreamId:
@@ -186,6 +191,12 @@ class StreamHub(Generic[T]):
         self._by_channel: dict[bytes, str] = {}
         self._outstanding: dict[bytes, int] = {}
         self._dirty: dict[str, None] = {}
+        self._failed: dict[str, None] = {}
+        self._inflight: set[str] = set()
+        self._cluster = hasattr(redis, "get_node_from_key")
+        self._cluster_reads = asyncio.Semaphore(CLUSTER_READS)
+        self._reads: set[asyncio.Task[None]] = set()
+        self._retry: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._pubsub: PubSub | None = None
         self._control = f"kishpa:fanout:{uuid.uuid4().hex}"
@@ -211,6 +222,10 @@ class StreamHub(Generic[T]):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []  # the listener closed its pub/sub connection on the way out
+        if self._retry is not None:
+            self._retry.cancel()
+        for read in list(self._reads):
+            read.cancel()
 
     def stats(self) -> dict[str, int]:
         """Tables watched and watchers in this process."""
@@ -298,9 +313,11 @@ class StreamHub(Generic[T]):
     async def _listen(self) -> None:
         while True:
             source = self.pubsub_redis
-            client = source if isinstance(source, Redis) else source()
-            pubsub = client.pubsub()
+            client: Redis | None = None
+            pubsub: PubSub | None = None
             try:
+                client = source if isinstance(source, Redis) else source()
+                pubsub = client.pubsub()
                 await pubsub.subscribe(self._control)
                 # From here on, every newly watched table subscribes itself.
                 self._pubsub = pubsub
@@ -325,9 +342,10 @@ class StreamHub(Generic[T]):
                 self._connected.clear()
                 if self._pubsub is pubsub:
                     self._pubsub = None
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
-                if client is not source:
+                if pubsub is not None:
+                    with contextlib.suppress(Exception):
+                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                if client is not None and client is not source:
                     with contextlib.suppress(Exception):
                         await client.aclose()
             await asyncio.sleep(RECONNECT_SECONDS)
@@ -352,39 +370,81 @@ class StreamHub(Generic[T]):
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._dirty:
+            # Tables being read are left for later: one read per table at a time keeps
+            # its entries in order and its position exact.
+            ready = [t for t in self._dirty if t not in self._inflight]
+            while ready:
                 batch: list[tuple[str, _Table[T], str]] = []
-                for table_id in list(self._dirty)[:TABLES_PER_READ]:
+                for table_id in ready[:TABLES_PER_READ]:
                     del self._dirty[table_id]
                     table = self._tables.get(table_id)
                     if table is not None and table.position is not None:
                         batch.append((table_id, table, table.position))
-                if not batch:
-                    continue
-                try:
-                    await self._read(batch)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("fanout_read_failed", error=repr(exc), tables=len(batch))
-                    for table_id, _, _ in batch:
-                        self._dirty[table_id] = None
-                    await asyncio.sleep(RECONNECT_SECONDS)
+                ready = ready[TABLES_PER_READ:]
+                # Each batch is read on its own task: a slow read (a node that is down)
+                # delays only its own tables (they are read again when it answers).
+                self._inflight.update(t for t, _, _ in batch)
+                task = asyncio.create_task(self._read_group(batch))
+                self._reads.add(task)
+                task.add_done_callback(self._reads.discard)
+
+    async def _read_group(self, group: list[tuple[str, _Table[T], str]]) -> None:
+        try:
+            await asyncio.wait_for(self._read(group), READ_TIMEOUT_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("fanout_read_failed", error=repr(exc), tables=len(group))
+            for table_id, _, _ in group:
+                self._failed[table_id] = None
+            self._retry_later()
+        finally:
+            for table_id, _, _ in group:
+                self._inflight.discard(table_id)
+            if self._dirty:
+                self._wake.set()
+
+    def _retry_later(self) -> None:
+        if self._retry is None or self._retry.done():
+            self._retry = asyncio.create_task(self._requeue_failed())
+
+    async def _requeue_failed(self) -> None:
+        await asyncio.sleep(RECONNECT_SECONDS)
+        failed, self._failed = self._failed, {}
+        for table_id in failed:
+            if table_id in self._tables:
+                self._mark(table_id)
 
     async def _read(self, batch: Sequence[tuple[str, _Table[T], str]]) -> None:
         FANOUT_READS.inc()
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for table_id, _, position in batch:
-                pipe.xread({self.stream_key(table_id): position}, count=READ_COUNT)
-            replies: list[Any] = await pipe.execute()
+        replies: list[Any]
+        if self._cluster:
+            # One XRANGE per table, a few at a time (redis-py's cluster pipeline stalled
+            # every node's reads while one master was down); a table whose node fails is
+            # read again later, the others are delivered now.
+            replies = await asyncio.gather(
+                *(self._read_one(table_id, position) for table_id, _, position in batch),
+                return_exceptions=True,
+            )
+        else:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for table_id, _, position in batch:
+                    pipe.xrange(self.stream_key(table_id), f"({position}", count=READ_COUNT)
+                replies = await pipe.execute()
+        failed: BaseException | None = None
         for (table_id, table, position), reply in zip(batch, replies, strict=True):
+            if isinstance(reply, BaseException):
+                if isinstance(reply, asyncio.CancelledError):
+                    raise reply
+                self._failed[table_id] = None
+                failed = reply
+                continue
             if table.position != position:
                 continue  # re-subscribed meanwhile: a fresher read decides
             entries: list[Entry[T]] = []
-            for _stream, raw in reply or []:
-                for entry_id, fields in raw:
-                    text = _text(entry_id)
-                    entries.append(Entry(text, parse_id(text), self.decode(text, fields)))
+            for entry_id, fields in reply or []:
+                text = _text(entry_id)
+                entries.append(Entry(text, parse_id(text), self.decode(text, fields)))
             if not entries:
                 continue
             table.position = entries[-1].id
@@ -395,3 +455,17 @@ class StreamHub(Generic[T]):
                     table.subscribers.discard(sub)
                     WATCH_CUTOFFS.inc()
                     log.info("watch_cut_off", table_id=table_id, limit=self.limit)
+        if failed is not None:
+            log.warning(
+                "fanout_read_failed",
+                error=repr(failed),
+                tables=sum(t in self._failed for t, _, _ in batch),
+            )
+            self._retry_later()
+
+    async def _read_one(self, table_id: str, position: str) -> Any:
+        async with self._cluster_reads:
+            return await asyncio.wait_for(
+                self.redis.xrange(self.stream_key(table_id), f"({position}", count=READ_COUNT),
+                READ_TIMEOUT_S,
+            )

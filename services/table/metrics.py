@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 COMMITS = Counter(
     "kishpa_table_commits",
@@ -39,4 +39,14 @@ WATCH_CUTOFFS = Counter(
 FANOUT_READS = Counter(
     "kishpa_table_fanout_reads",
     "Pipelined stream reads of the shared fan-out (each covers every table woken meanwhile).",
+)
+GC_PAUSES = Histogram(
+    "kishpa_table_gc_pause_seconds",
+    "Garbage-collection pauses of this process, by generation collected.",
+    ["generation"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+)
+GC_PAUSE_MAX = Gauge(
+    "kishpa_table_gc_pause_max_seconds",
+    "The longest garbage-collection pause of this process so far.",
 )

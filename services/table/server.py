@@ -21,10 +21,10 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.limits import Limiter, limiter_from_settings
 from services.common.logging import get_logger
-from services.common.redis_client import async_client, is_cluster_url, pubsub_source
+from services.common.redis_client import async_client, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
-from services.table import durability
+from services.table import durability, gctune
 from services.table.engine import GameEngine
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
@@ -71,7 +71,7 @@ def redis_clients(url: str) -> tuple[Any, StreamHub[StoredEvent]]:
     commands = async_client(url, max_connections=COMMAND_CONNECTIONS)
     hub: StreamHub[StoredEvent] = StreamHub(
         commands,
-        pubsub_source(url, commands if is_cluster_url(url) else None),
+        pubsub_source(commands),
         stream_key=keys.events,
         channel=keys.notify,
         decode=stored_event,
@@ -195,18 +195,25 @@ def create_table_server(
 
 
 async def _serve(settings: Settings) -> int:
+    enqueue = settlement_enqueue(settings)
+    if enqueue is not None:
+        settings.require_broker_url()
     redis, hub = redis_clients(settings.redis_url)
     wallet_channel, balances = wallet_balances(settings)
-    tables = build_tables(redis, settlement_enqueue(settings), hub, settings.stakes(), balances)
+    tables = build_tables(redis, enqueue, hub, settings.stakes(), balances)
     stop_timers = asyncio.Event()
     task: asyncio.Task[None] | None = None
 
     async def factory() -> Sequence[ServiceRegistration]:
         nonlocal task
         await use_durability(tables)
+        gctune.tune()
         await hub.start()
         task = asyncio.create_task(run_timers(tables, stop_timers))
-        return [registration(tables)]
+        registrations = [registration(tables)]
+        gctune.freeze_startup()  # what start-up allocated is never walked again
+        gctune.measure()  # pauses from here on (not the start-up collection)
+        return registrations
 
     limiter = limiter_from_settings(settings)
 

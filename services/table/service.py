@@ -23,6 +23,7 @@ import structlog
 
 from games import table as rules_table
 from services.common.errors import AlreadyExists, Category
+from services.common.redis_client import pubsub_source
 from services.common.settings import DEFAULT_STAKES
 from services.common.tracing import current_traceparent
 from services.common.validation import request_fingerprint
@@ -67,7 +68,7 @@ MAX_REQUEST_ID = 128
 WAITING_TABLE_TTL_S = 24 * 3600
 """A table that never starts is forgotten a day after its last join or leave."""
 READ_BATCH = 200
-"""Events read from the stream per XREAD."""
+"""Events read from the stream per read."""
 SETTLEMENT_WAIT_MS = 30_000
 """How long a WatchTable stream waits after ``table_closed`` for the last settlement (when
 the service enqueues settlements)."""
@@ -627,7 +628,7 @@ class Tables:
     def _new_hub(self) -> StreamHub[StoredEvent]:
         return StreamHub(
             self.store.redis,
-            self.store.redis,
+            pubsub_source(self.store.redis),
             stream_key=keys.events,
             channel=keys.notify,
             decode=stored_event,

@@ -8,13 +8,17 @@ nothing. A version conflict reloads and recomputes, a bounded number of times.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from redis.asyncio import Redis
+import structlog
+from redis.exceptions import NoScriptError, RedisError
 
 from services.common.errors import Aborted, AlreadyExists
 from services.table.durability import Durability, NotDurableError
@@ -22,6 +26,8 @@ from services.table.metrics import COMMITS
 from shared import keys
 from shared.phase_record import PhaseRecord
 from shared.stream import StoredEvent, TableEvent, decode, flatten
+
+log = structlog.get_logger("kishpa.table.store")
 
 COMMIT_MAX_ATTEMPTS = 16
 """Conflicting commits on one table retried this many times before giving up (busy)."""
@@ -93,30 +99,61 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+class Script:
+    """A Lua script run by ``EVALSHA``, falling back to ``EVAL`` on the node that lacks it.
+
+    Unlike redis-py's registered scripts, the fallback never broadcasts ``SCRIPT LOAD`` to
+    every master of a cluster: a node restarted with an empty script cache gets the script
+    with the first call routed to it, and a master that is down fails only its own keys.
+    """
+
+    def __init__(self, redis: Any, source: str) -> None:
+        self.redis = redis
+        self.source = source
+        self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+
+    async def __call__(self, *, keys: Sequence[str], args: Sequence[str | int] = ()) -> Any:
+        try:
+            return await self.redis.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await self.redis.eval(self.source, len(keys), *keys, *args)
+
+
 def request_field(player_id: str, request_id: str) -> str:
     """Request ids are scoped per player so nobody can read another player's answers."""
     return f"{player_id}:{request_id}" if request_id else ""
 
 
 class TableStore:
-    """Reads and atomically writes tables in Redis (redis-py asyncio, EVALSHA scripts)."""
+    """Reads and atomically writes tables in Redis (redis-py asyncio, EVALSHA scripts).
+
+    ``redis`` is a standalone ``redis.asyncio.Redis`` or a ``RedisCluster``
+    (:func:`services.common.redis_client.async_client`): every command and script touches
+    one table's keys (one slot) or one index shard.
+    """
 
     def __init__(
         self,
-        redis: Redis,
+        redis: Any,
         *,
         finished_ttl_s: int = FINISHED_TABLE_TTL_S,
+        version: int = keys.STATE_VERSION,
+        readable_versions: tuple[int, ...] = keys.READABLE_VERSIONS,
     ) -> None:
         self.redis = redis
+        self.version = version
+        self.readable_versions = readable_versions
+        self._shard_warned: dict[str, float] = {}
+        self.cluster = hasattr(redis, "get_node_from_key")
         self.finished_ttl_s = finished_ttl_s
         self.durability = Durability()
         """The barrier after a commit that writes a phase record (the server sets it at start
         from :func:`services.table.durability.probe`)."""
-        self._commit = redis.register_script(_load_script("commit.lua"))
-        self._claim = redis.register_script(_load_script("claim.lua"))
-        self._view = redis.register_script(_load_script("view.lua"))
-        self._load = redis.register_script(_load_script("load.lua"))
-        self._seed = redis.register_script(_load_script("seed_balances.lua"))
+        self._commit = Script(redis, _load_script("commit.lua"))
+        self._claim = Script(redis, _load_script("claim.lua"))
+        self._view = Script(redis, _load_script("view.lua"))
+        self._load = Script(redis, _load_script("load.lua"))
+        self._seed = Script(redis, _load_script("seed_balances.lua"))
 
     async def load(self, table_id: str) -> Snapshot | None:
         """The table's state and version, or None when there is no such table."""
@@ -216,9 +253,13 @@ class TableStore:
                 expected_version, (), _text(result[1]), True, None, first_event_id=_text(result[2])
             )
         COMMITS.labels("committed").inc()
-        # The deadline index is global (not in the table's hash slot); it is rebuildable.
+        # The deadline index is sharded apart from the table's keys and rebuildable (the
+        # timers re-index every minute): the commit stands even if its shard is unreachable.
         if index_deadline:
-            await self.set_deadline(table_id, transition.deadline_ms)
+            try:
+                await self.set_deadline(table_id, transition.deadline_ms)
+            except RedisError as exc:
+                log.warning("deadline_index_unavailable", table_id=table_id, error=repr(exc))
         flat = result[2]
         balances = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         return Committed(
@@ -309,12 +350,12 @@ class TableStore:
     ) -> list[StoredEvent]:
         """Up to ``count`` events after ``after_id`` ("0-0" for all); never blocks (live
         events come from the shared fan-out, :mod:`services.table.fanout`)."""
-        reply: Any = await self.redis.xread({keys.events(table_id): after_id or "0-0"}, count=count)
-        out: list[StoredEvent] = []
-        for _stream, entries in reply or []:
-            for entry_id, fields in entries:
-                out.append(StoredEvent(_text(entry_id), decode(fields)))
-        return out
+        # XRANGE from an exclusive start, not XREAD: its key sits at a fixed place, so a
+        # cluster client routes it without asking a node (COMMAND GETKEYS) first.
+        reply: Any = await self.redis.xrange(
+            keys.events(table_id), f"({after_id or '0-0'}", count=count
+        )
+        return [StoredEvent(_text(entry_id), decode(fields)) for entry_id, fields in reply]
 
     async def last_event_id(self, table_id: str) -> str:
         """Id of the table's latest event ("0-0" when none)."""
@@ -345,18 +386,51 @@ class TableStore:
         return len(set(written) - set(settled))
 
     async def set_deadline(self, table_id: str, deadline_ms: int | None) -> None:
-        """Index the table's next deadline (or drop it when it waits for nobody)."""
+        """Index the table's next deadline (or drop it when it waits for nobody).
+
+        The entry goes to this code's state version's shard; a table rewritten by newer code
+        leaves the older versions' shards (older replicas must not claim it any more).
+        """
+        older = [keys.deadlines(table_id, v) for v in self.readable_versions if v != self.version]
         if deadline_ms is None:
-            await self.redis.zrem(keys.deadlines(), table_id)
+            await self.redis.zrem(keys.deadlines(table_id, self.version), table_id)
         else:
-            await self.redis.zadd(keys.deadlines(), {table_id: deadline_ms})
+            await self.redis.zadd(keys.deadlines(table_id, self.version), {table_id: deadline_ms})
+        for key in older:
+            await self.redis.zrem(key, table_id)
 
     async def claim_due(self, now_ms: int, *, lease_ms: int, limit: int = 50) -> list[str]:
-        """Claim up to ``limit`` tables whose deadline has passed (see claim.lua)."""
-        claimed: Sequence[bytes | str] = await self._claim(
-            keys=[keys.deadlines()], args=[now_ms, lease_ms, limit]
-        )
-        return [_text(t) for t in claimed]
+        """Claim up to ``limit`` tables whose deadline has passed, from every shard of the
+        state versions this code reads (see claim.lua). A shard whose node is down is
+        skipped (its tables wait for it); the others go on."""
+
+        async def claim(key: str) -> list[str]:
+            try:
+                claimed: Sequence[bytes | str] = await self._claim(
+                    keys=[key], args=[now_ms, lease_ms, limit]
+                )
+            except RedisError as exc:
+                now = time.monotonic()
+                if now - self._shard_warned.get(key, -60.0) >= 30.0:  # once in 30 s per shard
+                    self._shard_warned[key] = now
+                    log.warning("deadline_shard_unavailable", key=key, error=repr(exc))
+                return []
+            return [_text(t) for t in claimed]
+
+        shards = keys.deadline_shards(self.readable_versions)
+        if not self.cluster:
+            # One node holds every shard: one round trip for all of them.
+            try:
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for key in shards:
+                        pipe.evalsha(self._claim.sha, 1, key, now_ms, lease_ms, limit)
+                    replies: list[Any] = await pipe.execute()
+            except NoScriptError:
+                pass  # not loaded yet (or the server restarted): one by one, with EVAL
+            else:
+                return [_text(t) for claimed in replies for t in claimed]
+        found = await asyncio.gather(*(claim(key) for key in shards))
+        return [table_id for batch in found for table_id in batch]
 
     async def deadline_of(self, table_id: str) -> int | None:
         """The deadline written with the table's state (the source of truth for the index)."""
@@ -372,7 +446,9 @@ class TableStore:
             table_id = name[name.index("{") + 1 : name.rindex("}")]
             deadline = await self.deadline_of(table_id)
             if deadline is not None:
-                await self.redis.zadd(keys.deadlines(), {table_id: deadline}, nx=True)
+                await self.redis.zadd(
+                    keys.deadlines(table_id, self.version), {table_id: deadline}, nx=True
+                )
                 restored += 1
         return restored
 

@@ -1,6 +1,6 @@
 """Deadline enforcement: every table-service replica runs this loop; whichever is alive acts.
 
-Due tables are claimed from the global deadline index with a lease (claim.lua), then the
+Due tables are claimed, shard by shard, from the deadline index with a lease (claim.lua), then the
 timeout is applied through the same versioned commit as a player's action, so two replicas
 can never both apply it. A replica that dies after claiming leaves the lease to run out and
 another replica claims the table again.
@@ -46,14 +46,16 @@ async def run_timers(
     while not stop.is_set():
         try:
             if loop.time() >= next_reindex:
-                await tables.store.rebuild_deadline_index()
+                # Scheduled first: a failing rebuild (a Redis node down) must not starve the
+                # claims of the shards that are up.
                 next_reindex = loop.time() + reindex_seconds
+                await tables.store.rebuild_deadline_index()
             claimed = await tables.store.claim_due(
                 tables.clock(), lease_ms=lease_ms, limit=CLAIM_BATCH
             )
             # Tables are independent: a batch is applied concurrently.
             await asyncio.gather(*(_apply(tables, table_id) for table_id in claimed))
-            if len(claimed) == CLAIM_BATCH:
+            if len(claimed) >= CLAIM_BATCH:
                 continue  # more may be due right now
         except Exception:
             log.exception("timer_loop_error")

@@ -204,7 +204,7 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
                 keys.balances,
             ):
                 client.delete(key(table_id))
-            client.zrem(keys.deadlines(), table_id)
+            client.zrem(keys.deadlines(table_id), table_id)
         client.close()
 
 
@@ -287,5 +287,5 @@ def test_kishpa_play_a_hand_deal_against_a_bot(stack_env: dict[str, str], redis_
         if table_id:
             for key in (keys.state, keys.events, keys.requests, keys.outbox, keys.balances):
                 client.delete(key(table_id))
-            client.zrem(keys.deadlines(), table_id)
+            client.zrem(keys.deadlines(table_id), table_id)
         client.close()

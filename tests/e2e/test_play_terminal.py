@@ -138,7 +138,7 @@ def _delete_table(redis_url: str, table_id: str) -> None:
         table_keys.balances(table_id),
         table_keys.settled(table_id),
     )
-    client.zrem(table_keys.deadlines(), table_id)
+    client.zrem(table_keys.deadlines(table_id), table_id)
     client.close()
 
 

@@ -22,6 +22,7 @@ from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.redis_client import async_client
 from services.common.settings import load_settings
 from services.matchmaking.server import create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
@@ -36,7 +37,7 @@ CONFIG = MatchmakingConfig(turn_seconds=600, reveal_window_seconds=600, invite_t
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = async_client(redis_url)
     yield client
     await client.aclose()
 
@@ -147,7 +148,7 @@ async def test_hand_players_queue_apart_and_sit_at_a_started_hand_table(
                 keys.outbox(table_id),
                 keys.balances(table_id),
             )
-            await redis.zrem(keys.deadlines(), table_id)
+            await redis.zrem(keys.deadlines(table_id), table_id)
         pattern = prefix.replace("{", "[{]").replace("}", "[}]") + ":*"
         async for key in redis.scan_iter(match=pattern):
             await redis.delete(key)

@@ -27,6 +27,7 @@ from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError, RetryPolicy, events
 from sdk.views import my_turn
 from services.common.auth import TokenAuthority
+from services.common.redis_client import async_client
 from services.common.settings import Settings, load_settings
 from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
@@ -82,7 +83,7 @@ def mm_settings(env: dict[str, Any], table_port: int) -> Settings:
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = async_client(redis_url)
     yield client
     await client.aclose()
 
@@ -99,7 +100,7 @@ async def tables_made(redis: Redis, prefix: str) -> AsyncIterator[set[str]]:
             table_keys.outbox(table_id),
             table_keys.balances(table_id),
         )
-        await redis.zrem(table_keys.deadlines(), table_id)
+        await redis.zrem(table_keys.deadlines(table_id), table_id)
     async for key in redis.scan_iter(match=prefix.replace("{", "[{]").replace("}", "[}]") + ":*"):
         await redis.delete(key)
 

@@ -30,6 +30,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
+from services.common.redis_client import async_client
 from services.common.settings import Settings, load_settings
 from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
@@ -74,7 +75,7 @@ async def table_server(redis_url: str, secrets_env: dict[str, str]) -> AsyncIter
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = async_client(redis_url)
     yield client
     await client.aclose()
 
@@ -97,7 +98,7 @@ async def cleanup(redis: Redis, prefix: str) -> AsyncIterator[set[str]]:
             table_keys.outbox(table_id),
             table_keys.balances(table_id),
         )
-        await redis.zrem(table_keys.deadlines(), table_id)
+        await redis.zrem(table_keys.deadlines(table_id), table_id)
     async for key in redis.scan_iter(match=prefix.replace("{", "[{]").replace("}", "[}]") + ":*"):
         await redis.delete(key)
 

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from redis.asyncio import Redis
 
+from services.common.redis_client import async_client
 from services.table.store import TableStore, Transition, request_field
 from shared import keys
 from tests.conftest import TEST_REDIS_URL
@@ -24,7 +25,7 @@ async def redis() -> AsyncIterator[Redis]:
     url = os.environ.get("TEST_TABLE_REDIS_URL") or urlunsplit(
         urlsplit(TEST_REDIS_URL)._replace(path="/11")
     )
-    client = Redis.from_url(url)
+    client = async_client(url)
     yield client
     await client.aclose()
 
@@ -34,7 +35,7 @@ async def table_id(redis: Redis) -> AsyncIterator[str]:
     tid = f"t-load-{uuid.uuid4().hex}"
     yield tid
     await redis.delete(keys.state(tid), keys.events(tid), keys.requests(tid), keys.outbox(tid))
-    await redis.zrem(keys.deadlines(), tid)
+    await redis.zrem(keys.deadlines(tid), tid)
 
 
 async def test_no_table_and_no_answer(redis: Redis, table_id: str) -> None:

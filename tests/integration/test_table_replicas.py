@@ -28,6 +28,7 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import KishpaError, table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.redis_client import async_client
 from shared import keys
 from tests.conftest import TEST_REDIS_URL
 
@@ -104,6 +105,8 @@ def secrets_env(redis_url: str) -> dict[str, str]:
     return {
         **os.environ,
         "REDIS_URL": redis_url,
+        # Celery's Redis broker does not speak Cluster: under --redis-cluster it is a node.
+        "KISHPA_BROKER_URL": os.environ.get("TEST_BROKER_URL") or redis_url,
         "KISHPA_TOKEN_SECRET": secrets.token_urlsafe(48),
         "KISHPA_SERVICE_SECRET": secrets.token_urlsafe(48),
         "KISHPA_TABLE_ENQUEUE": "0",
@@ -125,7 +128,7 @@ def replicas(secrets_env: dict[str, str]) -> Iterator[list[Replica]]:
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = async_client(redis_url)
     yield client
     await client.aclose()
 
@@ -235,4 +238,4 @@ async def test_two_replicas_serve_one_table_and_one_dies_mid_game(
                 keys.requests(table_id),
                 keys.outbox(table_id),
             )
-            await redis.zrem(keys.deadlines(), table_id)
+            await redis.zrem(keys.deadlines(table_id), table_id)

@@ -30,11 +30,14 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.redis_client import async_client
 from shared import keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REDIS_URL = os.environ.get("TEST_TABLE_E2E_REDIS_URL", "redis://127.0.0.1:6379/12")
+# Celery's Redis broker does not speak Cluster: under ``--redis-cluster`` it stays on a node.
+BROKER_URL = os.environ.get("TEST_BROKER_URL") or REDIS_URL
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 STARTING_TOKENS = 2000
 
@@ -67,7 +70,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, str]]:
     wallet_port, table_port = _free_port(), _free_port()
     base.update(
         REDIS_URL=REDIS_URL,
-        KISHPA_BROKER_URL=REDIS_URL,
+        KISHPA_BROKER_URL=BROKER_URL,
         KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
         KISHPA_SERVICE_SECRET=secrets.token_urlsafe(48),
         KISHPA_WORKER_QUEUE=f"ftest-{uuid.uuid4().hex[:10]}",
@@ -116,7 +119,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 @pytest.fixture
 async def redis() -> AsyncIterator[Redis]:
-    client = Redis.from_url(REDIS_URL)
+    client = async_client(REDIS_URL)
     yield client
     await client.aclose()
 
@@ -221,4 +224,4 @@ async def test_a_round_is_settled_and_its_balances_reach_the_table(
                     keys.settled(table_id),
                     keys.balances(table_id),
                 )
-                await redis.zrem(keys.deadlines(), table_id)
+                await redis.zrem(keys.deadlines(table_id), table_id)

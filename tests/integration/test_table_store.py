@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from redis.asyncio import Redis
 
+from services.common.redis_client import async_client
 from services.table.store import (
     Snapshot,
     TableExistsError,
@@ -40,7 +41,7 @@ def redis_url() -> str:
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = async_client(redis_url)
     yield client
     await client.aclose()
 
@@ -56,7 +57,7 @@ async def table_id(redis: Redis) -> AsyncIterator[str]:
         keys.outbox(tid),
         keys.balances(tid),
     )
-    await redis.zrem(keys.deadlines(), tid)
+    await redis.zrem(keys.deadlines(tid), tid)
 
 
 def _increment(snapshot: Snapshot) -> Transition:
@@ -157,12 +158,12 @@ async def test_outbox_private_fields_deadline_and_expiry(redis: Redis, table_id:
     raw: Any = await redis.hget(keys.outbox(table_id), keys.phase_field(1, "start"))
     assert parse_phase_record(raw) == record
     assert await store.deadline_of(table_id) == 12345
-    assert await redis.zscore(keys.deadlines(), table_id) == 12345
+    assert await redis.zscore(keys.deadlines(table_id), table_id) == 12345
     assert await redis.ttl(keys.state(table_id)) == -1
 
     await store.transact(table_id, lambda s: Transition(state={"count": 0}, finished=True))
     assert await store.deadline_of(table_id) is None
-    assert await redis.zscore(keys.deadlines(), table_id) is None
+    assert await redis.zscore(keys.deadlines(table_id), table_id) is None
     assert 0 < await redis.ttl(keys.state(table_id)) <= 120
     assert 0 < await redis.ttl(keys.events(table_id)) <= 120
 
@@ -172,7 +173,7 @@ async def test_claim_due_moves_deadline_by_a_lease(redis: Redis, table_id: str) 
     await store.set_deadline(table_id, 1_000)
     claimed = await store.claim_due(5_000, lease_ms=2_000, limit=10_000)
     assert table_id in claimed
-    assert await redis.zscore(keys.deadlines(), table_id) == 7_000
+    assert await redis.zscore(keys.deadlines(table_id), table_id) == 7_000
     assert table_id not in await store.claim_due(6_000, lease_ms=2_000, limit=10_000)
 
 

@@ -14,9 +14,8 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-import redis
-from redis.asyncio import Redis
 
+from services.common.redis_client import async_client, sync_client
 from services.table.engine import Table, TableSettings
 from services.table.server import engines
 from services.table.service import Tables
@@ -36,7 +35,7 @@ REDIS_URL = os.environ.get("TEST_TABLE_REDIS_URL") or urlunsplit(
 
 @pytest.fixture
 async def closed_table() -> AsyncIterator[tuple[Tables, str]]:
-    client = Redis.from_url(REDIS_URL)
+    client = async_client(REDIS_URL)
     table_id = f"t-watch-{uuid.uuid4().hex}"
     table = Table(
         table_id=table_id,
@@ -78,7 +77,7 @@ async def test_a_watcher_receives_the_settlement_that_lands_after_the_table_clos
     await asyncio.sleep(1.0)
     assert not watcher.done(), "the stream ended before the last phase was settled"
     settled = mark_settled(
-        redis.Redis.from_url(REDIS_URL),
+        sync_client(REDIS_URL),
         PhaseRef(table_id, 1, "end"),
         batch_id="7",
         balances={"p1": 2010, "p2": 1990},

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from services.common.redis_client import sync_client
 from shared import keys, stream
 from shared.phase_record import PhaseRef
 from workers.deadletter import (
@@ -31,11 +32,13 @@ from workers.sweeper import enqueued_marker, stalled_marker, sweep, sweep_report
 pytestmark = pytest.mark.integration
 
 WORKERS_REDIS_URL = os.environ.get("TEST_WORKERS_REDIS_URL", "redis://127.0.0.1:6379/13")
+# Celery's Redis broker does not speak Cluster: under ``--redis-cluster`` it stays on a node.
+BROKER_URL = os.environ.get("TEST_BROKER_URL") or WORKERS_REDIS_URL
 
 
 @pytest.fixture
 def client() -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(WORKERS_REDIS_URL)
+    connection = sync_client(WORKERS_REDIS_URL)
     yield connection
     connection.close()
 
@@ -166,6 +169,7 @@ def test_earlier_unsettled_phases_of_the_table_are_found_in_order(
 def _kishpa(*args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KISHPA_")}
     env["REDIS_URL"] = WORKERS_REDIS_URL
+    env["KISHPA_BROKER_URL"] = BROKER_URL
     env.update(extra_env)
     kishpa = str(Path(sys.executable).with_name("kishpa"))
     return subprocess.run(
@@ -244,13 +248,15 @@ def test_an_operator_sweep_enqueues_the_unsettled_phases_now(
         assert swept.returncode == 0, swept.stderr
         mine = [json.loads(line) for line in swept.stdout.splitlines() if table_id in line]
         assert mine == [{"table_id": table_id, "round": 1, "phase": "start"}]
-        queued = [json.loads(m) for m in client.lrange(queue, 0, -1)]
+        broker = sync_client(BROKER_URL)
+        queued = [json.loads(m) for m in broker.lrange(queue, 0, -1)]
         assert any(
             m["headers"]["task"] == "kishpa.settle_phase" and table_id in m["headers"]["kwargsrepr"]
             for m in queued
         )
     finally:
-        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        broker = sync_client(BROKER_URL)
+        broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 
 def test_sweep_enqueues_only_each_tables_earliest_unsettled_phase_oldest_table_first(

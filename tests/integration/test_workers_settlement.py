@@ -31,6 +31,7 @@ from celery import Celery
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.redis_client import sync_client
 from services.common.settings import Settings
 from shared import keys, stream
 from shared.phase_record import PhaseRef
@@ -44,6 +45,8 @@ from workers.wallet_client import WalletClient
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKERS_REDIS_URL = os.environ.get("TEST_WORKERS_REDIS_URL", "redis://127.0.0.1:6379/13")
+# Celery's Redis broker does not speak Cluster: under ``--redis-cluster`` it stays on a node.
+BROKER_URL = os.environ.get("TEST_BROKER_URL") or WORKERS_REDIS_URL
 RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//")
 SECRET = secrets.token_urlsafe(48)
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
@@ -114,7 +117,7 @@ def _base_env(**extra: str) -> dict[str, str]:
     env.pop("DATABASE_URL", None)
     env.update(
         REDIS_URL=WORKERS_REDIS_URL,
-        KISHPA_BROKER_URL=WORKERS_REDIS_URL,
+        KISHPA_BROKER_URL=BROKER_URL,
         KISHPA_SERVICE_SECRET=SECRET,
         KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
         KISHPA_LOG_FORMAT="json",
@@ -172,7 +175,7 @@ class Worker:
     metrics_port: int = field(default_factory=_free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
     extra_args: list[str] = field(default_factory=list)
-    broker_url: str = WORKERS_REDIS_URL
+    broker_url: str = BROKER_URL
     process: Process | None = None
 
     def start(self, concurrency: int = 4) -> Worker:
@@ -194,8 +197,8 @@ class Worker:
         """Stop the worker and remove its queue from Redis (beat may have sent a last task)."""
         if self.process is not None:
             self.process.stop()
-        if self.broker_url == WORKERS_REDIS_URL:
-            client = redis.Redis.from_url(WORKERS_REDIS_URL)
+        if self.broker_url == BROKER_URL:
+            client = sync_client(BROKER_URL)
             client.delete(
                 self.queue, f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}"
             )
@@ -292,7 +295,7 @@ def tmp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(WORKERS_REDIS_URL)
+    connection = sync_client(WORKERS_REDIS_URL)
     yield connection
     connection.close()
 

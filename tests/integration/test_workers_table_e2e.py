@@ -17,7 +17,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-import redis
 
 from cli.play.bot import BotPlayer
 from games.kishpa.ledger import net_movements
@@ -27,6 +26,7 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.redis_client import sync_client
 from shared import keys, stream
 from tests.integration.test_workers_settlement import (
     STARTING_TOKENS,
@@ -123,7 +123,7 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
     wallet = Wallet(_free_port(), tmp_path / "wallet.sqlite3").start(tmp_path / "wallet.log")
     worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
     table_process, port = start_table_service(tmp_path, worker, wallet, TOKEN_SECRET)
-    client = redis.Redis.from_url(WORKERS_REDIS_URL)
+    client = sync_client(WORKERS_REDIS_URL)
     suffix = uuid.uuid4().hex[:8]
     players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
     created_ids: list[str] = []
@@ -202,7 +202,7 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
                 keys.balances,
             ):
                 client.delete(key(table))
-            client.zrem(keys.deadlines(), table)
+            client.zrem(keys.deadlines(table), table)
         for key in client.scan_iter(match=f"kishpa:create:{players[0]}:*"):
             client.delete(key)
         client.close()

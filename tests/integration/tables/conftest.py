@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.redis_client import async_client
 from services.common.settings import Settings, load_settings
 from services.table.server import TableServer, create_table_server
 from shared import keys
@@ -67,7 +68,7 @@ async def channel(server: TableServer) -> AsyncIterator[grpc.aio.Channel]:
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = async_client(redis_url)
     yield client
     await client.aclose()
 
@@ -99,7 +100,7 @@ async def cleanup(redis: Redis, table_id: str) -> None:
         keys.settled(table_id),
         keys.balances(table_id),
     )
-    await redis.zrem(keys.deadlines(), table_id)
+    await redis.zrem(keys.deadlines(table_id), table_id)
 
 
 async def versioned_state(redis: Redis, table_id: str) -> tuple[int, dict[str, Any]]:

@@ -159,7 +159,7 @@ async def test_four_bots_play_rounds_until_the_last_round_empties_the_bowl(
         assert len(outcomes) == last
         assert outcomes[-1] in ("taken", "split")
         assert events[-1][1][b"type"] == b"table_closed"
-        assert await redis.zscore(keys.deadlines(), table_id) is None
+        assert await redis.zscore(keys.deadlines(table_id), table_id) is None
         assert await redis.ttl(keys.state(table_id)) > 0, "a closed table expires"
     finally:
         await cleanup(redis, table_id)

@@ -1,0 +1,518 @@
+"""Capacity of the table service at human pace: N tables x 4 watchers, 1 action per table per 3 s.
+
+For each step of a ramp of N (``--steps``), on a fresh private ``redis-server`` (free port,
+removed afterwards) and fresh ``kishpa serve table`` process(es) (``--processes``; a table's
+four watchers are spread over them, so any process serves any table):
+
+1. load generators (``--generators`` child processes of this script) open N tables, seat 4
+   players each, deal, and open one ``WatchTable`` stream per player;
+2. *idle* (``--idle-seconds``): nothing happens; the service's CPU over this window, divided
+   by the watchers, is the cost of an idle watcher;
+3. *load* (``--seconds``): every table makes one player action every 3 s (draw from the pile,
+   discard the drawn tile, decline reveals: cheap decisions, so the generators measure the
+   service). Action latency is the RPC's round trip; fan-out latency is the time from the
+   event's stream id (Redis' clock at XADD) to its arrival at each watcher.
+
+Per step it prints actions/s, action and fan-out p50/p99, service CPU per action and per idle
+watcher, Redis connections, Redis memory per table (``used_memory`` growth / N: keys *and*
+connection buffers), GC pauses of the service (its ``kishpa_table_gc_pause_*`` metrics), the
+generators' own CPU (reported apart: they share the 2 cores), and a baseline measured in the
+same run: Redis PING round trips (p50/p99) before the step.
+
+    .venv/bin/python benchmarks/bench_capacity.py --steps 250,500,1000,2000 --seconds 45
+
+``BENCH_CAPACITY_SERVER_ROOT=<dir>`` serves from another source tree (e.g. the commit before
+the shared fan-out, with its generated ``kishpa/``) to measure it in the same session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import grpc  # noqa: E402
+from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
+from redis.asyncio import Redis  # noqa: E402
+
+from kishpa.common.v1 import common_pb2  # noqa: E402
+from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
+from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
+
+PERIOD_S = 3.0
+TABLES_PER_CHANNEL = 100
+"""Watch streams of this many tables share one HTTP/2 connection of a generator."""
+SAMPLE_CAP = 60_000
+"""Latency samples a generator reports per kind (uniformly subsampled beyond)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def _capped(samples: list[float], rng: random.Random) -> list[float]:
+    return samples if len(samples) <= SAMPLE_CAP else rng.sample(samples, SAMPLE_CAP)
+
+
+def _metrics(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("kishpa_table_gc_pause") or line.startswith("kishpa_table_fanout"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def _gc_summary(before: list[dict[str, float]], after: list[dict[str, float]]) -> str:
+    """Pauses during the load window: how many, their total, how many over 50 ms."""
+    count = total = under_50ms = 0.0
+    for b, a in zip(before, after, strict=True):
+        for name, value in a.items():
+            delta = value - b.get(name, 0.0)
+            if name.startswith("kishpa_table_gc_pause_seconds_count"):
+                count += delta
+            elif name.startswith("kishpa_table_gc_pause_seconds_sum"):
+                total += delta
+            elif name.startswith("kishpa_table_gc_pause_seconds_bucket") and 'le="0.05"' in name:
+                under_50ms += delta
+    longest = max((a.get("kishpa_table_gc_pause_max_seconds", 0.0) for a in after), default=0.0)
+    return (
+        f"{count:.0f} pauses, {1000 * total:.0f} ms in all, {count - under_50ms:.0f} over 50 ms; "
+        f"longest since start {1000 * longest:.1f} ms"
+    )
+
+
+# ---- the load generator (a child process) ---------------------------------------------
+
+
+class Table:
+    """One table: 4 players, their watch streams, and a paced action loop."""
+
+    def __init__(self, stubs: list[Any], watch_stubs: list[Any], md: list[Any]) -> None:
+        self.stubs = stubs  # the player's stub per seat (any process)
+        self.watch_stubs = watch_stubs
+        self.md = md
+        self.table_id = ""
+        self.view: Any = None
+        self.seat = 0
+
+    async def open(self) -> None:
+        created = await self.stubs[0].CreateTable(
+            table_pb2.CreateTableRequest(
+                settings=table_pb2.TableSettings(
+                    game=common_pb2.GAME_KISHPA,
+                    seats=4,
+                    turn_seconds=600,
+                    reveal_window_seconds=600,
+                    next_round_pause_ms=1,
+                ),
+                request_id=uuid.uuid4().hex,
+            ),
+            metadata=self.md[0],
+        )
+        self.table_id = created.table.table_id
+        for seat in (1, 2, 3):
+            await self.stubs[seat].JoinTable(
+                table_pb2.JoinTableRequest(table_id=self.table_id, request_id=uuid.uuid4().hex),
+                metadata=self.md[seat],
+            )
+        started = await self.stubs[0].StartGame(
+            table_pb2.StartGameRequest(table_id=self.table_id, request_id=uuid.uuid4().hex),
+            metadata=self.md[0],
+        )
+        self.view = started.table
+
+    async def watch(self, seat: int, after: str, arrivals: list[float], ready: Any) -> None:
+        call = self.watch_stubs[seat].WatchTable(
+            table_pb2.WatchTableRequest(table_id=self.table_id, after_event_id=after),
+            metadata=self.md[seat],
+        )
+        ready()
+        async for item in call:
+            ms = int(item.event.event_id.split("-", 1)[0])
+            arrivals.append(time.time() * 1000 - ms)
+
+    def _choice(self, view: Any) -> tuple[str, Any] | None:
+        tid, rid = self.table_id, uuid.uuid4().hex
+        actions = view.available_actions
+        if table_pb2.PLAYER_ACTION_DECLINE_REVEAL in actions:
+            return "DeclineReveal", table_pb2.DeclineRevealRequest(table_id=tid, request_id=rid)
+        if table_pb2.PLAYER_ACTION_DRAW_PILE in actions:
+            return "Draw", table_pb2.DrawRequest(
+                table_id=tid, source=table_pb2.DRAW_SOURCE_PILE, request_id=rid
+            )
+        if table_pb2.PLAYER_ACTION_DISCARD in actions:
+            tile = view.round.my_rack.tiles[-1].id  # the drawn tile is appended last
+            return "Discard", table_pb2.DiscardRequest(table_id=tid, tile_id=tile, request_id=rid)
+        return None
+
+    async def act(self, latencies: list[float], errors: list[str]) -> None:
+        """One player action (finding the seat that may act, with reads if needed)."""
+        for _ in range(5):
+            if self.view is None:
+                response = await self.stubs[self.seat].GetTable(
+                    table_pb2.GetTableRequest(table_id=self.table_id), metadata=self.md[self.seat]
+                )
+                self.view = response.table
+            view, self.view = self.view, None
+            chosen = self._choice(view) if view.my_seat == self.seat else None
+            if chosen is None:
+                r = view.round
+                if r.phase == table_pb2.ROUND_PHASE_TURNS or (
+                    r.phase == table_pb2.ROUND_PHASE_FIRST_DISCARD
+                ):
+                    self.seat = r.turn_seat if r.turn_seat >= 0 else (self.seat + 1) % 4
+                else:
+                    self.seat = (self.seat + 1) % 4
+                continue
+            name, request = chosen
+            start = time.perf_counter()
+            try:
+                response = await getattr(self.stubs[self.seat], name)(
+                    request, metadata=self.md[self.seat]
+                )
+            except grpc.aio.AioRpcError as exc:
+                errors.append(exc.code().name)
+                return
+            latencies.append((time.perf_counter() - start) * 1000)
+            if response.table.round.turn_seat == self.seat:
+                self.view = response.table
+            return
+
+
+async def generate(args: argparse.Namespace) -> None:
+    addresses = args.addresses.split(",")
+    authority = TokenAuthority(args.secret)
+    channels: list[grpc.aio.Channel] = []
+
+    def channel(address: str) -> grpc.aio.Channel:
+        ch = grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+        channels.append(ch)
+        return ch
+
+    tables: list[Table] = []
+    stub_groups: list[list[Any]] = []
+    for n in range(args.tables):
+        if n % TABLES_PER_CHANNEL == 0:
+            stub_groups.append([table_pb2_grpc.TableServiceStub(channel(a)) for a in addresses])
+        stubs = stub_groups[-1]
+        global_n = args.offset + n
+        # Any process serves any table: each seat (and its watch) goes to the next process.
+        by_seat = [stubs[(global_n + seat) % len(stubs)] for seat in range(4)]
+        md = [
+            bearer_metadata(authority.issue_player_token(f"cap-{global_n}-{s}", "c").token)
+            for s in range(4)
+        ]
+        tables.append(Table(by_seat, by_seat, md))
+    sem = asyncio.Semaphore(32)
+
+    async def opened(table: Table) -> None:
+        async with sem:
+            await table.open()
+
+    await asyncio.gather(*(opened(t) for t in tables))
+    arrivals: list[float] = []
+    latencies: list[float] = []
+    errors: list[str] = []
+    opened_streams = 0
+    all_open = asyncio.Event()
+    total_streams = 4 * len(tables)
+
+    def one_open() -> None:
+        nonlocal opened_streams
+        opened_streams += 1
+        if opened_streams == total_streams:
+            all_open.set()
+
+    watchers = [
+        asyncio.create_task(t.watch(seat, t.view.last_event_id, arrivals, one_open))
+        for t in tables
+        for seat in range(4)
+    ]
+    await asyncio.wait_for(all_open.wait(), 300)
+    await asyncio.sleep(2.0)  # the streams' first reads are done
+    print("READY", flush=True)
+    plan = json.loads(await asyncio.to_thread(sys.stdin.readline))
+    await asyncio.sleep(max(0.0, plan["load_at"] - time.time()))
+    arrivals.clear()
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    until = plan["load_at"] + plan["seconds"]
+
+    async def paced(table: Table) -> None:
+        await asyncio.sleep(random.uniform(0, PERIOD_S))
+        tick = time.time()
+        while tick < until:
+            await table.act(latencies, errors)
+            tick += PERIOD_S
+            await asyncio.sleep(max(0.0, tick - time.time()))
+
+    await asyncio.gather(*(paced(t) for t in tables))
+    await asyncio.sleep(1.0)  # the last fan-outs arrive
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    fanout = list(arrivals)
+    for task in watchers:
+        task.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)
+    for ch in channels:
+        await ch.close()
+    rng = random.Random(7)
+    report = {
+        "tables": [t.table_id for t in tables],
+        "actions": len(latencies),
+        "latencies": latencies
+        if len(latencies) <= SAMPLE_CAP
+        else rng.sample(latencies, SAMPLE_CAP),
+        "fanout": fanout if len(fanout) <= SAMPLE_CAP else rng.sample(fanout, SAMPLE_CAP),
+        "fanout_count": len(fanout),
+        "errors": errors,
+        "cpu_s": (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime),
+    }
+    print("REPORT " + json.dumps(report), flush=True)
+
+
+# ---- the driver ------------------------------------------------------------------------
+
+
+async def _wait_serving(address: str, process: subprocess.Popen[bytes]) -> None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        health: Any = health_pb2_grpc.HealthStub(channel)
+        for _ in range(300):
+            if process.poll() is not None:
+                raise SystemExit("the table service exited")
+            try:
+                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.2)
+    raise SystemExit("the table service did not start")
+
+
+async def _ping_baseline(redis: Redis, seconds: float = 3.0) -> list[float]:
+    samples: list[float] = []
+    until = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        while time.perf_counter() < until:
+            start = time.perf_counter()
+            await redis.ping()
+            samples.append((time.perf_counter() - start) * 1000)
+
+    await asyncio.gather(*(worker() for _ in range(20)))
+    return samples
+
+
+async def step(args: argparse.Namespace, tables: int) -> None:
+    from tests.servers import start_redis, stop_redis
+
+    redis_server = start_redis()
+    redis = Redis.from_url(redis_server.url)
+    secret = secrets.token_urlsafe(48)
+    services: list[tuple[subprocess.Popen[bytes], int]] = []
+    generators: list[subprocess.Popen[str]] = []
+    try:
+        root = Path(os.environ.get("BENCH_CAPACITY_SERVER_ROOT", ROOT))
+        addresses = []
+        for _ in range(args.processes):
+            port, metrics_port = _free_port(), _free_port()
+            env = {
+                **os.environ,
+                "REDIS_URL": redis_server.url,
+                "KISHPA_TOKEN_SECRET": secret,
+                "KISHPA_SERVICE_SECRET": secrets.token_urlsafe(48),
+                "KISHPA_GRPC_HOST": "127.0.0.1",
+                "KISHPA_GRPC_PORT": str(port),
+                "KISHPA_METRICS_PORT": str(metrics_port),
+                "KISHPA_TABLE_ENQUEUE": "0",
+                "KISHPA_LOG_FORMAT": "json",
+                "KISHPA_LOG_LEVEL": "WARNING",
+            }
+            process = subprocess.Popen(  # noqa: ASYNC220 - started before the measurement
+                [sys.executable, "-m", "cli.main", "serve", "table"],
+                cwd=root,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            services.append((process, metrics_port))
+            addresses.append(f"127.0.0.1:{port}")
+        for (process, _), address in zip(services, addresses, strict=True):
+            await _wait_serving(address, process)
+        memory_before = int((await redis.info("memory"))["used_memory"])
+        # The process's own idle cost (timers, no watcher): what watchers add is on top.
+        pids = [p.pid for p, _ in services]
+        await asyncio.sleep(2.0)
+        cpu_base0 = sum(_cpu_seconds(p) for p in pids)
+        await asyncio.sleep(args.idle_seconds)
+        base_cpu = sum(_cpu_seconds(p) for p in pids) - cpu_base0
+        per = -(-tables // args.generators)
+        for g in range(args.generators):
+            count = min(per, tables - g * per)
+            if count <= 0:
+                break
+            generators.append(
+                subprocess.Popen(  # noqa: ASYNC220 - started before the measurement
+                    [
+                        sys.executable,
+                        __file__,
+                        "--generator",
+                        f"--tables={count}",
+                        f"--offset={g * per}",
+                        f"--addresses={','.join(addresses)}",
+                        f"--secret={secret}",
+                    ],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for gen in generators:
+            assert gen.stdout is not None
+            line = await asyncio.to_thread(gen.stdout.readline)
+            if not line.startswith("READY"):
+                raise SystemExit(f"a generator failed while opening tables: {line!r}")
+        pings = await _ping_baseline(redis)
+        # Idle: every watcher open, nothing happens.
+        cpu0 = sum(_cpu_seconds(p) for p in pids)
+        await asyncio.sleep(args.idle_seconds)
+        idle_cpu = sum(_cpu_seconds(p) for p in pids) - cpu0
+        info = await redis.info()
+        connections = int(info["connected_clients"]) - 1  # this driver's own
+        memory_per_table = (int(info["used_memory"]) - memory_before) / tables
+        gc_before = [_metrics(m) for _, m in services]
+        plan = {"load_at": time.time() + 1.0, "seconds": args.seconds}
+        for gen in generators:
+            assert gen.stdin is not None
+            gen.stdin.write(json.dumps(plan) + "\n")
+            gen.stdin.flush()
+        await asyncio.sleep(max(0.0, plan["load_at"] - time.time()))
+        cpu1 = sum(_cpu_seconds(p) for p in pids)
+        await asyncio.sleep(args.seconds)
+        load_cpu = sum(_cpu_seconds(p) for p in pids) - cpu1
+        info = await redis.info("clients")
+        connections_load = int(info["connected_clients"]) - 1
+        reports = []
+        for gen in generators:
+            assert gen.stdout is not None
+            while True:
+                line = await asyncio.to_thread(gen.stdout.readline)
+                if not line:
+                    raise SystemExit("a generator ended without a report")
+                if line.startswith("REPORT "):
+                    reports.append(json.loads(line[7:]))
+                    break
+        gc_after = [_metrics(m) for _, m in services]
+        sample_ids = [t for r in reports for t in r["tables"]][:20]
+        key_bytes = []
+        for table_id in sample_ids:
+            total = 0
+            for part in ("state", "events", "requests", "outbox", "balances"):
+                used = await redis.memory_usage(f"kishpa:table:{{{table_id}}}:{part}")
+                total += int(used or 0)
+            key_bytes.append(total)
+        latencies = [x for r in reports for x in r["latencies"]]
+        fanout = [x for r in reports for x in r["fanout"]]
+        actions = sum(r["actions"] for r in reports)
+        errors = [e for r in reports for e in r["errors"]]
+        gen_cpu = sum(r["cpu_s"] for r in reports)
+        watchers = 4 * tables
+        print(
+            f"\n== {tables} tables x 4 watchers = {watchers}, {args.processes} service "
+            f"process(es), {args.generators} generator(s), load {args.seconds:.0f} s, "
+            f"idle {args.idle_seconds:.0f} s; load average {os.getloadavg()[0]:.1f}"
+        )
+        print(f"baseline redis PING p50/p99: {_pct(pings, 0.5):.2f} / {_pct(pings, 0.99):.2f} ms")
+        print(
+            f"actions/s {actions / args.seconds:.0f} (target {tables / PERIOD_S:.0f}); "
+            f"errors {len(errors)} {sorted(set(errors))}"
+        )
+        a50, a99 = _pct(latencies, 0.5), _pct(latencies, 0.99)
+        f50, f99 = _pct(fanout, 0.5), _pct(fanout, 0.99)
+        print(
+            f"action p50/p99 {a50:.1f} / {a99:.1f} ms (x{a99 / _pct(pings, 0.99):.0f} PING p99); "
+            f"fan-out p50/p99 {f50:.1f} / {f99:.1f} ms over "
+            f"{sum(r['fanout_count'] for r in reports)} deliveries"
+        )
+        print(
+            f"service CPU: load {100 * load_cpu / args.seconds:.0f}% of a core, "
+            f"{1000 * load_cpu / max(1, actions):.2f} ms per action; idle "
+            f"{100 * idle_cpu / args.idle_seconds:.2f}% of a core with the watchers, "
+            f"{100 * base_cpu / args.idle_seconds:.2f}% without = "
+            f"{100 * max(0.0, idle_cpu - base_cpu) / args.idle_seconds / watchers:.5f}% "
+            "per idle watcher"
+        )
+        print(f"generators' CPU (apart): {100 * gen_cpu / args.seconds:.0f}% of a core")
+        print(
+            f"redis connections: idle {connections}, load {connections_load} "
+            f"({connections_load / args.processes:.0f} per process)"
+        )
+        print(
+            f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N); "
+            f"the table's own keys {sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
+        )
+        print(f"GC of the service during the load: {_gc_summary(gc_before, gc_after)}")
+    finally:
+        for gen in generators:
+            gen.kill()
+            gen.wait()
+        for process, _ in services:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        await redis.aclose()
+        stop_redis(redis_server)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", default="250,500,1000,2000")
+    parser.add_argument("--seconds", type=float, default=45.0)
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--generators", type=int, default=2)
+    parser.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tables", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--addresses", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--secret", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.generator:
+        asyncio.run(generate(args))
+        return
+    for n in (int(x) for x in args.steps.split(",")):
+        asyncio.run(step(args, n))
+
+
+if __name__ == "__main__":
+    main()

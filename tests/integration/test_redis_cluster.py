@@ -1,0 +1,184 @@
+"""The table service on a real 3-master Redis Cluster that this module starts (and kills).
+
+The whole table, matchmaking and settlement suites also run on a cluster under
+``pytest --redis-cluster`` (``make test`` does both); this module owns a cluster of its own so
+that it may kill one master's process: tables on the other masters go on, and the killed
+master's tables come back with it, their watchers missing nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from redis.crc import key_slot
+
+from services.common.redis_client import async_client, is_cluster_url
+from services.common.settings import load_settings
+from services.table.engine import TableSettings
+from services.table.server import TableServer, create_table_server
+from services.table.service import Tables
+from services.table.store import TableStore
+from shared import keys
+from shared.stream import StoredEvent, decode
+from tests.servers import RedisClusterProcesses, RedisProcess, start_cluster, stop_cluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FAST = TableSettings(seats=4, turn_seconds=1, reveal_window_seconds=1, next_round_pause_ms=0)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RedisClusterProcesses]:
+    started = start_cluster()
+    yield started
+    stop_cluster(started)
+
+
+@pytest.fixture
+async def server(cluster: RedisClusterProcesses) -> AsyncIterator[TableServer]:
+    settings = load_settings(
+        "table",
+        redis_url=cluster.url,
+        token_secret=secrets.token_urlsafe(48),
+        service_secret=secrets.token_urlsafe(48),
+        grpc_port=0,
+        metrics_port=0,
+    )
+    srv = create_table_server(settings, address="127.0.0.1:0")
+    await srv.start()
+    yield srv
+    await srv.stop(0)
+
+
+def master_of(cluster: RedisClusterProcesses, table_id: str) -> RedisProcess:
+    return cluster.node_of_slot(key_slot(keys.state(table_id).encode()))
+
+
+async def open_table(tables: Tables) -> str:
+    """A 4-seat table that deals at once and is played by its own turn timers (1 s turns)."""
+    players = [(f"p{n}-{secrets.token_hex(3)}", "") for n in range(4)]
+    result = await tables.create(players[0][0], FAST, players=players, auto_start=True)
+    return str(result.result["table_id"])
+
+
+class Follower:
+    """A watcher that keeps every event it receives (resuming after a failed stream)."""
+
+    def __init__(self, tables: Tables, table_id: str) -> None:
+        self.tables = tables
+        self.table_id = table_id
+        self.seen: list[StoredEvent] = []
+        self.errors = 0
+        self.grew = asyncio.Event()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            after = self.seen[-1].id if self.seen else ""
+            try:
+                async for stored in self.tables.watch("spectator", self.table_id, after):
+                    self.seen.append(stored)
+                    self.grew.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the table's master is down: watch again from the last id
+                self.errors += 1
+                await asyncio.sleep(0.2)
+
+    async def grows_by(self, count: int, within_s: float) -> None:
+        target = len(self.seen) + count
+        async with asyncio.timeout(within_s):
+            while len(self.seen) < target:
+                self.grew.clear()
+                await self.grew.wait()
+
+
+def test_a_cluster_url_selects_the_cluster_client(cluster: RedisClusterProcesses) -> None:
+    assert is_cluster_url(cluster.url)
+    assert not is_cluster_url("redis://127.0.0.1:6379/0")
+    client = async_client(cluster.url)
+    assert type(client).__name__ == "RedisCluster"
+
+
+async def test_tables_on_other_masters_go_on_while_one_master_is_down_and_restarted(
+    cluster: RedisClusterProcesses, server: TableServer
+) -> None:
+    tables = server.tables
+    opened = [await open_table(tables) for _ in range(6)]
+    masters = {t: master_of(cluster, t) for t in opened}
+    while len(set(map(id, masters.values()))) < 2:  # need tables on two masters at least
+        extra = await open_table(tables)
+        opened.append(extra)
+        masters[extra] = master_of(cluster, extra)
+    victim = masters[opened[0]]
+    down = [t for t in opened if masters[t] is victim]
+    up = [t for t in opened if masters[t] is not victim]
+    followers = {t: Follower(tables, t) for t in opened}
+    try:
+        for follower in followers.values():
+            await follower.grows_by(3, 60)  # dealt and played by the timers
+        victim.kill()
+        # Tables on the other masters keep being played, and their watchers keep receiving.
+        for t in up:
+            before = (await tables.view("spectator", t)).version
+            try:
+                await followers[t].grows_by(3, 60)
+            except TimeoutError:
+                after = (await tables.view("spectator", t)).version
+                pytest.fail(
+                    f"table {t} on :{masters[t].port} (victim :{victim.port}): versions "
+                    f"{before}->{after}, watcher saw {len(followers[t].seen)}, "
+                    f"errors {followers[t].errors}, hub {server.hub.stats()}"
+                )
+        cluster.restart(victim)
+        # The killed master's tables are back: they go on, their watchers resume.
+        for t in down:
+            await followers[t].grows_by(3, 60)
+    finally:
+        for follower in followers.values():
+            follower.task.cancel()
+        await asyncio.gather(*(f.task for f in followers.values()), return_exceptions=True)
+    # Every watcher got each event of its table once, in order, as the stream holds them.
+    client = async_client(cluster.url)
+    try:
+        for t, follower in followers.items():
+            stream = await client.xrange(keys.events(t))
+            expected = [
+                entry_id.decode()
+                for entry_id, fields in stream
+                if decode(fields).for_viewer(None) is not None
+            ]
+            ids = [s.id for s in follower.seen]
+            assert ids == expected[: len(ids)], f"table {t}: each event once, in order"
+    finally:
+        await client.aclose()
+
+
+async def test_timers_are_claimed_per_shard_and_only_by_replicas_that_read_the_version(
+    cluster: RedisClusterProcesses,
+) -> None:
+    client = async_client(cluster.url)
+    old = TableStore(client)  # today's code: writes and reads state version 1
+    new = TableStore(client, version=2, readable_versions=(1, 2))  # a newer release
+    ids = [f"tv-{secrets.token_hex(6)}" for _ in range(40)]
+    try:
+        for table_id in ids[:20]:
+            await old.set_deadline(table_id, 1_000)
+        for table_id in ids[20:]:
+            await new.set_deadline(table_id, 1_000)  # rewritten by the newer release
+        assert len({keys.shard_of(t) for t in ids}) >= 8, "the tables spread over the shards"
+        # An old replica never claims what it cannot read; the new one claims both.
+        assert set(await old.claim_due(2_000, lease_ms=10_000, limit=100)) == set(ids[:20])
+        assert set(await new.claim_due(20_000, lease_ms=10_000, limit=100)) == set(ids)
+        # A table the new release commits leaves the old version's index.
+        await new.set_deadline(ids[0], 5_000)
+        assert await client.zscore(keys.deadlines(ids[0], 1), ids[0]) is None
+        assert await client.zscore(keys.deadlines(ids[0], 2), ids[0]) == 5_000
+    finally:
+        for table_id in ids:
+            for version in (1, 2):
+                await client.zrem(keys.deadlines(table_id, version), table_id)
+        await client.aclose()
