@@ -52,6 +52,7 @@ from redis.asyncio import Redis  # noqa: E402
 
 from kishpa.common.v1 import common_pb2  # noqa: E402
 from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
+from sdk import table_settings  # noqa: E402
 from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
 
 PERIOD_S = 3.0
@@ -127,9 +128,9 @@ class Table:
     async def open(self) -> None:
         created = await self.stubs[0].CreateTable(
             table_pb2.CreateTableRequest(
-                settings=table_pb2.TableSettings(
-                    game=common_pb2.GAME_KISHPA,
-                    seats=4,
+                settings=table_settings(
+                    common_pb2.GAME_KISHPA,
+                    4,
                     turn_seconds=600,
                     reveal_window_seconds=600,
                     next_round_pause_ms=1,
@@ -183,15 +184,18 @@ class Table:
                 )
                 self.view = response.table
             view, self.view = self.view, None
-            chosen = self._choice(view) if view.my_seat == self.seat else None
+            mine = view.HasField("my_seat") and view.my_seat == self.seat
+            chosen = self._choice(view) if mine else None
             if chosen is None:
                 r = view.round
-                if r.phase == table_pb2.ROUND_PHASE_TURNS or (
-                    r.phase == table_pb2.ROUND_PHASE_FIRST_DISCARD
-                ):
-                    self.seat = r.turn_seat if r.turn_seat >= 0 else (self.seat + 1) % 4
+                playing = r.phase in (
+                    table_pb2.ROUND_PHASE_TURNS,
+                    table_pb2.ROUND_PHASE_FIRST_DISCARD,
+                )
+                if playing and r.HasField("turn_seat") and r.turn_seat != self.seat:
+                    self.seat = r.turn_seat
                 else:
-                    self.seat = (self.seat + 1) % 4
+                    self.seat = (self.seat + 1) % 4  # a window: ask the next seat
                 continue
             name, request = chosen
             start = time.perf_counter()
@@ -203,8 +207,9 @@ class Table:
                 errors.append(exc.code().name)
                 return
             latencies.append((time.perf_counter() - start) * 1000)
-            if response.table.round.turn_seat == self.seat:
-                self.view = response.table
+            r = response.table.round
+            if r.HasField("turn_seat") and r.turn_seat == self.seat:
+                self.view = response.table  # the same player goes on (discard after draw)
             return
 
 
@@ -496,9 +501,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", default="250,500,1000,2000")
-    parser.add_argument("--seconds", type=float, default=45.0)
-    parser.add_argument("--idle-seconds", type=float, default=20.0)
+    # Modest defaults (make bench); the ramp: --steps 250,500,1000,2000 --seconds 45.
+    parser.add_argument("--steps", default="100,250")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--idle-seconds", type=float, default=10.0)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--generators", type=int, default=2)
     parser.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)

@@ -123,8 +123,8 @@ def _handler(call: Call) -> Callable[[argparse.Namespace], int]:
 async def _run(call: Call, args: argparse.Namespace, token: str) -> int:
     import grpc
     from google.protobuf.json_format import MessageToDict
-    from kishpa.admin.v1 import admin_pb2_grpc
 
+    from kishpa.admin.v1 import admin_pb2_grpc
     from services.common.errors import error_reason
 
     address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)

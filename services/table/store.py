@@ -112,7 +112,13 @@ class Script:
         self.source = source
         self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
 
-    async def __call__(self, *, keys: Sequence[str], args: Sequence[str | int] = ()) -> Any:
+    async def __call__(
+        self, *, keys: Sequence[str], args: Sequence[str | int] = (), client: Any = None
+    ) -> Any:
+        if client is not None:
+            # Queued on a pipeline: EVAL, so that a node without the script cannot fail
+            # the whole pipeline (Redis caches an EVAL'd script by its SHA all the same).
+            return client.eval(self.source, len(keys), *keys, *args)
         try:
             return await self.redis.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:

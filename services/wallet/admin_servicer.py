@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
-from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 
+from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority, bearer_metadata, require_admin
 from services.common.errors import FailedPrecondition, InvalidArgument

@@ -24,9 +24,9 @@ import grpc
 import pytest
 import redis as sync_redis
 import sqlalchemy as sa
-from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 
 from games.kishpa.record import start_postings
+from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
