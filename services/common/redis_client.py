@@ -11,6 +11,7 @@ standalone URL (it defaults to ``REDIS_URL`` only when that is not a cluster URL
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -52,13 +53,25 @@ class _CommandTableOnce(AsyncCommandsParser):
             self.node = node  # where COMMAND GETKEYS goes (movable-key commands)
 
 
+class _WaitingCluster(redis.asyncio.cluster.RedisCluster):
+    """redis-py's asyncio cluster client raises ``MaxConnectionsError`` when a node's pool is
+    exhausted; callers here wait for a connection instead, as the standalone client's
+    blocking pool makes them (at most ``max_connections`` commands in flight)."""
+
+    gate: asyncio.Semaphore
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        async with self.gate:
+            return await super().execute_command(*args, **kwargs)
+
+
 def async_client(url: str, *, max_connections: int = 32, **kwargs: Any) -> Any:
     """An asyncio client: ``redis.asyncio.Redis`` over a blocking pool of at most
     ``max_connections``, or ``RedisCluster`` with at most that many per node."""
     if is_cluster_url(url):
-        cluster = redis.asyncio.cluster.RedisCluster.from_url(
-            node_url(url), max_connections=max_connections, **kwargs
-        )
+        cluster = _WaitingCluster.from_url(node_url(url), max_connections=max_connections, **kwargs)
+        assert isinstance(cluster, _WaitingCluster)
+        cluster.gate = asyncio.Semaphore(max_connections)
         cluster.commands_parser = _CommandTableOnce()
         return cluster
     pool = redis.asyncio.BlockingConnectionPool.from_url(

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
 from services.common.redis_client import async_client, is_cluster_url
@@ -99,8 +100,8 @@ class Follower:
 def test_a_cluster_url_selects_the_cluster_client(cluster: RedisClusterProcesses) -> None:
     assert is_cluster_url(cluster.url)
     assert not is_cluster_url("redis://127.0.0.1:6379/0")
-    client = async_client(cluster.url)
-    assert type(client).__name__ == "RedisCluster"
+    assert isinstance(async_client(cluster.url), RedisCluster)
+    assert not isinstance(async_client("redis://127.0.0.1:6379/0"), RedisCluster)
 
 
 async def test_tables_on_other_masters_go_on_while_one_master_is_down_and_restarted(
