@@ -33,6 +33,11 @@ def deadletter_index(shard: int) -> str:
     return f"{DEADLETTER_PREFIX}:{{{keys.shard_tag(shard)}}}:phases"
 
 
+def index_of(ref: PhaseRef) -> str:
+    """The dead-letter index (hash) of the shard that ``ref``'s table belongs to."""
+    return deadletter_index(keys.shard_of(ref.table_id))
+
+
 def _keys_of(ref: PhaseRef) -> tuple[str, str]:
     shard = keys.shard_of(ref.table_id)
     return deadletter_list(shard), deadletter_index(shard)

@@ -41,7 +41,7 @@ from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
 from workers.celery_app import RETRY_FIRST_S, RETRY_MAX_S, is_transient, kishpa_task
 from workers.config import worker_config
-from workers.deadletter import DEADLETTER_INDEX, index_field, is_dead_lettered, push_dead_letter
+from workers.deadletter import index_field, index_of, is_dead_lettered, push_dead_letter
 from workers.enqueue import enqueue_settlement
 from workers.outbox import (
     checked_record,
@@ -214,7 +214,7 @@ def settle(
     """
     # One round trip for what used to take four: settled? dead-lettered? the record, and
     # the table's earlier unsettled phases.
-    state = phase_state(client, ref, dead_letter_index=DEADLETTER_INDEX, field=index_field(ref))
+    state = phase_state(client, ref, dead_letter_index=index_of(ref), field=index_field(ref))
     if state.settled:
         return Outcome("already_settled")
     if state.dead_lettered:
