@@ -110,17 +110,22 @@ class Limiter:
 
     def __init__(self, redis_url: str, config: LimitConfig) -> None:
         storage: RedisStorage
+        self.redis: Any = async_client(redis_url, max_connections=8)
         if is_cluster_url(redis_url):
             seed = node_url(redis_url).replace("redis://", "redis+cluster://", 1)
             storage = RedisClusterStorage(
                 "async+" + seed, implementation="redispy", key_prefix=config.key_prefix
             )
         else:
+            # The storage shares the limiter's bounded, blocking pool: a process's Redis
+            # connections stay bounded (limits' own pool grew one per concurrent RPC).
             storage = RedisStorage(
-                "async+" + redis_url, implementation="redispy", key_prefix=config.key_prefix
+                "async+" + redis_url,
+                implementation="redispy",
+                key_prefix=config.key_prefix,
+                connection_pool=self.redis.connection_pool,
             )
         self._windows = SlidingWindowCounterRateLimiter(storage)
-        self.redis: Any = async_client(redis_url, max_connections=8)
         self.config = config
 
     async def close(self) -> None:

@@ -73,7 +73,7 @@ def _outbox(client: redis.Redis, table_id: str) -> dict[str, Any]:
 def _forget(client: redis.Redis, table_id: str) -> None:
     for key in TABLE_KEYS:
         client.delete(key(table_id))
-    client.zrem(keys.deadlines(), table_id)
+    client.zrem(keys.deadlines(table_id), table_id)
 
 
 async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) -> None:
