@@ -28,6 +28,7 @@ are documented in ``protos/`` and ``docs/api.md``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
@@ -44,7 +45,7 @@ from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk.errors import KishpaError
+from sdk.errors import KishpaError, retry_after_s
 from sdk.retry import RETRYABLE, STREAM_RETRYABLE, RetryPolicy
 
 R = TypeVar("R")
@@ -198,18 +199,26 @@ class KishpaClient:
         *,
         authenticated: bool = True,
     ) -> Any:
-        """One unary call with the token, retried (same request) while unreachable."""
+        """One unary call with the token, retried (same request) while unreachable, and
+        after the wait the server names when it refuses a call as rate-limited (a refused
+        call changed nothing, so sending it again is safe)."""
         attempt = 0
         while True:
             metadata = await self._metadata() if authenticated else None
+            wait: float | None = None
             try:
                 return await method(request, metadata=metadata, timeout=CALL_TIMEOUT_S)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+                wait = retry_after_s(exc) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
                 attempt += 1
-                if code not in RETRYABLE or attempt >= self.retry.attempts:
+                retryable = code in RETRYABLE or wait is not None
+                if not retryable or attempt >= self.retry.attempts:
                     raise KishpaError.from_rpc(exc) from None
-            await self.retry.sleep(attempt - 1)
+            if wait is not None:
+                await asyncio.sleep(min(wait, self.retry.max_delay_s))
+            else:
+                await self.retry.sleep(attempt - 1)
 
     # ---- sign-in -----------------------------------------------------------------------
 

@@ -32,6 +32,18 @@ def error_reason(error: grpc.RpcError) -> str | None:
     return info.reason if info is not None else None
 
 
+def retry_after_s(error: grpc.RpcError) -> float | None:
+    """Seconds the server asked a rate-limited caller to wait (``RATE_LIMITED`` refusals
+    carry ``retry_after_ms``); ``None`` for any other failure."""
+    info = error_info(error)
+    if info is None or info.reason != "RATE_LIMITED":
+        return None
+    try:
+        return max(0.0, int(info.metadata.get("retry_after_ms", "0")) / 1000)
+    except ValueError:
+        return None
+
+
 class KishpaError(Exception):
     """A call the server refused (or could not answer).
 
