@@ -22,6 +22,9 @@ import pytest
 from hypothesis import settings
 
 from tests import backends, containers, servers
+from tests.child_env import use_generous_player_limits
+
+use_generous_player_limits()
 
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.load_profile("ci")

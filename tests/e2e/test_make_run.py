@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from shared import keys
+from tests.child_env import TEST_LIMITS_PREFIX
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +49,11 @@ def _child_pid(parent: int, word: str) -> int | None:
 def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ctrl_c(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_URL"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KISHPA_", "REDIS_URL")) or k.startswith(TEST_LIMITS_PREFIX)
+    }
     env.pop("DATABASE_URL", None)
     ports = {name: free_port() for name in ("wallet", "table", "matchmaking")}
     for name, port in ports.items():

@@ -33,6 +33,7 @@ from redis import Redis
 
 from services.edge.routes import PUBLIC
 from shared import keys
+from tests.child_env import TEST_LIMITS_PREFIX
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -67,7 +68,11 @@ class WebStack:
 def web_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebStack]:
     """``kishpa run`` on free ports (embedded Redis, SQLite wallet, workers, the edge)."""
     tmp = tmp_path_factory.mktemp("web-stack")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_URL"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KISHPA_", "REDIS_URL")) or k.startswith(TEST_LIMITS_PREFIX)
+    }
     env.pop("DATABASE_URL", None)
     for name in ("WALLET", "TABLE", "MATCHMAKING"):
         env[f"KISHPA_{name}_PORT"] = str(_free_port())

@@ -32,6 +32,7 @@ from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.redis_client import async_client
 from shared import keys
+from tests.child_env import TEST_LIMITS_PREFIX
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -65,7 +66,11 @@ async def _listening(port: int, log: Path) -> None:
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[dict[str, str]]:
     """Wallet, worker and table service processes sharing secrets, Redis and a queue."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KISHPA_", "REDIS_")) or k.startswith(TEST_LIMITS_PREFIX)
+    }
     base.pop("DATABASE_URL", None)
     wallet_port, table_port = _free_port(), _free_port()
     base.update(

@@ -18,6 +18,7 @@ import redis
 from services.common.redis_client import sync_client
 from shared import keys, stream
 from shared.phase_record import PhaseRef
+from tests.child_env import TEST_LIMITS_PREFIX
 from workers.deadletter import (
     is_dead_lettered,
     list_dead_letters,
@@ -167,7 +168,11 @@ def test_earlier_unsettled_phases_of_the_table_are_found_in_order(
 
 
 def _kishpa(*args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KISHPA_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("KISHPA_") or k.startswith(TEST_LIMITS_PREFIX)
+    }
     env["REDIS_URL"] = WORKERS_REDIS_URL
     env["KISHPA_BROKER_URL"] = BROKER_URL
     env.update(extra_env)

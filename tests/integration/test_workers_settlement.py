@@ -35,6 +35,7 @@ from services.common.redis_client import sync_client
 from services.common.settings import Settings
 from shared import keys, stream
 from shared.phase_record import PhaseRef
+from tests.child_env import TEST_LIMITS_PREFIX
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.deadletter import list_dead_letters, release_dead_letter
@@ -113,7 +114,11 @@ class Process:
 
 
 def _base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KISHPA_", "REDIS_")) or k.startswith(TEST_LIMITS_PREFIX)
+    }
     env.pop("DATABASE_URL", None)
     env.update(
         REDIS_URL=WORKERS_REDIS_URL,

@@ -28,6 +28,7 @@ from celery import Celery
 from cli.embedded_redis import redis_server_binary, start_embedded_redis
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
+from tests.child_env import TEST_LIMITS_PREFIX
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.wallet_client import WalletClient
@@ -150,7 +151,11 @@ class Process:
 
 def base_env(redis_url: str, secret: str, **extra: str) -> dict[str, str]:
     """The environment of a test's ``kishpa`` child: our Redis, our secret, JSON logs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KISHPA_", "REDIS_")) or k.startswith(TEST_LIMITS_PREFIX)
+    }
     env.pop("DATABASE_URL", None)
     env.update(
         REDIS_URL=redis_url,

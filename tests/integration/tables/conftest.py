@@ -44,10 +44,6 @@ def settings(redis_url: str) -> Settings:
         service_secret=secrets.token_urlsafe(48),
         grpc_port=0,
         metrics_port=0,
-        # These tests drive tables (and spy on them) as fast as the machine allows; the
-        # per-player limits have tests of their own (tests/integration/edge/).
-        limit_player_reads="100000/second",
-        limit_player_writes="100000/second",
     )
 
 
