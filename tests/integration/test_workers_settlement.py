@@ -35,7 +35,7 @@ from services.common.redis_client import sync_client
 from services.common.settings import Settings
 from shared import keys, stream
 from shared.phase_record import PhaseRef
-from tests.child_env import TEST_LIMITS_PREFIX
+from tests.integration.workers_support import base_env
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.deadletter import list_dead_letters, release_dead_letter
@@ -114,23 +114,7 @@ class Process:
 
 
 def _base_env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("KISHPA_", "REDIS_")) or k.startswith(TEST_LIMITS_PREFIX)
-    }
-    env.pop("DATABASE_URL", None)
-    env.update(
-        REDIS_URL=WORKERS_REDIS_URL,
-        KISHPA_BROKER_URL=BROKER_URL,
-        KISHPA_SERVICE_SECRET=SECRET,
-        KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
-        KISHPA_LOG_FORMAT="json",
-        KISHPA_VISIBILITY_TIMEOUT="3",
-        KISHPA_RECONCILE_INTERVAL="0",
-    )
-    env.update(extra)
-    return env
+    return base_env(WORKERS_REDIS_URL, SECRET, **{"KISHPA_BROKER_URL": BROKER_URL, **extra})
 
 
 @dataclass
