@@ -139,7 +139,8 @@ def test_a_guest_plays_a_round_against_three_bots_in_chromium(web_stack: WebStac
     assert after[: len(before)] == before
     assert len(set(after)) == len(after)
     assert after == sorted(after, key=_stream_order)
-    # Nothing lost: every public event of the round in the table's stream is in the log.
+    # Nothing lost: every public event in the table's stream up to the page's last one is in
+    # the log (on a slow machine that can include the start of round 2, after the summary).
     with Redis.from_url(web_stack.redis_url) as redis:
         stream = redis.xrange(keys.events(result["tableId"]))
     last = _stream_order(after[-1])
@@ -147,7 +148,6 @@ def test_a_guest_plays_a_round_against_three_bots_in_chromium(web_stack: WebStac
         entry_id.decode()
         for entry_id, fields in stream
         if fields[b"type"].decode() in ALWAYS_LOGGED
-        and fields[b"round"] == b"1"
         and _stream_order(entry_id.decode()) <= last
     }
     logged = {e["id"] for e in result["log"] if e["kind"] in ALWAYS_LOGGED}
