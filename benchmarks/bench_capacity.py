@@ -10,8 +10,11 @@ four watchers are spread over them, so any process serves any table):
    by the watchers, is the cost of an idle watcher;
 3. *load* (``--seconds``): every table makes one player action every 3 s (draw from the pile,
    discard the drawn tile, decline reveals: cheap decisions, so the generators measure the
-   service). Action latency is the RPC's round trip; fan-out latency is the time from the
-   event's stream id (Redis' clock at XADD) to its arrival at each watcher.
+   service). Like a client told by its stream that its turn began, the player the last
+   action passed the turn to draws at once; only in a reveal window, or when such a draw is
+   refused, does the generator read the table (``GetTable``) to find who may act. Action
+   latency is the RPC's round trip; fan-out latency is the time from the event's stream id
+   (Redis' clock at XADD) to its arrival at each watcher.
 
 Per step it prints actions/s, action and fan-out p50/p99, service CPU per action and per idle
 watcher, Redis connections, Redis memory per table (``used_memory`` growth / N: keys *and*
@@ -124,6 +127,10 @@ class Table:
         self.table_id = ""
         self.view: Any = None
         self.seat = 0
+        self.draw_next = False
+        self.reads = 0
+        """The last action passed the turn to ``seat``: draw without reading the table first,
+        as a client told by its stream (``turn_started``) would."""
 
     async def open(self) -> None:
         created = await self.stubs[0].CreateTable(
@@ -177,8 +184,18 @@ class Table:
 
     async def act(self, latencies: list[float], errors: list[str]) -> None:
         """One player action (finding the seat that may act, with reads if needed)."""
+        if self.draw_next:
+            self.draw_next = False
+            request = table_pb2.DrawRequest(
+                table_id=self.table_id,
+                source=table_pb2.DRAW_SOURCE_PILE,
+                request_id=uuid.uuid4().hex,
+            )
+            if await self._send("Draw", request, latencies, errors, optimistic=True):
+                return
         for _ in range(5):
             if self.view is None:
+                self.reads += 1
                 response = await self.stubs[self.seat].GetTable(
                     table_pb2.GetTableRequest(table_id=self.table_id), metadata=self.md[self.seat]
                 )
@@ -198,19 +215,36 @@ class Table:
                     self.seat = (self.seat + 1) % 4  # a window: ask the next seat
                 continue
             name, request = chosen
-            start = time.perf_counter()
-            try:
-                response = await getattr(self.stubs[self.seat], name)(
-                    request, metadata=self.md[self.seat]
-                )
-            except grpc.aio.AioRpcError as exc:
-                errors.append(exc.code().name)
-                return
-            latencies.append((time.perf_counter() - start) * 1000)
-            r = response.table.round
-            if r.HasField("turn_seat") and r.turn_seat == self.seat:
-                self.view = response.table  # the same player goes on (discard after draw)
+            await self._send(name, request, latencies, errors)
             return
+
+    async def _send(
+        self,
+        name: str,
+        request: Any,
+        latencies: list[float],
+        errors: list[str],
+        *,
+        optimistic: bool = False,
+    ) -> bool:
+        """Make one action; False when an optimistic draw was refused (a window is open)."""
+        start = time.perf_counter()
+        try:
+            response = await getattr(self.stubs[self.seat], name)(
+                request, metadata=self.md[self.seat]
+            )
+        except grpc.aio.AioRpcError as exc:
+            if optimistic and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return False
+            errors.append(exc.code().name)
+            return True
+        latencies.append((time.perf_counter() - start) * 1000)
+        r = response.table.round
+        if r.HasField("turn_seat") and r.turn_seat == self.seat:
+            self.view = response.table  # the same player goes on (discard after draw)
+        elif r.phase == table_pb2.ROUND_PHASE_TURNS and r.HasField("turn_seat"):
+            self.seat, self.draw_next = r.turn_seat, True
+        return True
 
 
 async def generate(args: argparse.Namespace) -> None:
@@ -230,8 +264,10 @@ async def generate(args: argparse.Namespace) -> None:
             stub_groups.append([table_pb2_grpc.TableServiceStub(channel(a)) for a in addresses])
         stubs = stub_groups[-1]
         global_n = args.offset + n
-        # Any process serves any table: each seat (and its watch) goes to the next process.
-        by_seat = [stubs[(global_n + seat) % len(stubs)] for seat in range(4)]
+        # Any process serves any table: each seat (and its watch) goes to the next process,
+        # or, with --affinity (a balancer routing by table), every seat to the table's one.
+        spread = 0 if args.affinity else 1
+        by_seat = [stubs[(global_n + spread * seat) % len(stubs)] for seat in range(4)]
         md = [
             bearer_metadata(authority.issue_player_token(f"cap-{global_n}-{s}", "c").token)
             for s in range(4)
@@ -298,6 +334,7 @@ async def generate(args: argparse.Namespace) -> None:
         "fanout": fanout if len(fanout) <= SAMPLE_CAP else rng.sample(fanout, SAMPLE_CAP),
         "fanout_count": len(fanout),
         "errors": errors,
+        "reads": sum(t.reads for t in tables),
         "cpu_s": (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime),
     }
     print("REPORT " + json.dumps(report), flush=True)
@@ -394,6 +431,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                         f"--offset={g * per}",
                         f"--addresses={','.join(addresses)}",
                         f"--secret={secret}",
+                        *(["--affinity"] if args.affinity else []),
                     ],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -452,13 +490,16 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         watchers = 4 * tables
         print(
             f"\n== {tables} tables x 4 watchers = {watchers}, {args.processes} service "
-            f"process(es), {args.generators} generator(s), load {args.seconds:.0f} s, "
+            f"process(es){' (table affinity)' if args.affinity else ''}, "
+            f"{args.generators} generator(s), load {args.seconds:.0f} s, "
             f"idle {args.idle_seconds:.0f} s; load average {os.getloadavg()[0]:.1f}"
         )
         print(f"baseline redis PING p50/p99: {_pct(pings, 0.5):.2f} / {_pct(pings, 0.99):.2f} ms")
+        reads = sum(r["reads"] for r in reports)
         print(
             f"actions/s {actions / args.seconds:.0f} (target {tables / PERIOD_S:.0f}); "
-            f"errors {len(errors)} {sorted(set(errors))}"
+            f"errors {len(errors)} {sorted(set(errors))}; GetTable reads per action "
+            f"{reads / max(1, actions):.2f}"
         )
         a50, a99 = _pct(latencies, 0.5), _pct(latencies, 0.99)
         f50, f99 = _pct(fanout, 0.5), _pct(fanout, 0.99)
@@ -507,6 +548,11 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=10.0)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--generators", type=int, default=2)
+    parser.add_argument(
+        "--affinity",
+        action="store_true",
+        help="route all of a table's players to one process (default: spread over them)",
+    )
     parser.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tables", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)

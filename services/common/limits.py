@@ -8,11 +8,13 @@ What is limited (each limit is a setting, see docs/api.md "Rate limits"):
 - concurrent server streams (``WatchTable``, ``WatchQueue``) per player.
 
 A refusal is ``RESOURCE_EXHAUSTED`` ``RATE_LIMITED`` (or ``TOO_MANY_STREAMS``) with a
-``google.rpc.RetryInfo`` saying when to retry. Counters use the sliding-window-counter
-strategy of the maintained ``limits`` library; every counter is one key (or a pair in one
-hash slot, braces added by the library), so the same code runs on one node and on a Redis
-Cluster. The limiter fails open: if Redis cannot be reached, calls are not refused for it
-(the call itself will say what is wrong), and a warning is logged.
+``google.rpc.RetryInfo`` saying when to retry. Logins and grants are counted in Redis on
+every call with the sliding-window-counter strategy of the maintained ``limits`` library;
+player calls, the per-RPC path, with the same estimate counted in the process and shared in
+batches (:mod:`services.common.shared_rates`). Every counter is one key (or a pair in one
+hash slot), so the same code runs on one node and on a Redis Cluster. The limiter fails
+open: if Redis cannot be reached, calls are not refused for it (the call itself will say
+what is wrong), and a warning is logged.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
 from services.common.redis_client import async_client, is_cluster_url, node_url
 from services.common.settings import Settings
+from services.common.shared_rates import SharedRates
 from services.common.validation import request_type
 
 KEY_PREFIX: Final = "kishpa:limits"
@@ -126,11 +129,24 @@ class Limiter:
                 connection_pool=self.redis.connection_pool,
             )
         self._windows = SlidingWindowCounterRateLimiter(storage)
+        self._rates = SharedRates(self.redis, f"{config.key_prefix}:rate")
         self.config = config
 
     async def close(self) -> None:
-        """Close the connections."""
+        """Share the pending counts and close the connections."""
+        await self._rates.close()
         await self.redis.aclose()
+
+    def hit_player(self, item: RateLimitItem, player_id: str, family: str) -> None:
+        """Count one of a player's calls (the per-call path: no Redis round trip, see
+        :mod:`services.common.shared_rates`); refuse it (``RATE_LIMITED``) when exhausted."""
+        retry = self._rates.hit(item, f"{{{hashed(player_id)}}}:{family}")
+        if retry is not None:
+            raise ResourceExhausted(
+                "RATE_LIMITED",
+                f"too many requests ({item}); retry later",
+                retry_after_s=round(retry, 3),
+            )
 
     async def hit(self, item: RateLimitItem, *identifiers: str) -> None:
         """Count one call; refuse it (``RATE_LIMITED``) when ``item`` is exhausted."""
@@ -271,7 +287,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
                     return
                 caller = current_caller()
                 if isinstance(caller, Player):
-                    await limiter.hit(item, "player", hashed(caller.player_id), family)
+                    limiter.hit_player(item, caller.player_id, family)
             except ResourceExhausted as exc:
                 _log.info("rpc.rate_limited", method=method, reason=exc.reason)
                 await abort_with(context, exc)

@@ -147,8 +147,7 @@ def test_a_guest_plays_a_round_against_three_bots_in_chromium(web_stack: WebStac
     expected = {
         entry_id.decode()
         for entry_id, fields in stream
-        if fields[b"type"].decode() in ALWAYS_LOGGED
-        and _stream_order(entry_id.decode()) <= last
+        if fields[b"type"].decode() in ALWAYS_LOGGED and _stream_order(entry_id.decode()) <= last
     }
     logged = {e["id"] for e in result["log"] if e["kind"] in ALWAYS_LOGGED}
     assert len(expected) > 10
