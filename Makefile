@@ -77,7 +77,8 @@ CLUSTER_SUITES ?= tests/integration/tables tests/integration/test_table_store.py
 	tests/integration/test_table_load_script.py tests/integration/test_table_watch_settlement.py \
 	tests/integration/test_table_replicas.py tests/integration/test_table_settlement.py \
 	tests/integration/test_workers_outbox.py tests/integration/test_workers_table_e2e.py tests/integration/test_matchmaking_service.py \
-	tests/integration/test_shared_rates.py tests/integration/test_matchmaking_sdk.py tests/integration/test_hand_table_matchmaking.py
+	tests/integration/test_shared_rates.py tests/integration/test_matchmaking_sdk.py tests/integration/test_hand_table_matchmaking.py \
+	tests/integration/test_matchmaking_slots.py tests/integration/test_matchmaking_stakes.py
 # The TypeScript contract check decodes messages; it says nothing about Redis.
 CLUSTER_PYTEST_ARGS ?= --ignore=tests/integration/tables/test_ts_contract.py
 

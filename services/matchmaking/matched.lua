@@ -1,16 +1,17 @@
 --[[
-matched.lua: seat a formed group: every ticket becomes "matched" with its table and seat,
-each player's table is recorded, and watchers are told. Idempotent: a group no longer
-forming (already seated) changes nothing.
+matched.lua: seat a formed group, in its queue's slot: every ticket becomes "matched" with
+its table and seat, and watchers are told. Idempotent: a group no longer forming (already
+seated) changes nothing. The caller has recorded each player's table (his own slot) before,
+so a watcher told "matched" finds his table with GetMyTable, and releases each player's
+reservation after.
 
 KEYS[1]  forming zset
 KEYS[2]  group hash
-then for each of the N players, in seat order: ticket hash, active ticket key, player table key
+then the N ticket hashes, in seat order
 
 ARGV[1]  group id     ARGV[2]  table id     ARGV[3]  N
-ARGV[4]  player-table ttl s                ARGV[5]  game
-ARGV[6]  ticket channel prefix
-then the N ticket ids, then the N player ids
+ARGV[4]  ticket channel prefix
+then the N ticket ids
 
 Returns 1 when seated now, 0 when the group was already seated.
 ]]
@@ -20,16 +21,9 @@ if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
 end
 local n = tonumber(ARGV[3])
 for i = 1, n do
-  local tid = ARGV[6 + i]
-  local player = ARGV[6 + n + i]
-  local base = 2 + 3 * (i - 1)
-  redis.call('HSET', KEYS[base + 1], 'state', 'matched', 'table_id', ARGV[2], 'seat', i - 1)
-  if redis.call('GET', KEYS[base + 2]) == tid then
-    redis.call('DEL', KEYS[base + 2])
-  end
-  local where = cjson.encode({table_id = ARGV[2], seat = i - 1, game = ARGV[5]})
-  redis.call('SET', KEYS[base + 3], where, 'EX', ARGV[4])
-  redis.call('PUBLISH', ARGV[6] .. tid, 'matched')
+  local tid = ARGV[4 + i]
+  redis.call('HSET', KEYS[2 + i], 'state', 'matched', 'table_id', ARGV[2], 'seat', i - 1)
+  redis.call('PUBLISH', ARGV[4] .. tid, 'matched')
 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[2])

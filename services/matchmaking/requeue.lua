@@ -1,6 +1,7 @@
 --[[
 requeue.lua: put a group whose table could not be created back at the front of its queue,
-in its original order, waiting again. Idempotent: a group no longer forming changes nothing.
+in its original order, waiting again, all in the queue's slot (the players keep their
+reservations). Idempotent: a group no longer forming changes nothing.
 
 KEYS[1]  forming zset     KEYS[2]  group hash     KEYS[3]  queue list     KEYS[4]  expiring zset
 then the N ticket hashes, in the group's order

@@ -33,8 +33,9 @@ from services.matchmaking.store import MatchStore
 
 SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
 KEY_PREFIX_ENV = "KISHPA_MATCHMAKING_KEY_PREFIX"
-"""Where this service's Redis keys live (default ``kishpa:{mm}``; keep one hash tag in it).
-Test stacks sharing one Redis give each its own."""
+"""Where this service's Redis keys live (default ``kishpa:mm``; no hash tag in it: the keys
+carry one per queue and per player, see ``keys.py``). Test stacks sharing one Redis give
+each its own."""
 REDIS_CONNECTIONS = 256
 """Commands and WatchQueue subscriptions share this pool; callers beyond it wait."""
 

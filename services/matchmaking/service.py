@@ -22,6 +22,7 @@ import structlog
 
 from kishpa.table.v1 import table_pb2
 from services.common.errors import (
+    Aborted,
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
@@ -35,6 +36,7 @@ from services.common.settings import DEFAULT_STAKES
 from services.common.validation import request_fingerprint
 from services.matchmaking import codes, metrics
 from services.matchmaking.gateways import SeatedPlayer, TableGateway
+from services.matchmaking.keys import Queue
 from services.matchmaking.notify import TicketNotifier
 from services.matchmaking.store import (
     CANCELLED,
@@ -43,6 +45,7 @@ from services.matchmaking.store import (
     MATCHED,
     WAITING,
     MatchStore,
+    Reservation,
     Seating,
     Ticket,
 )
@@ -55,6 +58,10 @@ SEAT_RANGE = (2, 4)
 MAX_REQUEST_ID = 128
 MAX_CLIENT_SEED = 64
 """Longest client seed (the table service's limit: checked here so a group never fails)."""
+ENDED = (MATCHED, CANCELLED, EXPIRED)
+"""Ticket states that never change again: their reservation may be given back."""
+JOIN_ATTEMPTS = 5
+"""Reservations a join looks past (each one's ticket found ended) before it gives up."""
 
 
 def now_ms() -> int:
@@ -149,7 +156,7 @@ class Matchmaking:
 
     # ---- quick match ---------------------------------------------------------------------
 
-    def _check_queue(self, game: str, seats: int, stake: int) -> None:
+    def _check_queue(self, game: str, seats: int, stake: int) -> Queue:
         if game not in GAMES:
             raise InvalidArgument("UNKNOWN_GAME", f"game must be one of {', '.join(GAMES)}")
         low, high = SEAT_RANGE
@@ -159,6 +166,16 @@ class Matchmaking:
         if stake not in stakes:
             offered = ", ".join(str(s) for s in stakes)
             raise InvalidArgument("BAD_STAKE", f"stake must be one of: {offered}")
+        return Queue(game, seats, stake)
+
+    def _offered_queues(self) -> set[Queue]:
+        low, high = SEAT_RANGE
+        return {
+            Queue(game, seats, stake)
+            for game in GAMES
+            for seats in range(low, high + 1)
+            for stake in self.config.stakes.get(game, (1,))
+        }
 
     async def join_queue(
         self,
@@ -173,8 +190,15 @@ class Matchmaking:
     ) -> QueueState:
         """Queue the player (one queue at a time). A player seated at a live table is sent
         back to it: his answer is a matched ticket naming that table. ``name`` and
-        ``client_seed`` go to the table he is matched to."""
-        self._check_queue(game, seats, stake)
+        ``client_seed`` go to the table he is matched to.
+
+        Two steps in two slots: first the player's reservation (his slot, with the request
+        id), then the ticket in the queue (the queue's slot), made from the reservation.
+        Whoever finds a reservation whose ticket is not made yet makes it (a retry, or the
+        player's next request after this process died); a reservation is given back only
+        once its ticket has ended, so a player never waits in two queues.
+        """
+        queue = self._check_queue(game, seats, stake)
         rid = _request_id(request_id)
         _client_seed(client_seed)
         await self._only_used_for(player_id, "join", rid)
@@ -194,32 +218,75 @@ class Matchmaking:
                 now,
             )
             return QueueState(ticket, 0)
-        now = self.clock()
-        ticket_id = secrets.token_hex(10)
-        # Before the ticket exists: a group popped by anyone from then on finds it.
-        await self.store.save_profile(
-            ticket_id, name, client_seed, self.config.ticket_ttl_s + self.config.seating_ttl_s
-        )
-        outcome = await self.store.join(
-            ticket_id=ticket_id,
-            player_id=player_id,
-            game=game,
-            seats=seats,
-            stake=stake,
-            now_ms=now,
-            expire_ms=now + self.config.ticket_ttl_s * 1000,
-            group_id=secrets.token_hex(10),
-            request_id=rid,
-        )
-        if outcome.kind == "replay":
-            first = await self.store.ticket(outcome.ticket_id)
-            if first is not None and (first.game, first.seats, first.stake) != (game, seats, stake):
-                raise _reused()
+        for _ in range(JOIN_ATTEMPTS):
+            now = self.clock()
+            mine = Reservation(
+                queue.new_id(),
+                queue,
+                player_id,
+                now,
+                now + self.config.ticket_ttl_s * 1000,
+                name,
+                client_seed,
+            )
+            claim = await self.store.claim(mine, rid)
+            if claim.kind == "claimed":
+                await self._register(queue)
+                await self._make_ticket(mine, request_id=rid)
+                return await self.queue_state(player_id, mine.ticket_id)
+            if claim.kind == "replay":
+                if claim.asked != queue:
+                    raise _reused()
+                if claim.reservation is not None:
+                    # The first call may have died between its two steps: finish it.
+                    await self._make_ticket(claim.reservation)
+                return await self.queue_state(player_id, claim.ticket_id)
+            held = claim.reservation
+            assert held is not None  # "active" always carries the reservation
+            if await self._make_ticket(held) in (WAITING, FORMING):
+                answer = await self.store.remember_ticket(player_id, rid, held.ticket_id, queue)
+                if answer == held.ticket_id:
+                    return await self.queue_state(player_id, answer)
+            # Its ticket has ended (and _make_ticket gave the reservation back), or a
+            # concurrent call with this request id answered first: look again.
+        raise Aborted("QUEUE_BUSY", "your queue ticket changed too often meanwhile; retry")
+
+    async def _register(self, queue: Queue) -> None:
+        # Best effort: this replica's own sweeper visits the queue anyway (its settings
+        # offer it); the registry is for replicas whose settings do not.
+        try:
+            await self.store.register_queue(queue)
+        except Exception:
+            log.warning("matchmaking.register_queue_failed", queue=queue.name, exc_info=True)
+
+    async def _make_ticket(self, reservation: Reservation, *, request_id: str = "") -> str:
+        """Make (or find) a reservation's ticket and seat the group it completes; returns
+        the ticket's state. A ticket that has ended gives its reservation back. With
+        ``request_id`` (the caller reserved just now), a failure gives the join up first:
+        the ticket is made never to exist and the reservation and the answer are dropped,
+        unless the ticket was made after all (then a retry finds it)."""
+        try:
+            outcome = await self.store.join(reservation, self.clock())
+        except Exception:
+            if request_id:
+                await self._give_up(reservation, request_id)
+            raise
         if outcome.kind in ("waiting", "formed"):
             metrics.TICKETS.labels("queued").inc()
         if outcome.kind == "formed":
             await self.seat_group(outcome.group_id)
-        return await self.queue_state(player_id, outcome.ticket_id)
+        if outcome.state in ENDED:
+            await self.store.release(reservation.player_id, reservation.ticket_id)
+        return outcome.state
+
+    async def _give_up(self, reservation: Reservation, request_id: str) -> None:
+        try:
+            outcome = await self.store.join(reservation, self.clock(), abort=True)
+            if outcome.kind == "ended":
+                await self.store.release(reservation.player_id, reservation.ticket_id, request_id)
+        except Exception:
+            # Left as it is, the reservation is finished (or expired) by the next request.
+            log.warning("matchmaking.give_up_failed", ticket_id=reservation.ticket_id)
 
     async def queue_state(self, player_id: str, ticket_id: str) -> QueueState:
         """The player's own ticket and its queue's length (NOT_FOUND for anyone else's)."""
@@ -228,7 +295,7 @@ class Matchmaking:
             raise NotFound("TICKET_NOT_FOUND", "no such ticket")
         waiting = 0
         if ticket.state in (WAITING, FORMING):
-            waiting = await self.store.waiting_count(ticket.game, ticket.seats, ticket.stake)
+            waiting = await self.store.waiting_count(ticket.queue)
             waiting = max(waiting, 1) if ticket.state == WAITING else waiting
         return QueueState(ticket, waiting)
 
@@ -236,6 +303,8 @@ class Matchmaking:
         """Leave the queue. A ticket already matched (or being seated) is refused."""
         state = await self.queue_state(player_id, ticket_id)
         after = await self.store.leave(state.ticket, CANCELLED, self.clock(), only_if_due=False)
+        if after in ENDED:
+            await self.store.release(player_id, ticket_id)
         if after in (MATCHED, FORMING):
             raise FailedPrecondition(
                 "TICKET_MATCHED", "too late to cancel: a table was found for you"
@@ -311,34 +380,70 @@ class Matchmaking:
                 # A refusal would repeat on every retry: the players wait again instead.
                 await self.store.requeue_group(group)
             return False
-        seated = await self.store.seat_group(group, created.table_id, self.config.seating_ttl_s)
+        # Each player's table first (his slot), so whoever is told "matched" finds it.
+        for seat, player in enumerate(group.players):
+            seating = Seating(created.table_id, seat, group.game)
+            await self.store.remember_seating(player, seating, self.config.seating_ttl_s)
+        seated = await self.store.seat_group(group, created.table_id)
         if seated:
+            # Not when another call seated (or requeued) the group: requeued tickets wait
+            # again and keep their reservations; the seater releases its own.
+            for ticket_id, player in zip(group.tickets, group.players, strict=True):
+                await self.store.release(player, ticket_id)
             metrics.TABLES_FORMED.labels(str(group.seats)).inc()
             metrics.TICKETS.labels("matched").inc(len(group.tickets))
             log.info("matchmaking.table_formed", table_id=created.table_id, players=group.players)
         return seated
 
     async def sweep(self) -> tuple[int, int]:
-        """One pass of housekeeping: expire overdue tickets and retry stuck groups.
+        """One pass of housekeeping over every queue (those the settings offer and any
+        joined before): expire overdue tickets and retry stuck groups.
 
         Returns (tickets expired, groups seated). Safe on every replica at once: each
-        step is a script that acts only on what is still due.
+        step is a script that acts only on what is still due. A queue (or a player) whose
+        Redis node does not answer is skipped, so the others go on.
         """
         now = self.clock()
-        expired = 0
-        for ticket_id in await self.store.due_tickets(now):
-            ticket = await self.store.ticket(ticket_id)
-            if ticket is None:
-                await self.store.forget_expiring(ticket_id)
+        offered = self._offered_queues()
+        try:
+            offered |= await self.store.known_queues()
+        except Exception:
+            log.warning("matchmaking.known_queues_failed", exc_info=True)
+        queues = sorted(offered)
+        found = await asyncio.gather(
+            *(self.store.overdue(q, now, now - self.config.stale_group_ms) for q in queues),
+            return_exceptions=True,
+        )
+        expired = seated = 0
+        for queue, result in zip(queues, found, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("matchmaking.sweep_queue_failed", queue=queue.name, error=str(result))
                 continue
-            if await self.store.leave(ticket, EXPIRED, now, only_if_due=True) == EXPIRED:
-                expired += 1
-                metrics.TICKETS.labels("expired").inc()
-        seated = 0
-        for group_id in await self.store.stale_groups(now - self.config.stale_group_ms):
-            if await self.seat_group(group_id):
-                seated += 1
+            due, stale = result
+            for ticket_id in due:
+                try:
+                    expired += await self._expire(ticket_id, now)
+                except Exception:
+                    log.warning("matchmaking.expire_failed", ticket_id=ticket_id, exc_info=True)
+            for group_id in stale:
+                try:
+                    seated += await self.seat_group(group_id)
+                except Exception:
+                    log.warning("matchmaking.seat_failed", group_id=group_id, exc_info=True)
         return expired, seated
+
+    async def _expire(self, ticket_id: str, now: int) -> int:
+        ticket = await self.store.ticket(ticket_id)
+        if ticket is None:
+            await self.store.forget_expiring(ticket_id)
+            return 0
+        after = await self.store.leave(ticket, EXPIRED, now, only_if_due=True)
+        if after in ENDED:
+            await self.store.release(ticket.player_id, ticket_id)
+        if after != EXPIRED:
+            return 0
+        metrics.TICKETS.labels("expired").inc()
+        return 1
 
     async def run_sweeper(self, stop: asyncio.Event, interval_s: float = 1.0) -> None:
         """Sweep every ``interval_s`` until ``stop`` is set (errors are logged, not fatal)."""

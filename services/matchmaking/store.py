@@ -1,7 +1,9 @@
-"""The matchmaking state in Redis: tickets, queues, forming groups, invite codes.
+"""The matchmaking state in Redis: reservations, tickets, queues, forming groups, invites.
 
-Every move of a ticket between states is one Lua script (see the ``*.lua`` headers), so
-concurrent joins, cancels, expiries and seatings never lose or duplicate a player.
+Every move of a ticket between states is one Lua script in its queue's slot, and every
+change of a player's reservation one in his slot (see the ``*.lua`` headers and
+:mod:`services.matchmaking.keys`), so concurrent joins, cancels, expiries and seatings never
+lose or duplicate a player.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from services.matchmaking.keys import Keys
+from services.matchmaking.keys import Keys, Queue, queue_of
 
 WAITING = "waiting"
 FORMING = "forming"
@@ -66,13 +68,54 @@ class Ticket:
             expire_ms=int(data["expire_ms"]),
         )
 
+    @property
+    def queue(self) -> Queue:
+        """The queue the ticket waits (or waited) in."""
+        return Queue(self.game, self.seats, self.stake)
+
 
 @dataclass(frozen=True, slots=True)
-class JoinOutcome:
-    """What the join script did: ``kind`` is replay, existing, waiting or formed."""
+class Reservation:
+    """A player's hold on one queue at a time (his slot), and everything that makes its
+    ticket (the queue's slot): whoever finds it may make that ticket, once."""
+
+    ticket_id: str
+    queue: Queue
+    player_id: str
+    created_ms: int
+    expire_ms: int
+    name: str = ""
+    client_seed: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What claim.lua found: ``kind`` is claimed, replay or active.
+
+    ``reservation`` is the player's reservation when it holds ``ticket_id`` (always for
+    claimed and active; for a replay only while that ticket's reservation is held).
+    """
 
     kind: str
     ticket_id: str
+    reservation: Reservation | None
+    asked: Queue | None = None
+    """For a replay: the queue the answered request asked for."""
+
+
+def _answer(ticket_id: str, asked: Queue) -> str:
+    """What a join request's id remembers: the ticket, and the queue asked for (an answer
+    may name a ticket of another queue, the one the player already waited in)."""
+    return f"{ticket_id} {asked.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class JoinOutcome:
+    """What join.lua did: ``kind`` is exists, ended, waiting or formed; ``state`` is the
+    ticket's state afterwards (for exists and ended) and ``group_id`` the popped group."""
+
+    kind: str
+    state: str
     group_id: str = ""
 
 
@@ -88,6 +131,11 @@ class Group:
     stake: int
     created_ms: int
 
+    @property
+    def queue(self) -> Queue:
+        """The queue the group was popped from."""
+        return Queue(self.game, self.seats, self.stake)
+
 
 @dataclass(frozen=True, slots=True)
 class Seating:
@@ -99,96 +147,167 @@ class Seating:
 
 
 class MatchStore:
-    """Redis adapter of the matchmaking service (redis-py asyncio, registered scripts)."""
+    """Redis adapter of the matchmaking service (redis-py asyncio, registered scripts).
+
+    Each method touches one slot: a queue's (by the ticket or group id, which names its
+    queue) or a player's; the order of the steps across slots is the use cases' business.
+    """
 
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis = redis
         self.keys = keys or Keys()
+        self._claim = redis.register_script(_load_script("claim.lua"))
+        self._release = redis.register_script(_load_script("release.lua"))
         self._join = redis.register_script(_load_script("join.lua"))
         self._matched = redis.register_script(_load_script("matched.lua"))
         self._requeue = redis.register_script(_load_script("requeue.lua"))
         self._leave = redis.register_script(_load_script("leave.lua"))
 
-    # ---- queue -------------------------------------------------------------------------
+    # ---- the queues ----------------------------------------------------------------------
 
-    async def save_profile(self, ticket_id: str, name: str, client_seed: str, ttl_s: int) -> None:
-        """Remember the name and client seed of a ticket's player (read when seating)."""
-        key = self.keys.profile(ticket_id)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"name": name, "client_seed": client_seed})
-            pipe.expire(key, ttl_s)
-            await pipe.execute()
+    async def register_queue(self, queue: Queue) -> None:
+        """Remember that ``queue`` was used, so sweepers visit it whatever their settings."""
+        await self.redis.sadd(self.keys.queues(), queue.name)
+
+    async def known_queues(self) -> set[Queue]:
+        """Every queue ever registered."""
+        names = await self.redis.smembers(self.keys.queues())
+        found = (Queue.parse_name(_text(n)) for n in names)
+        return {q for q in found if q is not None}
+
+    async def waiting_count(self, queue: Queue) -> int:
+        """Players waiting now in one queue."""
+        return int(await self.redis.llen(self.keys.queue(queue)))
+
+    async def overdue(
+        self, queue: Queue, now_ms: int, stale_before_ms: int, limit: int = 100
+    ) -> tuple[list[str], list[str]]:
+        """A queue's waiting tickets whose expiry has passed, and its groups popped before
+        ``stale_before_ms`` and still not seated (their seater died): one round trip."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zrangebyscore(self.keys.expiring(queue), "-inf", now_ms, 0, limit)
+            pipe.zrangebyscore(self.keys.forming(queue), "-inf", stale_before_ms, 0, limit)
+            due, stale = await pipe.execute()
+        return [_text(i) for i in due], [_text(i) for i in stale]
+
+    # ---- a player's reservation (his slot) -----------------------------------------------
+
+    async def claim(self, reservation: Reservation, request_id: str) -> Claim:
+        """Reserve the player's one queue for ``reservation`` unless the request id was
+        answered before or he holds another reservation (see claim.lua)."""
+        k, r = self.keys, reservation
+        result: list[Any] = await self._claim(
+            keys=[k.active_ticket(r.player_id), k.request(r.player_id, "join:" + request_id)],
+            args=[
+                r.ticket_id,
+                r.created_ms,
+                r.expire_ms,
+                r.name,
+                r.client_seed,
+                REQUEST_TTL_S,
+                TICKET_TTL_S,
+                _answer(r.ticket_id, r.queue),
+            ],
+        )
+        parts = [_text(v) for v in result]
+        kind, ticket_id = parts[0], parts[1]
+        asked = None
+        if kind == "replay":
+            ticket_id, _, name = ticket_id.partition(" ")
+            asked = Queue.parse_name(name)
+        held = None
+        queue = queue_of(ticket_id)
+        if len(parts) == 6 and queue is not None:
+            held = Reservation(
+                ticket_id, queue, r.player_id, int(parts[2]), int(parts[3]), parts[4], parts[5]
+            )
+        return Claim(kind, ticket_id, held, asked)
+
+    async def release(self, player_id: str, ticket_id: str, request_id: str = "") -> bool:
+        """Give back the player's reservation if it still holds ``ticket_id`` (and forget
+        ``request_id``'s answer if it is that ticket: a join given up was never answered)."""
+        keys, args = [self.keys.active_ticket(player_id)], [ticket_id]
+        queue = queue_of(ticket_id)
+        if request_id and queue is not None:
+            keys.append(self.keys.request(player_id, "join:" + request_id))
+            args.append(_answer(ticket_id, queue))
+        return bool(await self._release(keys=keys, args=args))
+
+    async def remember_ticket(
+        self, player_id: str, request_id: str, ticket_id: str, asked: Queue
+    ) -> str:
+        """Answer a join request (for queue ``asked``) with ``ticket_id`` unless it was
+        answered before; returns the ticket id of the answer that stands."""
+        key = self.keys.request(player_id, "join:" + request_id)
+        if await self.redis.set(key, _answer(ticket_id, asked), ex=REQUEST_TTL_S, nx=True):
+            return ticket_id
+        first = await self.redis.get(key)
+        return ticket_id if first is None else _text(first).partition(" ")[0]
+
+    # ---- tickets (their queue's slot) ----------------------------------------------------
+
+    async def join(
+        self, reservation: Reservation, now_ms: int, *, abort: bool = False
+    ) -> JoinOutcome:
+        """Make the reserved ticket and queue it, popping a group if one is full; or, with
+        ``abort``, make sure it never will be. Idempotent (see join.lua)."""
+        k, r, q = self.keys, reservation, reservation.queue
+        group_id = q.new_id()
+        result: list[Any] = await self._join(
+            keys=[
+                k.queue(q),
+                k.ticket(q, r.ticket_id),
+                k.expiring(q),
+                k.forming(q),
+                k.group(q, group_id),
+            ],
+            args=[
+                r.ticket_id,
+                r.player_id,
+                q.game,
+                q.seats,
+                q.stake,
+                r.created_ms,
+                r.expire_ms,
+                now_ms,
+                group_id,
+                k.ticket_prefix(q),
+                TICKET_TTL_S,
+                r.name,
+                r.client_seed,
+                "abort" if abort else "join",
+            ],
+        )
+        kind, detail = (_text(v) for v in result)
+        if kind == "formed":
+            return JoinOutcome(kind, FORMING, detail)
+        return JoinOutcome(kind, WAITING if kind == "waiting" else detail)
+
+    async def ticket(self, ticket_id: str) -> Ticket | None:
+        """The stored ticket, or None (also for an id that names no queue)."""
+        queue = queue_of(ticket_id)
+        if queue is None:
+            return None
+        raw = await self.redis.hgetall(self.keys.ticket(queue, ticket_id))
+        return Ticket.from_hash(ticket_id, raw) if raw else None
 
     async def profiles(self, ticket_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(name, client seed) of each ticket's player, empty strings when unknown."""
         out = []
         for ticket_id in ticket_ids:
-            raw = await self.redis.hgetall(self.keys.profile(ticket_id))
-            data = {_text(k): _text(v) for k, v in raw.items()}
-            out.append((data.get("name", ""), data.get("client_seed", "")))
+            queue = queue_of(ticket_id)
+            name, seed = None, None
+            if queue is not None:
+                key = self.keys.ticket(queue, ticket_id)
+                name, seed = await self.redis.hmget(key, ["name", "client_seed"])
+            out.append(("" if name is None else _text(name), "" if seed is None else _text(seed)))
         return out
-
-    async def join(
-        self,
-        *,
-        ticket_id: str,
-        player_id: str,
-        game: str,
-        seats: int,
-        stake: int,
-        now_ms: int,
-        expire_ms: int,
-        group_id: str,
-        request_id: str,
-    ) -> JoinOutcome:
-        """Queue a ticket (or find the player's existing one); pop a group if one is full."""
-        k = self.keys
-        result: list[Any] = await self._join(
-            keys=[
-                k.queue(game, seats, stake),
-                k.ticket(ticket_id),
-                k.active_ticket(player_id),
-                k.expiring(),
-                k.forming(),
-                k.group(group_id),
-                k.request(player_id, "join:" + request_id),
-            ],
-            args=[
-                ticket_id,
-                player_id,
-                game,
-                seats,
-                stake,
-                now_ms,
-                expire_ms,
-                group_id,
-                k.ticket_prefix(),
-                REQUEST_TTL_S,
-                TICKET_TTL_S,
-            ],
-        )
-        parts = [_text(v) for v in result]
-        return JoinOutcome(parts[0], parts[1], parts[2] if len(parts) > 2 else "")
-
-    async def ticket(self, ticket_id: str) -> Ticket | None:
-        """The stored ticket, or None."""
-        raw = await self.redis.hgetall(self.keys.ticket(ticket_id))
-        return Ticket.from_hash(ticket_id, raw) if raw else None
-
-    async def waiting_count(self, game: str, seats: int, stake: int) -> int:
-        """Players waiting now in one queue."""
-        return int(await self.redis.llen(self.keys.queue(game, seats, stake)))
 
     async def leave(self, ticket: Ticket, new_state: str, now_ms: int, *, only_if_due: bool) -> str:
         """Take a waiting ticket out of its queue; returns the state it has afterwards."""
-        k = self.keys
+        k, q = self.keys, ticket.queue
         result: list[Any] = await self._leave(
-            keys=[
-                k.ticket(ticket.ticket_id),
-                k.active_ticket(ticket.player_id),
-                k.expiring(),
-                k.queue(ticket.game, ticket.seats, ticket.stake),
-            ],
+            keys=[k.ticket(q, ticket.ticket_id), k.expiring(q), k.queue(q)],
             args=[
                 ticket.ticket_id,
                 new_state,
@@ -199,20 +318,20 @@ class MatchStore:
         )
         return _text(result[1])
 
-    async def due_tickets(self, now_ms: int, limit: int = 100) -> list[str]:
-        """Waiting tickets whose expiry has passed."""
-        ids = await self.redis.zrangebyscore(self.keys.expiring(), "-inf", now_ms, 0, limit)
-        return [_text(i) for i in ids]
-
     async def forget_expiring(self, ticket_id: str) -> None:
         """Drop an index entry whose ticket no longer exists."""
-        await self.redis.zrem(self.keys.expiring(), ticket_id)
+        queue = queue_of(ticket_id)
+        if queue is not None:
+            await self.redis.zrem(self.keys.expiring(queue), ticket_id)
 
-    # ---- groups ------------------------------------------------------------------------
+    # ---- groups (their queue's slot) -----------------------------------------------------
 
     async def group(self, group_id: str) -> Group | None:
         """A forming group, or None once it was seated or requeued."""
-        raw = await self.redis.hgetall(self.keys.group(group_id))
+        queue = queue_of(group_id)
+        if queue is None:
+            return None
+        raw = await self.redis.hgetall(self.keys.group(queue, group_id))
         if not raw:
             return None
         data = {_text(k): _text(v) for k, v in raw.items()}
@@ -226,71 +345,63 @@ class MatchStore:
             created_ms=int(data["created_ms"]),
         )
 
-    async def stale_groups(self, older_than_ms: int, limit: int = 50) -> list[str]:
-        """Groups popped before ``older_than_ms`` and still not seated (their seater died)."""
-        ids = await self.redis.zrangebyscore(self.keys.forming(), "-inf", older_than_ms, 0, limit)
-        return [_text(i) for i in ids]
-
     async def forget_group(self, group_id: str) -> None:
         """Drop a forming index entry whose group hash is gone."""
-        await self.redis.zrem(self.keys.forming(), group_id)
+        queue = queue_of(group_id)
+        if queue is not None:
+            await self.redis.zrem(self.keys.forming(queue), group_id)
 
-    async def seat_group(self, group: Group, table_id: str, seating_ttl_s: int) -> bool:
+    async def seat_group(self, group: Group, table_id: str) -> bool:
         """Mark every ticket of the group matched at ``table_id``; False if already done."""
-        k = self.keys
-        keys = [k.forming(), k.group(group.group_id)]
-        for tid, player in zip(group.tickets, group.players, strict=True):
-            keys += [k.ticket(tid), k.active_ticket(player), k.player_table(player)]
+        k, q = self.keys, group.queue
+        tickets = group.tickets
         done = await self._matched(
-            keys=keys,
-            args=[
-                group.group_id,
-                table_id,
-                len(group.tickets),
-                seating_ttl_s,
-                group.game,
-                k.ticket_channel(""),
-                *group.tickets,
-                *group.players,
-            ],
+            keys=[k.forming(q), k.group(q, group.group_id), *(k.ticket(q, t) for t in tickets)],
+            args=[group.group_id, table_id, len(tickets), k.ticket_channel(""), *tickets],
         )
         return bool(done)
 
     async def requeue_group(self, group: Group) -> bool:
         """Put the group's tickets back at the front of their queue; False if not forming."""
-        k = self.keys
+        k, q = self.keys, group.queue
         done = await self._requeue(
             keys=[
-                k.forming(),
-                k.group(group.group_id),
-                k.queue(group.game, group.seats, group.stake),
-                k.expiring(),
-                *(k.ticket(t) for t in group.tickets),
+                k.forming(q),
+                k.group(q, group.group_id),
+                k.queue(q),
+                k.expiring(q),
+                *(k.ticket(q, t) for t in group.tickets),
             ],
             args=[group.group_id, len(group.tickets), k.ticket_channel(""), *group.tickets],
         )
         return bool(done)
 
-    # ---- where players sit -------------------------------------------------------------
+    # ---- where players sit (their slots) -------------------------------------------------
+
+    def _seating_keys(self, player_id: str) -> list[str]:
+        legacy = self.keys.legacy_player_table(player_id)
+        return [self.keys.player_table(player_id), *([legacy] if legacy else [])]
 
     async def seating(self, player_id: str) -> Seating | None:
         """The table the player was last seated at (by matchmaking), if remembered."""
-        raw = await self.redis.get(self.keys.player_table(player_id))
-        if raw is None:
-            return None
-        data = json.loads(raw)
-        return Seating(str(data["table_id"]), int(data["seat"]), str(data["game"]))
+        for key in self._seating_keys(player_id):
+            raw = await self.redis.get(key)
+            if raw is not None:
+                data = json.loads(raw)
+                return Seating(str(data["table_id"]), int(data["seat"]), str(data["game"]))
+        return None
 
     async def remember_seating(self, player_id: str, seating: Seating, ttl_s: int) -> None:
-        """Record where a player sits (private tables; the queue does it in its script)."""
+        """Record where a player sits."""
         value = {"table_id": seating.table_id, "seat": seating.seat, "game": seating.game}
         await self.redis.set(self.keys.player_table(player_id), json.dumps(value), ex=ttl_s)
 
     async def forget_seating(self, player_id: str, table_id: str) -> None:
         """Forget a closed table (only if it is still the one remembered)."""
-        current = await self.seating(player_id)
-        if current is not None and current.table_id == table_id:
-            await self.redis.delete(self.keys.player_table(player_id))
+        for key in self._seating_keys(player_id):
+            raw = await self.redis.get(key)
+            if raw is not None and json.loads(raw)["table_id"] == table_id:
+                await self.redis.delete(key)
 
     # ---- invite codes and idempotent answers -------------------------------------------
 

@@ -57,7 +57,7 @@ async def test_hand_players_queue_apart_and_sit_at_a_started_hand_table(
         "token_secret": secrets.token_urlsafe(48),
         "service_secret": secrets.token_urlsafe(48),
     }
-    prefix = f"kishpa:{{mm-hand-{uuid.uuid4().hex[:12]}}}"
+    prefix = f"kishpa:mm-hand-{uuid.uuid4().hex[:12]}"
     table_settings = load_settings(
         "table", redis_url=redis_url, grpc_port=0, metrics_port=0, **secrets_env
     )

@@ -107,7 +107,7 @@ async def tables_made(redis: Redis, prefix: str) -> AsyncIterator[set[str]]:
 
 @pytest.fixture
 def prefix() -> str:
-    return f"kishpa:{{mm-sdk-{uuid.uuid4().hex[:12]}}}"
+    return f"kishpa:mm-sdk-{uuid.uuid4().hex[:12]}"
 
 
 async def start_table(env: dict[str, Any], port: int) -> TableServer:

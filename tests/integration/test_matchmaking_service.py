@@ -82,7 +82,7 @@ async def redis(redis_url: str) -> AsyncIterator[Redis]:
 
 @pytest.fixture
 def prefix() -> str:
-    return f"kishpa:{{mm-test-{uuid.uuid4().hex[:12]}}}"
+    return f"kishpa:mm-test-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture
