@@ -52,6 +52,7 @@ from shared import keys
 from shared.phase_record import PhaseRef, parse_phase_record
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
+from workers.outbox import index_unsettled
 from workers.samples import phase_entry, round_record
 from workers.settlement import compute_postings
 from workers.wallet_client import WalletClient
@@ -209,8 +210,10 @@ def _run(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
             tables.append(table)
             start = (len(tables) * 4) % len(players)
             seated = [players[(start + i) % len(players)] for i in range(4)]
-            entry = phase_entry(table, 1, "start", round_record(seated), _now_ms())
+            created = _now_ms()
+            entry = phase_entry(table, 1, "start", round_record(seated), created)
             client.hset(keys.outbox(table), "1:start", entry)
+            index_unsettled(client, table, created)  # as the table service's commit does
             sender.send_task(
                 "kishpa.settle_phase",
                 kwargs={"table_id": table, "round_no": 1, "phase": "start"},
@@ -244,6 +247,7 @@ def _run(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
             for table in tables:
                 for key in (keys.outbox, keys.settled, keys.balances, keys.events):
                     client.delete(key(table))
+                client.zrem(keys.unsettled(table), table)
             client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
             wallet.close()
 
@@ -475,10 +479,9 @@ def _chaos_run(
         delay = began + at - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        record = round_record(seats[table])
-        client.hset(
-            keys.outbox(table), f"1:{phase}", phase_entry(table, 1, phase, record, _now_ms())
-        )
+        record, written = round_record(seats[table]), _now_ms()
+        client.hset(keys.outbox(table), f"1:{phase}", phase_entry(table, 1, phase, record, written))
+        index_unsettled(client, table, written)  # as the table service's commit does
         sender.send_task(
             "kishpa.settle_phase",
             kwargs={"table_id": table, "round_no": 1, "phase": phase},
@@ -506,6 +509,7 @@ def _chaos_run(
     for table in seats:
         for key in (keys.outbox, keys.settled, keys.balances, keys.events):
             client.delete(key(table))
+        client.zrem(keys.unsettled(table), table)
     return {
         "phases": len(refs),
         "worker_kills": kills,

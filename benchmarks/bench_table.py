@@ -299,6 +299,7 @@ async def main(tables: int, seconds: float) -> None:
                     keys.outbox(r.table_id),
                 )
                 await redis.zrem(keys.deadlines(r.table_id), r.table_id)
+                await redis.zrem(keys.unsettled(r.table_id), r.table_id)
         await redis.aclose()
         log.close()
 

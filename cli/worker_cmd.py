@@ -5,7 +5,8 @@
 - ``kishpa worker deadletters [--json]``: the phases settlement refused, newest first;
 - ``kishpa worker release TABLE ROUND PHASE``: take a phase off the dead-letter list (after
   fixing its cause) so the sweeper settles it again;
-- ``kishpa worker sweep``: one sweep of the outboxes now, printing what was enqueued;
+- ``kishpa worker sweep``: rebuild the unsettled index from the outboxes and sweep once,
+  now, printing what was enqueued;
 - ``kishpa beat``: Celery beat, scheduling the sweeper and the wallet reconciliation.
 """
 
@@ -159,14 +160,19 @@ def release_dead_letter(args: argparse.Namespace) -> int:
 
 
 def sweep_now(args: argparse.Namespace) -> int:
-    """Run one sweep in this process and print what it enqueued."""
+    """Rebuild the unsettled index, run one sweep in this process and print what it
+    enqueued (an operator who asks for a sweep gets every unsettled phase, not only the
+    indexed ones)."""
     _operator_logging()
     from workers.config import worker_config
+    from workers.outbox import rebuild_unsettled_index
     from workers.settlement import redis_client
     from workers.sweeper import sweep
 
+    client = redis_client()
+    rebuild_unsettled_index(client)
     refs = sweep(
-        redis_client(),
+        client,
         deadline_s=worker_config().settle_deadline_s,
         now_ms=time.time_ns() // 1_000_000,
     )

@@ -1,21 +1,23 @@
 """Every Redis key of a table, built in one place.
 
 Keys of one table share the hash tag ``{<table_id>}`` so a table lives in one Redis Cluster
-slot and one Lua script may touch all of them atomically. Cross-table indexes (the timer
-index) are sharded, one hash tag per shard, and always rebuildable from the per-table keys.
+slot and one Lua script may touch all of them atomically. Cross-table indexes (the deadline
+index, the unsettled-table index the sweeper reads) are sharded, one hash tag per shard, and
+always rebuildable from the per-table keys, which stay the source of truth.
 """
 
 from __future__ import annotations
 
 PREFIX = "kishpa"
 INDEX_SHARDS = 16
-"""Shards of every cross-table index (deadlines, dead letters), by hash-slot range: shard
+"""Shards of every cross-table index (deadlines, unsettled tables, dead letters), by hash-slot
+range: shard
 ``k`` holds the tables whose slot is in ``[k * 1024, (k + 1) * 1024)`` and its key's hash
 tag is chosen to fall in that range too. On a Redis Cluster, whose masters own contiguous
 slot ranges, a table's index entry therefore lives on its own master (except in the few
 shards whose range straddles two masters): a master that is down stops only its own
-tables' timers. Changing the count re-homes entries: the timers rebuild the deadline index
-every minute; drain dead letters first."""
+tables' timers and sweeps. Changing the count re-homes entries: the timers rebuild the
+deadline index and the sweeper the unsettled index every minute; drain dead letters first."""
 STATE_VERSION = 1
 """The table-state format this code writes. A replica claims deadlines only from the
 indexes of the versions in :data:`READABLE_VERSIONS`, so during a rolling deploy an old
@@ -68,7 +70,8 @@ def balances(table_id: str) -> str:
 
 
 def outbox_pattern() -> str:
-    """SCAN pattern finding every table's outbox (the sweeper's source of truth)."""
+    """SCAN pattern finding every table's outbox: only the slow rebuild of the unsettled
+    index walks it (:func:`unsettled`), never a sweep."""
     return f"{PREFIX}:table:*:outbox"
 
 
@@ -140,3 +143,29 @@ def deadline_shards(versions: tuple[int, ...] = READABLE_VERSIONS) -> list[str]:
 def phase_field(round_no: int, phase: str) -> str:
     """Field name of a round phase in the outbox and settled hashes."""
     return f"{round_no}:{phase}"
+
+
+def unsettled_shard(shard: int) -> str:
+    """Sorted set table_id -> created_ms of the table's earliest unsettled outbox phase, for
+    the tables of one shard: where the sweeper looks instead of SCANning every outbox.
+
+    Only an index: the outbox and settled hashes say what is unsettled. An entry is added
+    (``ZADD LT``, so the score is the earliest phase's) by the commit that writes a phase
+    record: inside ``commit.lua`` on one node; right after it on a cluster, where the shard
+    is in another slot. It leaves when the settlement finds the table with nothing
+    unsettled. The score is a lower bound: settling the earliest phase does not raise it. A
+    missing entry (a table service that died between its commit and the write on a
+    cluster) is put back by the sweeper's periodic SCAN rebuild; a stale one is dropped by
+    the next sweep. A dead-lettered phase keeps its table indexed: it is unsettled.
+    """
+    return f"{PREFIX}:unsettled:{{{shard_tag(shard)}}}"
+
+
+def unsettled(table_id: str) -> str:
+    """The unsettled index key that holds ``table_id``."""
+    return unsettled_shard(shard_of(table_id))
+
+
+def unsettled_shards() -> list[str]:
+    """Every shard of the unsettled index (what a sweep reads)."""
+    return [unsettled_shard(s) for s in range(INDEX_SHARDS)]

@@ -9,7 +9,10 @@ KISHPA_WALLET_ADDR, KISHPA_SERVICE_SECRET, KISHPA_METRICS_PORT) come from
   a task gives its message back well within it (see ``task_budget_s``);
 - ``KISHPA_SETTLE_DEADLINE`` (``5``): seconds a phase may stay unsettled before the sweeper
   enqueues it again;
-- ``KISHPA_SWEEP_INTERVAL`` (``2``): seconds between two sweeps of the outboxes;
+- ``KISHPA_SWEEP_INTERVAL`` (``2``): seconds between two sweeps of the unsettled tables;
+- ``KISHPA_REINDEX_INTERVAL`` (``60``): seconds between two rebuilds of the sweeper's
+  unsettled index from the outboxes (a SCAN), which bounds how long a lost index entry
+  hides its table from the sweeper;
 - ``KISHPA_STALL_AFTER`` (``60``): seconds after which an unsettled phase counts its table
   as stalled (metric, alert, one warning per table);
 - ``KISHPA_RECONCILE_INTERVAL`` (``60``): seconds between two wallet reconciliations (0: off).
@@ -34,6 +37,7 @@ class WorkerConfig:
     visibility_timeout_s: int = 10
     settle_deadline_s: float = 5.0
     sweep_interval_s: float = 2.0
+    reindex_interval_s: float = 60.0
     reconcile_interval_s: float = 60.0
     stall_after_s: float = 60.0
 
@@ -71,6 +75,7 @@ def config_from_settings(settings: Settings) -> WorkerConfig:
         visibility_timeout_s=max(2, int(_float("KISHPA_VISIBILITY_TIMEOUT", 10))),
         settle_deadline_s=_float("KISHPA_SETTLE_DEADLINE", 5.0),
         sweep_interval_s=_float("KISHPA_SWEEP_INTERVAL", 2.0),
+        reindex_interval_s=max(1.0, _float("KISHPA_REINDEX_INTERVAL", 60.0)),
         reconcile_interval_s=_float("KISHPA_RECONCILE_INTERVAL", 60.0),
         stall_after_s=_float("KISHPA_STALL_AFTER", 60.0),
     )

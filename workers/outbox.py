@@ -1,9 +1,12 @@
 """The workers' side of the settlement outbox in Redis (the contract in docs/workers.md).
 
 The table service writes one phase record (``shared.phase_record``) per round phase into the
-table's outbox hash; the workers read it, and once the wallet applied its postings they mark
-it settled, update the table's balances and publish a ``settled`` event in one script
-(``settle.lua``).
+table's outbox hash, and puts the table in the unsettled index (``keys.unsettled``); the
+workers read the record, and once the wallet applied its postings they mark it settled,
+update the table's balances and publish a ``settled`` event in one script (``settle.lua``),
+then take the table out of the index when nothing of it is left unsettled. The sweeper
+finds tables through the index; :func:`rebuild_unsettled_index` (a SCAN, once a minute)
+puts back an entry that was lost.
 """
 
 from __future__ import annotations
@@ -145,14 +148,24 @@ def _pending(table_id: str, outbox_fields: list[Any], raws: list[Any]) -> list[P
     return sorted(pending, key=lambda p: phase_order(p.ref.round_no, p.ref.phase))
 
 
-def pending_phases(client: redis.Redis, table_id: str) -> list[PendingPhase]:
-    """The table's unsettled outbox phases, earliest first (by round, start before end)."""
+def phase_fields(client: redis.Redis, table_id: str) -> tuple[list[Any], list[Any]]:
+    """The field names of the table's outbox and settled hashes (one round trip)."""
     pipe = client.pipeline(transaction=False)
     pipe.hkeys(keys.outbox(table_id))
     pipe.hkeys(keys.settled(table_id))
     outbox_fields, settled_fields = pipe.execute()
+    return outbox_fields, settled_fields
+
+
+def unsettled_fields(outbox_fields: list[Any], settled_fields: list[Any]) -> list[Any]:
+    """The outbox fields without a settlement."""
     settled = {_text(f) for f in settled_fields}
-    unsettled = [f for f in outbox_fields if _text(f) not in settled]
+    return [f for f in outbox_fields if _text(f) not in settled]
+
+
+def pending_phases(client: redis.Redis, table_id: str) -> list[PendingPhase]:
+    """The table's unsettled outbox phases, earliest first (by round, start before end)."""
+    unsettled = unsettled_fields(*phase_fields(client, table_id))
     if not unsettled:
         return []
     raws = client.hmget(keys.outbox(table_id), unsettled)
@@ -164,11 +177,7 @@ def unsettled_earlier_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRe
 
     Settling out of order could pay out a bowl before the contributions that filled it.
     """
-    pipe = client.pipeline(transaction=False)
-    pipe.hkeys(keys.outbox(ref.table_id))
-    pipe.hkeys(keys.settled(ref.table_id))
-    outbox_fields, settled_fields = pipe.execute()
-    return earlier_unsettled(ref, outbox_fields, settled_fields)
+    return earlier_unsettled(ref, *phase_fields(client, ref.table_id))
 
 
 def earlier_unsettled(
@@ -187,13 +196,11 @@ def earlier_unsettled(
     return sorted(earlier, key=lambda r: phase_order(r.round_no, r.phase))
 
 
-def unsettled_later_phases(client: redis.Redis, ref: PhaseRef) -> list[PhaseRef]:
-    """Phases of the same table after ``ref`` not yet settled, earliest first (field names
-    only: one round trip)."""
-    pipe = client.pipeline(transaction=False)
-    pipe.hkeys(keys.outbox(ref.table_id))
-    pipe.hkeys(keys.settled(ref.table_id))
-    outbox_fields, settled_fields = pipe.execute()
+def later_unsettled(
+    ref: PhaseRef, outbox_fields: list[Any], settled_fields: list[Any]
+) -> list[PhaseRef]:
+    """Phases of the same table after ``ref`` not yet settled, earliest first, from the
+    field names of its outbox and settled hashes (:func:`phase_fields`)."""
     settled = {_text(f) for f in settled_fields}
     order = phase_order(ref.round_no, ref.phase)
     later = []
@@ -215,27 +222,84 @@ def table_id_of_outbox(key: bytes | str) -> str:
     return text[start + 1 : end]
 
 
-def pending_tables(
-    client: redis.Redis, *, scan_count: int = 500
-) -> Iterator[tuple[str, list[PendingPhase]]]:
-    """Every table with unsettled outbox phases, and those phases (earliest first).
+def index_unsettled(client: redis.Redis, table_id: str, created_ms: int) -> bool:
+    """Put the table in the unsettled index with its earliest unsettled phase's time
+    (``ZADD LT``: an earlier time already there is kept), as the table service's commit
+    does; True when the table was not indexed before."""
+    return bool(client.zadd(keys.unsettled(table_id), {table_id: created_ms}, lt=True))
 
-    Walks the outboxes with SCAN (never KEYS), one table at a time; field names first, so a
-    long-lived table's records are read only while unsettled.
+
+def _index_score(pending: list[PendingPhase]) -> int:
+    # An unreadable record has no time: 0 makes it due at once (its task dead-letters it).
+    return min(0 if p.created_ms is None else p.created_ms for p in pending)
+
+
+def unindex_settled_table(client: redis.Redis, table_id: str) -> list[PendingPhase]:
+    """Take a table whose phases all looked settled out of the unsettled index; returns the
+    unsettled phases it turns out to have after all (then it stays indexed), usually none.
+
+    The entry goes first, then the outbox is read again: a phase committed meanwhile, whose
+    index write may have come before this removal, puts the table back. (Reading first and
+    removing after could drop the entry of a phase committed in between.)
     """
-    for key in client.scan_iter(match=keys.outbox_pattern(), count=scan_count, _type="HASH"):
-        table_id = table_id_of_outbox(key)
-        pending = pending_phases(client, table_id)
+    client.zrem(keys.unsettled(table_id), table_id)
+    pending = pending_phases(client, table_id)
+    if pending:
+        index_unsettled(client, table_id, _index_score(pending))
+    return pending
+
+
+def indexed_tables(client: redis.Redis, *, before_ms: int | None = None) -> list[tuple[str, float]]:
+    """The tables in the unsettled index, with their scores, oldest first, from every shard
+    (one pipeline); with ``before_ms`` only those with a phase possibly created before it."""
+    # Inclusive: an unreadable record's score 0 is "due for any time" (even ``before_ms=0``).
+    top = "+inf" if before_ms is None else before_ms
+    pipe = client.pipeline(transaction=False)
+    for key in keys.unsettled_shards():
+        pipe.zrangebyscore(key, "-inf", top, withscores=True)
+    found = [(_text(member), float(score)) for shard in pipe.execute() for member, score in shard]
+    return sorted(found, key=lambda entry: entry[1])
+
+
+def pending_tables(
+    client: redis.Redis, *, before_ms: int | None = None
+) -> Iterator[tuple[str, list[PendingPhase]]]:
+    """Every indexed table with unsettled outbox phases, and those phases (earliest first),
+    the tables in the order of their index scores (oldest first).
+
+    Reads the 16 shards of the unsettled index, never SCAN; each table's phases come from its
+    outbox and settled hashes, the source of truth. An entry whose table has nothing
+    unsettled left (its settlement died before removing it) is removed on the way.
+    """
+    for table_id, _score in indexed_tables(client, before_ms=before_ms):
+        # A phase committed while the stale entry was removed is found by the second read.
+        pending = pending_phases(client, table_id) or unindex_settled_table(client, table_id)
         if pending:
             yield table_id, pending
 
 
-def unsettled_phases(
-    client: redis.Redis, *, created_before_ms: int, scan_count: int = 500
-) -> Iterator[PhaseRef]:
+def rebuild_unsettled_index(client: redis.Redis, *, scan_count: int = 500) -> int:
+    """Index every table with an unsettled outbox phase, from the outboxes themselves (SCAN,
+    never KEYS; on a cluster every master); returns how many were missing from the index.
+
+    What makes a lost index write harmless: on a cluster the commit's index write follows
+    the commit and may be lost with a dying table service. It only adds (``ZADD LT``):
+    entries of settled tables are removed by the settlement and by the sweeps.
+    """
+    restored = 0
+    for key in client.scan_iter(match=keys.outbox_pattern(), count=scan_count, _type="HASH"):
+        table_id = table_id_of_outbox(key)
+        pending = pending_phases(client, table_id)
+        if pending and index_unsettled(client, table_id, _index_score(pending)):
+            restored += 1
+    return restored
+
+
+def unsettled_phases(client: redis.Redis, *, created_before_ms: int) -> Iterator[PhaseRef]:
     """Every outbox phase created before ``created_before_ms`` that has no settlement yet
-    (and every unreadable one: a task will dead-letter it)."""
-    for _table_id, pending in pending_tables(client, scan_count=scan_count):
+    (and every unreadable one: a task will dead-letter it), from the indexed tables whose
+    score says they may have one (``ZRANGEBYSCORE``)."""
+    for _table_id, pending in pending_tables(client, before_ms=created_before_ms):
         for phase in pending:
             if phase.created_ms is None or phase.created_ms < created_before_ms:
                 yield phase.ref

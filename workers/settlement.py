@@ -9,7 +9,8 @@
 3. open the players' wallets (idempotent) and apply the postings as ONE wallet batch under
    the idempotency key ``kishpa:<table_id>:<round>:<phase>``;
 4. mark the phase settled, write the balances and publish ``settled``, in one Lua script;
-5. enqueue the table's next unsettled phase at once (one that waited on this one).
+5. enqueue the table's next unsettled phase at once (one that waited on this one), or, when
+   nothing of the table is left unsettled, take it out of the sweeper's unsettled index.
 
 Delivered twice, the task has one effect: the wallet replays the batch and the script finds
 the phase settled. A permanent failure (no record, a record the rules reject, a batch the
@@ -46,10 +47,13 @@ from workers.enqueue import enqueue_settlement
 from workers.outbox import (
     checked_record,
     claim_enqueue,
+    later_unsettled,
     mark_settled,
+    phase_fields,
     phase_state,
+    unindex_settled_table,
     unsettled_earlier_phases,
-    unsettled_later_phases,
+    unsettled_fields,
 )
 from workers.wallet_client import WalletClient, WalletPosting
 
@@ -387,10 +391,16 @@ def follow_up(
       waiting on this one, or its own message may have been lost);
     - waiting: the earliest unsettled phase blocking it, unless the sweeper or another
       waiting task enqueued it within the deadline (``hand_back`` takes that marker).
+
+    A settled phase (also one found settled already) that leaves nothing of its table
+    unsettled takes the table out of the sweeper's unsettled index.
     """
     targets: Iterable[PhaseRef] = ()
-    if outcome.outcome in ("settled", "dead_letter"):
-        later = unsettled_later_phases(client, ref)
+    fields: tuple[list[Any], list[Any]] | None = None
+    if outcome.outcome in ("settled", "dead_letter", "already_settled"):
+        fields = phase_fields(client, ref.table_id)
+    if fields is not None and outcome.outcome != "already_settled":
+        later = later_unsettled(ref, *fields)
         targets = [p for p in later if not is_dead_lettered(client, p)][:1]
     elif outcome.outcome == "waiting":
         blocking = earliest_blocking_phase(client, ref)
@@ -400,6 +410,8 @@ def follow_up(
     for target in targets:
         enqueue(table_id=target.table_id, round_no=target.round_no, phase=target.phase)
         sent.append(target)
+    if fields is not None and not unsettled_fields(*fields):
+        unindex_settled_table(client, ref.table_id)
     return sent
 
 

@@ -1,12 +1,19 @@
 """The periodic tasks Celery beat runs: the outbox sweeper and the wallet reconciliation.
 
-The sweeper is what makes a lost task harmless: every couple of seconds it SCANs the tables'
-outboxes and, for every table whose earliest unsettled phase has waited past the deadline,
-enqueues that phase (earliest phase first, oldest table first). Settling it enqueues the
-table's next phase at once, so a table recovers in order without a task per phase waiting
-on another. It enqueues one phase at most once per deadline, so a long wallet outage does
-not flood the queue. Each sweep also measures settlement lag: the age of the oldest
-unsettled phase, the unsettled phases, and the tables stalled past ``KISHPA_STALL_AFTER``.
+The sweeper is what makes a lost task harmless: every couple of seconds it reads the 16
+shards of the unsettled index (``keys.unsettled``: the tables with an unsettled outbox
+phase, never a SCAN) and, for every table whose earliest unsettled phase has waited past
+the deadline, enqueues that phase (earliest phase first, oldest table first). Settling it
+enqueues the table's next phase at once, so a table recovers in order without a task per
+phase waiting on another. It enqueues one phase at most once per deadline, so a long wallet
+outage does not flood the queue. Each sweep also measures settlement lag: the age of the
+oldest unsettled phase, the unsettled phases, and the tables stalled past
+``KISHPA_STALL_AFTER``.
+
+The index is only an index: the phases come from the outbox and settled hashes. Once every
+``KISHPA_REINDEX_INTERVAL`` (60 s) one sweep, whichever worker runs it, first rebuilds it
+from the outboxes with a SCAN, so a table whose index entry was lost is swept again within
+that interval and one sweep.
 
 The reconciliation checks the wallet's ledger every minute and reports discrepancies as a
 metric and as the structured log line ``event=wallet_reconciliation_failed`` that an alert
@@ -23,6 +30,7 @@ from typing import Any
 import redis
 
 from services.common.logging import get_logger
+from shared import keys
 from shared.phase_record import PhaseRef
 from workers import metrics
 from workers.celery_app import kishpa_task
@@ -34,6 +42,7 @@ from workers.outbox import (
     claim_enqueue,
     enqueued_marker,
     pending_tables,
+    rebuild_unsettled_index,
 )
 from workers.settlement import redis_client
 
@@ -42,12 +51,26 @@ log = get_logger(__name__)
 SWEEP_TASK = "kishpa.sweep_outboxes"
 RECONCILE_TASK = "kishpa.reconcile_wallet"
 
-__all__ = ["enqueued_marker", "sweep", "sweep_report"]
+__all__ = ["enqueued_marker", "rebuild_if_due", "sweep", "sweep_report"]
+
+REBUILT_MARKER = f"kishpa:unsettled:{{{keys.shard_tag(0)}}}:rebuilt"
+"""Set (NX, with the interval as expiry) by the sweep that rebuilds the unsettled index, so
+one sweep per interval rebuilds whatever the number of workers. An index key like the
+others (shard 0's hash tag), so it needs no slot of its own on a cluster."""
 
 
 def stalled_marker(table_id: str) -> str:
     """Key that limits the ``settlement_table_stalled`` warning to one per table per period."""
     return f"kishpa:sweeper:{{{table_id}}}:stalled"
+
+
+def rebuild_if_due(client: redis.Redis, *, now_ms: int, interval_s: float) -> int | None:
+    """Rebuild the unsettled index from the outboxes if no sweep did within ``interval_s``;
+    returns how many missing entries the rebuild put back, or None when it was not due."""
+    period_ms = max(int(interval_s * 1000), 1000)
+    if not client.set(REBUILT_MARKER, now_ms, nx=True, px=period_ms):
+        return None
+    return rebuild_unsettled_index(client)
 
 
 @dataclass(slots=True)
@@ -125,11 +148,17 @@ def sweep(
 
 @kishpa_task(SWEEP_TASK, ignore_result=True)
 def sweep_outboxes() -> dict[str, Any]:
-    """Celery task ``kishpa.sweep_outboxes``: one sweep of every table's outbox."""
+    """Celery task ``kishpa.sweep_outboxes``: one sweep of the unsettled tables (after a
+    rebuild of their index, once per ``KISHPA_REINDEX_INTERVAL``)."""
     config = worker_config()
+    client = redis_client()
     now = time.time_ns() // 1_000_000
+    restored = rebuild_if_due(client, now_ms=now, interval_s=config.reindex_interval_s)
+    if restored is not None:
+        # A missing entry is a lost index write (or a table settling during the rebuild).
+        log.log(20 if restored else 10, "unsettled_index_rebuilt", restored=restored)
     report = sweep_report(
-        redis_client(),
+        client,
         deadline_s=config.settle_deadline_s,
         now_ms=now,
         stall_after_s=config.stall_after_s,

@@ -10,6 +10,9 @@ KEYS[3]  requests hash  "<player>:<request_id>" -> first answer;
                         "<player>:<request_id>|from" -> id of that commit's first event
 KEYS[4]  outbox hash    "<round>:<phase>" -> JSON phase record for settlement
 KEYS[5]  balances hash  player -> balance (read only: returned so the answer needs no extra read)
+KEYS[6]  optional: the unsettled index shard of the table (keys.unsettled). Given on one
+         Redis node only: on a cluster it lives in another slot, and the caller indexes
+         the table right after the commit instead.
 
 ARGV[1]  expected version ("0": the table must not exist yet)
 ARGV[2]  new state JSON
@@ -19,6 +22,8 @@ ARGV[5]  deadline in ms ("" when the table waits for nobody)
 ARGV[6]  expiry in seconds (a finished or a still-waiting table); "0": no expiry (PERSIST)
 ARGV[7]  number of events E
 ARGV[8]  number of outbox records P
+ARGV[9]  the table id (its member in KEYS[6])
+ARGV[10] created_ms of the earliest of the P records ("" when P is 0)
 then E events, each as: n, key1, value1, ..., keyn, valuen
 then P outbox records, each as: field, JSON
 
@@ -52,7 +57,7 @@ else
 end
 
 local result = {1, version, redis.call('HGETALL', KEYS[5])}
-local i = 9
+local i = 11
 for _ = 1, tonumber(ARGV[7]) do
   local n = tonumber(ARGV[i])
   local entry = {}
@@ -70,6 +75,10 @@ end
 for _ = 1, tonumber(ARGV[8]) do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
   i = i + 2
+end
+if KEYS[6] and tonumber(ARGV[8]) > 0 then
+  -- LT keeps the earliest unsettled phase's time when the table is indexed already.
+  redis.call('ZADD', KEYS[6], 'LT', ARGV[10], ARGV[9])
 end
 
 if ARGV[3] ~= '' then

@@ -221,8 +221,11 @@ class TableStore:
     ) -> Committed | None:
         """Commit a transition if the version is unchanged; None on a version conflict.
 
-        ``index_deadline`` false skips updating the deadline index (it did not change).
+        ``index_deadline`` false skips updating the deadline index (it did not change). A
+        transition that writes phase records also puts the table in the unsettled index the
+        settlement sweeper reads (:func:`shared.keys.unsettled`).
         """
+        earliest: int | str = min((p.created_ms for p in transition.phases), default="")
         args: list[str | int] = [
             expected_version,
             json.dumps(transition.state, separators=(",", ":")),
@@ -232,6 +235,8 @@ class TableStore:
             self.finished_ttl_s if transition.finished else transition.idle_ttl_s,
             len(transition.events),
             len(transition.phases),
+            table_id,
+            earliest,
         ]
         for event in transition.events:
             args += flatten(event)
@@ -244,11 +249,18 @@ class TableStore:
             keys.outbox(table_id),
             keys.balances(table_id),
         ]
+        if transition.phases and not self.cluster:
+            # One node: the script indexes the table in the same atomic step.
+            commit_keys.append(keys.unsettled(table_id))
         barrier = self.durability.commands() if transition.phases else []
-        if barrier:
-            result = await self._commit_durably(table_id, commit_keys, args, barrier)
-        else:
-            result = await self._commit(keys=commit_keys, args=args)
+        try:
+            if barrier:
+                result = await self._commit_durably(table_id, commit_keys, args, barrier)
+            else:
+                result = await self._commit(keys=commit_keys, args=args)
+        except NotDurableError:
+            await self._index_after_commit(table_id, transition)  # committed all the same
+            raise
         code = int(result[0])
         if code == 0:
             COMMITS.labels("conflict").inc()
@@ -259,6 +271,7 @@ class TableStore:
                 expected_version, (), _text(result[1]), True, None, first_event_id=_text(result[2])
             )
         COMMITS.labels("committed").inc()
+        await self._index_after_commit(table_id, transition)
         # The deadline index is sharded apart from the table's keys and rebuildable (the
         # timers re-index every minute): the commit stands even if its shard is unreachable.
         if index_deadline:
@@ -404,6 +417,22 @@ class TableStore:
             await self.redis.zadd(keys.deadlines(table_id, self.version), {table_id: deadline_ms})
         for key in older:
             await self.redis.zrem(key, table_id)
+
+    async def _index_after_commit(self, table_id: str, transition: Transition) -> None:
+        """On a cluster, index the phases a commit wrote (one node: the script did). The
+        shard is in another slot than the table's keys; a process dying between the commit
+        and this write loses only the entry, which the sweeper's periodic rebuild puts back
+        (docs/workers.md), and an unreachable shard does not undo the commit."""
+        if not transition.phases or not self.cluster:
+            return
+        try:
+            await self.index_unsettled(table_id, min(p.created_ms for p in transition.phases))
+        except RedisError as exc:
+            log.warning("unsettled_index_unavailable", table_id=table_id, error=repr(exc))
+
+    async def index_unsettled(self, table_id: str, created_ms: int) -> None:
+        """Put the table in the unsettled index, keeping an earlier phase's time (``LT``)."""
+        await self.redis.zadd(keys.unsettled(table_id), {table_id: created_ms}, lt=True)
 
     async def claim_due(self, now_ms: int, *, lease_ms: int, limit: int = 50) -> list[str]:
         """Claim up to ``limit`` tables whose deadline has passed, from every shard of the

@@ -205,6 +205,7 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
             ):
                 client.delete(key(table_id))
             client.zrem(keys.deadlines(table_id), table_id)
+            client.zrem(keys.unsettled(table_id), table_id)
         client.close()
 
 
@@ -288,4 +289,5 @@ def test_kishpa_play_a_hand_deal_against_a_bot(stack_env: dict[str, str], redis_
             for key in (keys.state, keys.events, keys.requests, keys.outbox, keys.balances):
                 client.delete(key(table_id))
             client.zrem(keys.deadlines(table_id), table_id)
+            client.zrem(keys.unsettled(table_id), table_id)
         client.close()

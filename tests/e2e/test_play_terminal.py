@@ -139,6 +139,7 @@ def _delete_table(redis_url: str, table_id: str) -> None:
         table_keys.settled(table_id),
     )
     client.zrem(table_keys.deadlines(table_id), table_id)
+    client.zrem(table_keys.unsettled(table_id), table_id)
     client.close()
 
 

@@ -74,6 +74,7 @@ def _forget(client: redis.Redis, table_id: str) -> None:
     for key in TABLE_KEYS:
         client.delete(key(table_id))
     client.zrem(keys.deadlines(table_id), table_id)
+    client.zrem(keys.unsettled(table_id), table_id)
 
 
 async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) -> None:

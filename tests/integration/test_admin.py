@@ -438,6 +438,7 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
             ),
             keys.balances(table_id),
         )
+        sync.zrem(keys.unsettled(table_id), table_id)
         sync.close()
 
 

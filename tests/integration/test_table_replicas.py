@@ -239,3 +239,4 @@ async def test_two_replicas_serve_one_table_and_one_dies_mid_game(
                 keys.outbox(table_id),
             )
             await redis.zrem(keys.deadlines(table_id), table_id)
+            await redis.zrem(keys.unsettled(table_id), table_id)

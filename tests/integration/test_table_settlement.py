@@ -230,3 +230,4 @@ async def test_a_round_is_settled_and_its_balances_reach_the_table(
                     keys.balances(table_id),
                 )
                 await redis.zrem(keys.deadlines(table_id), table_id)
+                await redis.zrem(keys.unsettled(table_id), table_id)

@@ -1,5 +1,5 @@
 """The Redis table store against the machine's real Redis: versioned commits, replays,
-events, outbox records, expiry and the deadline index."""
+events, outbox records, expiry, the deadline index and the unsettled index."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ async def table_id(redis: Redis) -> AsyncIterator[str]:
         keys.balances(tid),
     )
     await redis.zrem(keys.deadlines(tid), tid)
+    await redis.zrem(keys.unsettled(tid), tid)
 
 
 def _increment(snapshot: Snapshot) -> Transition:
@@ -166,6 +167,33 @@ async def test_outbox_private_fields_deadline_and_expiry(redis: Redis, table_id:
     assert await redis.zscore(keys.deadlines(table_id), table_id) is None
     assert 0 < await redis.ttl(keys.state(table_id)) <= 120
     assert 0 < await redis.ttl(keys.events(table_id)) <= 120
+
+
+async def test_a_commit_that_writes_phase_records_indexes_its_table_as_unsettled(
+    redis: Redis, table_id: str
+) -> None:
+    store = TableStore(redis)
+    await store.transact(table_id, _increment, create=True)
+    assert await redis.zscore(keys.unsettled(table_id), table_id) is None  # no phase yet
+
+    def phase(name: str, created_ms: int) -> Transition:
+        record = PhaseRecord(table_id, "kishpa", 1, name, {"players": ["p1", "p2"]}, created_ms)
+        return Transition(state={"count": 0}, phases=[record])
+
+    # A commit that lost the version race writes nothing, index included.
+    assert await store.commit(table_id, 0, phase("start", 5_000)) is None
+    assert await redis.zscore(keys.unsettled(table_id), table_id) is None
+
+    await store.transact(table_id, lambda s: phase("start", 7_000))
+    # In the shard of the table's hash-slot range, scored by the record's creation time
+    # (on one node written by the commit script itself; on a cluster right after it).
+    assert keys.unsettled(table_id) == keys.unsettled_shard(keys.shard_of(table_id))
+    assert await redis.zscore(keys.unsettled(table_id), table_id) == 7_000
+    # A later phase keeps the earliest unsettled phase's time.
+    await store.transact(table_id, lambda s: phase("end", 9_000))
+    assert await redis.zscore(keys.unsettled(table_id), table_id) == 7_000
+    await store.transact(table_id, _increment)  # no phase: the entry stays as it is
+    assert await redis.zscore(keys.unsettled(table_id), table_id) == 7_000
 
 
 async def test_claim_due_moves_deadline_by_a_lease(redis: Redis, table_id: str) -> None:

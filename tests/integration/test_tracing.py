@@ -154,6 +154,7 @@ async def test_a_settlement_is_one_trace_from_the_action_to_the_wallet_commit(
                 keys.settled(table_id),
                 keys.balances(table_id),
             )
+            sync.zrem(keys.unsettled(table_id), table_id)
         sync.close()
 
     trace_id = trace_id_of(record.trace)

@@ -1,5 +1,6 @@
-"""The workers' Redis side against the machine's real Redis: the settle script, dead letters
-and the sweeper's scan. Unique table ids isolate each test; nothing else is touched."""
+"""The workers' Redis side against the machine's real Redis: the settle script, dead letters,
+the unsettled index and the sweeper reading it. Unique table ids isolate each test; nothing
+else is touched."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
+from redis.cluster import RedisCluster
 
 from services.common.redis_client import sync_client
 from shared import keys, stream
@@ -25,10 +27,25 @@ from workers.deadletter import (
     push_dead_letter,
     release_dead_letter,
 )
-from workers.outbox import mark_settled, read_settlement, unsettled_earlier_phases, unsettled_phases
+from workers.outbox import (
+    index_unsettled,
+    indexed_tables,
+    mark_settled,
+    read_settlement,
+    unindex_settled_table,
+    unsettled_earlier_phases,
+    unsettled_phases,
+)
 from workers.samples import phase_entry, round_record
 from workers.settlement import Outcome, follow_up
-from workers.sweeper import enqueued_marker, stalled_marker, sweep, sweep_report
+from workers.sweeper import (
+    REBUILT_MARKER,
+    enqueued_marker,
+    rebuild_if_due,
+    stalled_marker,
+    sweep,
+    sweep_report,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +67,7 @@ def table_id(client: redis.Redis) -> Iterator[str]:
     yield table
     for key in (keys.outbox, keys.settled, keys.balances, keys.events, keys.state):
         client.delete(key(table))
+    client.zrem(keys.unsettled(table), table)
     for round_no in range(5):
         for phase in ("start", "end"):
             ref = PhaseRef(table, round_no, phase)
@@ -59,6 +77,38 @@ def table_id(client: redis.Redis) -> Iterator[str]:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _write_phase(
+    client: redis.Redis,
+    table_id: str,
+    round_no: int,
+    phase: str,
+    created_ms: int,
+    *,
+    indexed: bool = True,
+) -> PhaseRef:
+    """A phase record in the table's outbox and, unless ``indexed`` is false (its index write
+    lost), the table in the unsettled index: what the table service's commit writes."""
+    entry = phase_entry(table_id, round_no, phase, round_record(["ann", "ben"]), created_ms)
+    client.hset(keys.outbox(table_id), keys.phase_field(round_no, phase), entry)
+    if indexed:
+        index_unsettled(client, table_id, created_ms)
+    return PhaseRef(table_id, round_no, phase)
+
+
+def _scans(client: redis.Redis) -> int:
+    """SCAN calls the server(s) answered so far (every master of a cluster)."""
+    if isinstance(client, RedisCluster):
+        stats = client.info("commandstats", target_nodes=RedisCluster.PRIMARIES).values()
+    else:
+        stats = [client.info("commandstats")]
+    return sum(int(node.get("cmdstat_scan", {}).get("calls", 0)) for node in stats)
+
+
+def _indexed(client: redis.Redis, table_id: str) -> float | None:
+    score: float | None = client.zscore(keys.unsettled(table_id), table_id)
+    return score
 
 
 def test_settling_twice_writes_and_publishes_once(client: redis.Redis, table_id: str) -> None:
@@ -109,12 +159,10 @@ def test_sweep_enqueues_only_old_unsettled_live_phases_once_per_deadline(
     client: redis.Redis, table_id: str
 ) -> None:
     now = _now_ms()
-    record = round_record(["ann", "ben", "cal"])
-    outbox = keys.outbox(table_id)
-    client.hset(outbox, "1:start", phase_entry(table_id, 1, "start", record, now - 60_000))
-    client.hset(outbox, "1:end", phase_entry(table_id, 1, "end", record, now - 60_000))
-    client.hset(outbox, "2:start", phase_entry(table_id, 2, "start", record, now - 60_000))
-    client.hset(outbox, "2:end", phase_entry(table_id, 2, "end", record, now - 100))  # young
+    _write_phase(client, table_id, 1, "start", now - 60_000)
+    _write_phase(client, table_id, 1, "end", now - 60_000)
+    _write_phase(client, table_id, 2, "start", now - 60_000)
+    _write_phase(client, table_id, 2, "end", now - 100)  # young
     mark_settled(client, PhaseRef(table_id, 1, "start"), batch_id="1", balances={}, settled_ms=1)
     push_dead_letter(client, PhaseRef(table_id, 2, "start"), reason="test", time_ms=1)
 
@@ -142,6 +190,9 @@ def test_sweep_sends_an_unreadable_record_to_a_task_which_dead_letters_it(
     client: redis.Redis, table_id: str
 ) -> None:
     client.hset(keys.outbox(table_id), "4:end", json.dumps({"garbage": True}))
+    client.delete(REBUILT_MARKER)
+    assert rebuild_if_due(client, now_ms=_now_ms(), interval_s=60) is not None
+    assert _indexed(client, table_id) == 0  # no time to read: due at once
     found = [r for r in unsettled_phases(client, created_before_ms=0) if r.table_id == table_id]
     assert found == [PhaseRef(table_id, 4, "end")]
 
@@ -245,9 +296,8 @@ def test_an_operator_sweep_enqueues_the_unsettled_phases_now(
     client: redis.Redis, table_id: str
 ) -> None:
     queue = f"gtest-{uuid.uuid4().hex[:10]}"
-    record = round_record(["ann", "ben"])
-    entry = phase_entry(table_id, 1, "start", record, _now_ms() - 60_000)
-    client.hset(keys.outbox(table_id), "1:start", entry)
+    # Never indexed: an operator's sweep rebuilds the index from the outboxes first.
+    _write_phase(client, table_id, 1, "start", _now_ms() - 60_000, indexed=False)
     try:
         swept = _kishpa("worker", "sweep", KISHPA_WORKER_QUEUE=queue, KISHPA_SETTLE_DEADLINE="10")
         assert swept.returncode == 0, swept.stderr
@@ -269,20 +319,13 @@ def test_sweep_enqueues_only_each_tables_earliest_unsettled_phase_oldest_table_f
 ) -> None:
     other = f"{table_id}-b"
     now = _now_ms()
-    record = round_record(["ann", "ben"])
     try:
         # This table: round 1 end and round 2 start both overdue; only 1:end is enqueued
         # (settling it enqueues 2:start at once).
-        client.hset(
-            keys.outbox(table_id), "1:end", phase_entry(table_id, 1, "end", record, now - 9_000)
-        )
-        client.hset(
-            keys.outbox(table_id), "2:start", phase_entry(table_id, 2, "start", record, now - 8_000)
-        )
+        _write_phase(client, table_id, 1, "end", now - 9_000)
+        _write_phase(client, table_id, 2, "start", now - 8_000)
         # Another table, overdue for longer: swept first.
-        client.hset(
-            keys.outbox(other), "3:start", phase_entry(other, 3, "start", record, now - 70_000)
-        )
+        _write_phase(client, other, 3, "start", now - 70_000)
         sent: list[dict[str, object]] = []
 
         def enqueue(**kwargs: object) -> None:
@@ -302,6 +345,7 @@ def test_sweep_enqueues_only_each_tables_earliest_unsettled_phase_oldest_table_f
         for key in (keys.outbox(other), enqueued_marker(PhaseRef(other, 3, "start"))):
             client.delete(key)
         client.delete(stalled_marker(other))
+        client.zrem(keys.unsettled(other), other)
 
 
 def test_a_settled_phase_enqueues_the_tables_next_unsettled_phase_and_a_waiting_one_its_blocker(
@@ -340,3 +384,109 @@ def test_a_settled_phase_enqueues_the_tables_next_unsettled_phase_and_a_waiting_
     sent.clear()
     follow_up(client, first, Outcome("already_settled"), enqueue=enqueue)
     assert sent == []  # a duplicate delivery does not chain again
+
+
+def _collect(sent: list[dict[str, object]]) -> Callable[..., None]:
+    def enqueue(**kwargs: object) -> None:
+        sent.append(kwargs)
+
+    return enqueue
+
+
+def test_the_sweeper_finds_a_table_through_the_unsettled_index_without_a_scan(
+    client: redis.Redis, table_id: str
+) -> None:
+    lost = f"{table_id}-lost"
+    now = _now_ms()
+    try:
+        _write_phase(client, table_id, 1, "start", now - 60_000)
+        _write_phase(client, lost, 1, "start", now - 60_000, indexed=False)
+        assert (table_id, now - 60_000) in indexed_tables(client)
+        sent: list[dict[str, object]] = []
+        scans = _scans(client)
+        sweep_report(client, deadline_s=5, now_ms=now, enqueue=_collect(sent))
+        assert _scans(client) == scans, "a sweep reads the index shards, it never SCANs"
+        mine = [s for s in sent if str(s["table_id"]).startswith(table_id)]
+        # The table whose index write was lost is not seen: the sweep does not look at
+        # outboxes, only at the index.
+        assert mine == [{"table_id": table_id, "round_no": 1, "phase": "start"}]
+    finally:
+        client.delete(keys.outbox(lost), enqueued_marker(PhaseRef(lost, 1, "start")))
+        client.zrem(keys.unsettled(lost), lost)
+
+
+def test_a_table_whose_index_entry_was_lost_is_swept_after_the_periodic_rebuild(
+    client: redis.Redis, table_id: str
+) -> None:
+    now = _now_ms()
+    ref = _write_phase(client, table_id, 2, "end", now - 60_000, indexed=False)
+    sent: list[dict[str, object]] = []
+    sweep_report(client, deadline_s=5, now_ms=now, enqueue=_collect(sent))
+    assert not [s for s in sent if s["table_id"] == table_id]
+
+    # The first sweep of each interval (whichever worker runs it) rebuilds the index from
+    # the outboxes, then sweeps: the table is enqueued within the interval and one sweep.
+    client.delete(REBUILT_MARKER)
+    restored = rebuild_if_due(client, now_ms=now, interval_s=60)
+    assert restored is not None
+    assert restored >= 1
+    assert rebuild_if_due(client, now_ms=now + 1000, interval_s=60) is None  # once per interval
+    assert 0 < client.pttl(REBUILT_MARKER) <= 60_000
+    assert _indexed(client, table_id) == now - 60_000
+    sweep_report(client, deadline_s=5, now_ms=now, enqueue=_collect(sent))
+    assert [s for s in sent if s["table_id"] == table_id] == [
+        {"table_id": table_id, "round_no": ref.round_no, "phase": ref.phase}
+    ]
+
+
+def test_a_table_leaves_the_index_when_its_last_phase_settles_and_stays_while_one_is_unsettled(
+    client: redis.Redis, table_id: str
+) -> None:
+    now = _now_ms()
+    start = _write_phase(client, table_id, 1, "start", now - 1_000)
+    end = _write_phase(client, table_id, 1, "end", now - 500)
+    assert _indexed(client, table_id) == now - 1_000  # the earliest unsettled phase's time
+    sent: list[dict[str, object]] = []
+
+    mark_settled(client, start, batch_id="1", balances={}, settled_ms=now)
+    follow_up(client, start, Outcome("settled"), enqueue=_collect(sent))
+    assert sent == [{"table_id": table_id, "round_no": 1, "phase": "end"}]
+    assert _indexed(client, table_id) is not None  # the end is unsettled
+
+    mark_settled(client, end, batch_id="2", balances={}, settled_ms=now)
+    follow_up(client, end, Outcome("settled"), enqueue=_collect(sent))
+    assert _indexed(client, table_id) is None
+
+    # The next round's commit indexes it again; a dead-lettered phase keeps it indexed (it
+    # is unsettled, and the sweeper settles it once an operator releases it).
+    poisoned = _write_phase(client, table_id, 2, "start", now)
+    push_dead_letter(client, poisoned, reason="test", time_ms=now)
+    follow_up(client, poisoned, Outcome("dead_letter"), enqueue=_collect(sent))
+    assert _indexed(client, table_id) == now
+
+
+def test_a_stale_entry_goes_with_the_next_settlement_or_sweep_but_not_a_new_phases(
+    client: redis.Redis, table_id: str
+) -> None:
+    now = _now_ms()
+    # A settlement that died before it took its table out of the index: a duplicate delivery
+    # (already settled) takes it out.
+    start = _write_phase(client, table_id, 1, "start", now - 60_000)
+    mark_settled(client, start, batch_id="1", balances={}, settled_ms=now)
+    assert _indexed(client, table_id) is not None
+    follow_up(client, start, Outcome("already_settled"), enqueue=_collect([]))
+    assert _indexed(client, table_id) is None
+
+    # ... and so does a sweep, which finds nothing unsettled behind the entry.
+    end = _write_phase(client, table_id, 1, "end", now - 60_000)
+    mark_settled(client, end, batch_id="2", balances={}, settled_ms=now)
+    sent: list[dict[str, object]] = []
+    sweep_report(client, deadline_s=5, now_ms=now, enqueue=_collect(sent))
+    assert not [s for s in sent if s["table_id"] == table_id]
+    assert _indexed(client, table_id) is None
+
+    # Removal takes the entry first and reads the outbox after: a phase committed (and
+    # indexed) just before the removal keeps its table in the index.
+    late = _write_phase(client, table_id, 2, "start", now - 10)
+    assert [p.ref for p in unindex_settled_table(client, table_id)] == [late]
+    assert _indexed(client, table_id) == now - 10

@@ -39,7 +39,7 @@ from tests.integration.workers_support import base_env
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.deadletter import list_dead_letters, release_dead_letter
-from workers.outbox import read_settlement
+from workers.outbox import index_unsettled, read_settlement
 from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
 from workers.wallet_client import WalletClient
 
@@ -222,8 +222,10 @@ class Tables:
     def write_phase(
         self, table: str, round_no: int, phase: str, record: dict[str, Any], age_ms: int = 0
     ) -> PhaseRef:
-        entry = phase_entry(table, round_no, phase, record, _now_ms() - age_ms)
+        created = _now_ms() - age_ms
+        entry = phase_entry(table, round_no, phase, record, created)
         self.client.hset(keys.outbox(table), keys.phase_field(round_no, phase), entry)
+        index_unsettled(self.client, table, created)  # as the table service's commit does
         return PhaseRef(table, round_no, phase)
 
     def settled(self, ref: PhaseRef) -> dict[str, Any] | None:
@@ -237,6 +239,7 @@ class Tables:
         for table in self.ids:
             for key in (keys.outbox, keys.settled, keys.balances, keys.events):
                 self.client.delete(key(table))
+            self.client.zrem(keys.unsettled(table), table)
             for round_no in range(4):
                 for phase in ("start", "end"):
                     ref = PhaseRef(table, round_no, phase)

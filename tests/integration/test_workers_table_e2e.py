@@ -203,6 +203,7 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
             ):
                 client.delete(key(table))
             client.zrem(keys.deadlines(table), table)
+            client.zrem(keys.unsettled(table), table)
         for key in client.scan_iter(match=f"kishpa:create:{players[0]}:*"):
             client.delete(key)
         client.close()

@@ -28,12 +28,15 @@ def test_each_index_shard_key_lives_in_its_own_slot_range() -> None:
     for shard in range(keys.INDEX_SHARDS):
         for key in (
             keys.deadline_shard(shard),
+            keys.unsettled_shard(shard),
             deadletter_list(shard),
             deadletter_index(shard),
         ):
             assert redis_key_slot(key.encode()) // per == shard, key
     table_id = "t" + secrets.token_hex(12)
     assert keys.deadlines(table_id) == keys.deadline_shard(keys.shard_of(table_id))
+    assert keys.unsettled(table_id) == keys.unsettled_shard(keys.shard_of(table_id))
+    assert keys.unsettled_shards() == [keys.unsettled_shard(s) for s in range(16)]
 
 
 def test_deadline_indexes_are_per_state_version() -> None:

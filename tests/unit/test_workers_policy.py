@@ -13,7 +13,7 @@ from games.kishpa.record import end_postings, start_postings
 from services.common.settings import Settings
 from shared.phase_record import BadPhaseRecord, PhaseRef, parse_phase_record
 from workers.celery_app import app, celery_settings, is_transient
-from workers.config import WorkerConfig
+from workers.config import WorkerConfig, config_from_settings
 from workers.outbox import phase_order, table_id_of_outbox
 from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
 from workers.settlement import (
@@ -89,6 +89,18 @@ def test_celery_settings_hold_one_message_per_worker_and_a_visibility_timeout() 
     assert conf["broker_transport_options"]["unacked_restore_interval"] <= 7
     assert conf["task_default_queue"] == "q1"
     assert set(conf["beat_schedule"]) == {"sweep-outboxes", "reconcile-wallet"}
+
+
+def test_the_unsettled_index_is_rebuilt_every_minute_unless_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings(service="worker", redis_url="redis://example:6379/3")
+    monkeypatch.delenv("KISHPA_REINDEX_INTERVAL", raising=False)
+    assert config_from_settings(settings).reindex_interval_s == 60
+    monkeypatch.setenv("KISHPA_REINDEX_INTERVAL", "15")
+    assert config_from_settings(settings).reindex_interval_s == 15
+    monkeypatch.setenv("KISHPA_REINDEX_INTERVAL", "0")  # at least one second
+    assert config_from_settings(settings).reindex_interval_s == 1
 
 
 def test_rabbitmq_broker_gets_no_redis_transport_options() -> None:

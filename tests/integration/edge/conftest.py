@@ -193,6 +193,7 @@ async def stack(
                 table_keys.balances(table_id),
             )
             await redis.zrem(table_keys.deadlines(table_id), table_id)
+            await redis.zrem(table_keys.unsettled(table_id), table_id)
         for pattern in (
             prefix.replace("{", "[{]").replace("}", "[}]") + ":*",
             f"*{limits_prefix}*",

@@ -101,6 +101,7 @@ async def cleanup(redis: Redis, table_id: str) -> None:
         keys.balances(table_id),
     )
     await redis.zrem(keys.deadlines(table_id), table_id)
+    await redis.zrem(keys.unsettled(table_id), table_id)
 
 
 async def versioned_state(redis: Redis, table_id: str) -> tuple[int, dict[str, Any]]:
