@@ -39,15 +39,15 @@ from services.wallet.reconcile import reconcile_url
 from shared import keys, stream
 from tests.conftest import TEST_REDIS_URL
 from tests.e2e.test_play_terminal import PROMPT, stack_env
-from tests.integration.test_workers_settlement import (
+from tests.integration.workers_support import (
     KISHPA,
+    SHARED,
     STARTING_TOKENS,
-    WORKERS_REDIS_URL,
     Wallet,
     Worker,
-    _free_port,
-    _wait,
+    free_port,
     start_table_service,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -124,10 +124,10 @@ async def play_hand_game(
 
 
 async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path) -> None:
-    wallet = Wallet(_free_port(), tmp_path / "wallet.sqlite3").start(tmp_path / "wallet.log")
-    worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
+    wallet = Wallet(free_port(), tmp_path / "wallet.sqlite3", SHARED).start(tmp_path / "wallet.log")
+    worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED).start(concurrency=2)
     table_process, port = start_table_service(tmp_path, worker, wallet, TOKEN_SECRET)
-    client = redis.Redis.from_url(WORKERS_REDIS_URL)
+    client = SHARED.client()
     suffix = uuid.uuid4().hex[:8]
     players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat", "dan")]
     table_id = ""
@@ -142,7 +142,7 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
             k.decode(): json.loads(v) for k, v in client.hgetall(keys.outbox(table_id)).items()
         }
         assert sorted(outbox) == PHASES
-        _wait(
+        wait_for(
             lambda: all(client.hexists(keys.settled(table_id), f) for f in PHASES),
             60,
             "the buy-in and the payout to be settled",

@@ -4,8 +4,8 @@ played by bots to the end through real processes — ``kishpa serve table``, ``k
 13 and free ports. The wallet ends holding exactly what the rules engine says, the pot and
 the bowl end at 0, and the ledger reconciles clean.
 
-The process helpers and the bots' game loops are those of the stake-1 tests
-(test_workers_settlement.py, test_workers_table_e2e.py, test_hand_game.py).
+The process helpers are the settlement tests' (tests/integration/workers_support.py); the
+bots' game loops those of the stake-1 tests (test_workers_table_e2e.py, test_hand_game.py).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from shared import keys
 from tests.conftest import TEST_DATABASE_URL
 from tests.e2e import test_hand_game as hand_e2e
 from tests.integration import test_workers_table_e2e as kishpa_e2e
-from tests.integration.test_workers_settlement import (
+from tests.integration.workers_support import (
+    SHARED,
     STARTING_TOKENS,
-    WORKERS_REDIS_URL,
     Wallet,
     Worker,
-    _free_port,
-    _wait,
+    free_port,
     start_table_service,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -78,10 +78,10 @@ def _forget(client: redis.Redis, table_id: str) -> None:
 
 
 async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) -> None:
-    wallet = Wallet(_free_port(), tmp_path / "wallet.sqlite3").start(tmp_path / "wallet.log")
-    worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
+    wallet = Wallet(free_port(), tmp_path / "wallet.sqlite3", SHARED).start(tmp_path / "wallet.log")
+    worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED).start(concurrency=2)
     table, port = start_table_service(tmp_path, worker, wallet, hand_e2e.TOKEN_SECRET)
-    client = redis.Redis.from_url(WORKERS_REDIS_URL)
+    client = SHARED.client()
     suffix = uuid.uuid4().hex[:8]
     players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat", "dan")]
     table_id = ""
@@ -95,7 +95,7 @@ async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) 
         outbox = _outbox(client, table_id)
         assert sorted(outbox) == ["0:buy_in", "7:payout"]
         assert all(entry["record"]["stake"] == 100 for entry in outbox.values())
-        _wait(
+        wait_for(
             lambda: all(client.hexists(keys.settled(table_id), f) for f in outbox),
             60,
             "the buy-in and the payout to be settled",
@@ -128,11 +128,11 @@ async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) 
 async def test_a_kishpa_table_at_stake_50_settles_every_round_exactly(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    wallet = PostgresWallet(_free_port(), tmp_path / "unused", database_url=postgres_url)
+    wallet = PostgresWallet(free_port(), tmp_path / "unused", SHARED, database_url=postgres_url)
     wallet.start(tmp_path / "wallet.log")
-    worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
+    worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED).start(concurrency=2)
     table, port = start_table_service(tmp_path, worker, wallet, kishpa_e2e.TOKEN_SECRET)
-    client = redis.Redis.from_url(WORKERS_REDIS_URL)
+    client = SHARED.client()
     suffix = uuid.uuid4().hex[:8]
     players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
     created: list[str] = []
@@ -141,7 +141,7 @@ async def test_a_kishpa_table_at_stake_50_settles_every_round_exactly(
         table_id = await kishpa_e2e._play_two_round_game(port, players, created, stake=50)
         outbox = _outbox(client, table_id)
         assert sorted(outbox) == ["1:end", "1:start", "2:end", "2:start"]
-        _wait(
+        wait_for(
             lambda: all(client.hexists(keys.settled(table_id), f) for f in outbox),
             60,
             "every phase of the table to be settled",

@@ -1,26 +1,20 @@
 """Settlement through real processes: ``kishpa worker`` (Celery) subprocesses, a real wallet
-(``kishpa serve wallet`` on SQLite in a temp dir) and the machine's Redis as broker.
+(``kishpa serve wallet`` on SQLite in a temp dir), Redis as broker (RabbitMQ in one test).
 
-No eager mode: tasks travel through the broker to worker processes. Isolation: a Redis
-database of our own (``TEST_WORKERS_REDIS_URL``, db 13 by default, so the sweeper never
-touches other people's tables), a unique queue per worker, unique table and player ids,
-free ports for every server and metrics endpoint.
+No eager mode: tasks travel through the broker to worker processes. Isolation: the settlement
+suites' own Redis (``workers_support.SHARED``: db 13 of the test Redis, so the sweeper never
+touches other people's tables; under ``pytest --redis-cluster`` the run's 3-master cluster,
+the broker staying on db 13 of the node), a unique queue per worker, unique table and player
+ids, free ports for every server and metrics endpoint.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +24,18 @@ from celery import Celery
 
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
-from services.common.auth import ServiceCredentials, TokenAuthority
-from services.common.redis_client import sync_client
-from services.common.settings import Settings
 from shared import keys, stream
 from shared.phase_record import PhaseRef
-from tests.integration.workers_support import base_env
-from workers.celery_app import create_app
-from workers.config import WorkerConfig
+from tests.integration.workers_support import (
+    SHARED,
+    STARTING_TOKENS,
+    Wallet,
+    Worker,
+    free_port,
+    now_ms,
+    wait_for,
+    with_db,
+)
 from workers.deadletter import list_dead_letters, release_dead_letter
 from workers.outbox import index_unsettled, read_settlement
 from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
@@ -45,166 +43,7 @@ from workers.wallet_client import WalletClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-WORKERS_REDIS_URL = os.environ.get("TEST_WORKERS_REDIS_URL", "redis://127.0.0.1:6379/13")
-# Celery's Redis broker does not speak Cluster: under ``--redis-cluster`` it stays on a node.
-BROKER_URL = os.environ.get("TEST_BROKER_URL") or WORKERS_REDIS_URL
 RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//")
-SECRET = secrets.token_urlsafe(48)
-KISHPA = str(Path(sys.executable).with_name("kishpa"))
-STARTING_TOKENS = 2000
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-@dataclass
-class Process:
-    """A real child process whose output goes to a log file (shown when a test fails)."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    log: Path
-    popen: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Process:
-        with self.log.open("ab") as out:
-            # Run in the log's directory: a child's relative default paths stay in the temp dir.
-            self.popen = subprocess.Popen(
-                self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=self.log.parent
-            )
-        return self
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def kill9(self) -> None:
-        assert self.popen is not None
-        self.popen.send_signal(signal.SIGKILL)
-        self.popen.wait(timeout=10)
-
-    def stop(self) -> None:
-        # Shown by pytest only when the test fails: the child's last words.
-        print(f"---- {self.name} ({self.log.name}) ----\n{self.output()[-4000:]}")
-        if self.popen is None or self.popen.poll() is not None:
-            return
-        self.popen.send_signal(signal.SIGTERM)
-        try:
-            self.popen.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait(timeout=10)
-
-
-def _base_env(**extra: str) -> dict[str, str]:
-    return base_env(WORKERS_REDIS_URL, SECRET, **{"KISHPA_BROKER_URL": BROKER_URL, **extra})
-
-
-@dataclass
-class Wallet:
-    """A ``kishpa serve wallet`` process on its own SQLite file."""
-
-    port: int
-    database: Path
-    process: Process | None = None
-
-    @property
-    def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"sqlite:///{self.database}"
-
-    def start(self, log: Path) -> Wallet:
-        env = _base_env(
-            DATABASE_URL=self.url,
-            KISHPA_GRPC_PORT=str(self.port),
-            KISHPA_GRPC_HOST="127.0.0.1",
-            KISHPA_METRICS_PORT=str(_free_port()),
-        )
-        self.process = Process("wallet", [KISHPA, "serve", "wallet"], env, log).start()
-
-        def accepting() -> bool:
-            with socket.socket() as sock:
-                return sock.connect_ex(("127.0.0.1", self.port)) == 0
-
-        _wait(accepting, 30, "the wallet to listen")
-        return self
-
-    def client(self) -> WalletClient:
-        authority = TokenAuthority(None, SECRET)
-        return WalletClient(self.addr, ServiceCredentials(authority, "test"))
-
-
-@dataclass
-class Worker:
-    """A ``kishpa worker`` process consuming its own queue."""
-
-    wallet_addr: str
-    log: Path
-    queue: str = field(default_factory=lambda: f"gtest-{uuid.uuid4().hex[:10]}")
-    metrics_port: int = field(default_factory=_free_port)
-    extra_env: dict[str, str] = field(default_factory=dict)
-    extra_args: list[str] = field(default_factory=list)
-    broker_url: str = BROKER_URL
-    process: Process | None = None
-
-    def start(self, concurrency: int = 4) -> Worker:
-        env = _base_env(
-            KISHPA_WALLET_ADDR=self.wallet_addr,
-            KISHPA_WORKER_QUEUE=self.queue,
-            KISHPA_METRICS_PORT=str(self.metrics_port),
-            KISHPA_BROKER_URL=self.broker_url,
-            **self.extra_env,
-        )
-        argv = [KISHPA, "worker", f"--concurrency={concurrency}", *self.extra_args]
-        process = Process("worker", argv, env, self.log)
-        ready_before = process.output().count(" ready.")  # the log may hold an earlier run
-        self.process = process.start()
-        _wait(lambda: process.output().count(" ready.") > ready_before, 60, "a ready worker")
-        return self
-
-    def stop(self) -> None:
-        """Stop the worker and remove its queue from Redis (beat may have sent a last task)."""
-        if self.process is not None:
-            self.process.stop()
-        if self.broker_url == BROKER_URL:
-            client = sync_client(BROKER_URL)
-            client.delete(
-                self.queue, f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}"
-            )
-            client.close()
-
-    def sender(self) -> Celery:
-        """A Celery client publishing to this worker's queue (what enqueue_settlement does)."""
-        settings = Settings(
-            service="worker", redis_url=WORKERS_REDIS_URL, broker_url=self.broker_url
-        )
-        return create_app(WorkerConfig(settings=settings, queue=self.queue))
-
-    def metrics(self) -> str:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            text: str = response.read().decode()
-            return text
 
 
 class Tables:
@@ -222,7 +61,7 @@ class Tables:
     def write_phase(
         self, table: str, round_no: int, phase: str, record: dict[str, Any], age_ms: int = 0
     ) -> PhaseRef:
-        created = _now_ms() - age_ms
+        created = now_ms() - age_ms
         entry = phase_entry(table, round_no, phase, record, created)
         self.client.hset(keys.outbox(table), keys.phase_field(round_no, phase), entry)
         index_unsettled(self.client, table, created)  # as the table service's commit does
@@ -287,7 +126,7 @@ def tmp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[redis.Redis]:
-    connection = sync_client(WORKERS_REDIS_URL)
+    connection = SHARED.client()
     yield connection
     connection.close()
 
@@ -301,7 +140,7 @@ def tables(client: redis.Redis) -> Iterator[Tables]:
 
 @pytest.fixture(scope="module")
 def wallet(tmp_dir: Path) -> Iterator[Wallet]:
-    server = Wallet(_free_port(), tmp_dir / "wallet.sqlite3").start(tmp_dir / "wallet.log")
+    server = Wallet(free_port(), tmp_dir / "wallet.sqlite3", SHARED).start(tmp_dir / "wallet.log")
     yield server
     assert server.process is not None
     server.process.stop()
@@ -309,35 +148,12 @@ def wallet(tmp_dir: Path) -> Iterator[Wallet]:
 
 @pytest.fixture(scope="module")
 def worker(wallet: Wallet, tmp_dir: Path) -> Iterator[Worker]:
-    running = Worker(wallet.addr, tmp_dir / "worker.log").start()
+    running = Worker(wallet.addr, tmp_dir / "worker.log", SHARED).start()
     yield running
     running.stop()
 
 
 # -- tests --------------------------------------------------------------------------------
-
-
-def start_table_service(
-    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str
-) -> tuple[Process, int]:
-    """A real ``kishpa serve table`` that enqueues to ``worker``'s queue; returns its port."""
-    port = _free_port()
-    env = _base_env(
-        KISHPA_TOKEN_SECRET=token_secret,
-        KISHPA_GRPC_PORT=str(port),
-        KISHPA_GRPC_HOST="127.0.0.1",
-        KISHPA_METRICS_PORT=str(_free_port()),
-        KISHPA_WORKER_QUEUE=worker.queue,
-        KISHPA_WALLET_ADDR=wallet.addr,
-    )
-    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
-
-    def accepting() -> bool:
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    _wait(accepting, 30, "the table service to listen")
-    return process, port
 
 
 def test_the_same_task_delivered_three_times_settles_once(
@@ -424,7 +240,7 @@ def test_an_end_delivered_before_its_start_hands_the_table_back_and_both_settle_
     end = tables.write_phase(table, 1, "end", record)
     waited = _send(sender, end).get(timeout=30)
     assert waited == {"outcome": "waiting", "batch_id": "", "reason": "1:start"}
-    _wait(lambda: tables.settled(end) is not None, 30, "the end to settle after its start")
+    wait_for(lambda: tables.settled(end) is not None, 30, "the end to settle after its start")
     assert [e.data["phase"] for e in tables.settled_events(table)] == ["start", "end"]
     assert wallet.client().balance(f"bowl:{table}") == 0
     assert tables.client.hgetall(keys.balances(table)) == {
@@ -471,12 +287,18 @@ def test_a_last_round_leaves_the_bowl_account_at_zero(
 def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
     tmp_dir: Path, tables: Tables, request: pytest.FixtureRequest
 ) -> None:
-    late_wallet = Wallet(_free_port(), tmp_dir / "late-wallet.sqlite3")
+    # kombu keeps the unacked messages of every queue of a database in one hash, and any
+    # worker hands them out again after its own visibility timeout: the other workers of
+    # db 13 (3 s) would redeliver this task while it waits for the wallet. Its broker is a
+    # database of its own.
+    backend = SHARED.with_broker(with_db(SHARED.broker_url, 15))
+    late_wallet = Wallet(free_port(), tmp_dir / "late-wallet.sqlite3", backend)
     # A task retries a transient failure inside its budget (half the visibility timeout,
     # 60 s here), so this one outlasts the wallet's late start without the sweeper.
     worker = Worker(
         late_wallet.addr,
         tmp_dir / "late-worker.log",
+        backend,
         extra_env={"KISHPA_VISIBILITY_TIMEOUT": "120"},
     ).start(concurrency=2)
     try:
@@ -503,7 +325,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
     wallet: Wallet, tmp_dir: Path, tables: Tables
 ) -> None:
     log = tmp_dir / "killed-worker.log"
-    first = Worker(wallet.addr, log).start(concurrency=2)
+    first = Worker(wallet.addr, log, SHARED).start(concurrency=2)
     rounds: list[tuple[PhaseRef, list[str], dict[str, Any]]] = []
     for _ in range(120):
         table, players = tables.new(2)
@@ -516,7 +338,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
     def settled_count() -> int:
         return sum(1 for ref, _, _ in rounds if tables.settled(ref) is not None)
 
-    _wait(lambda: settled_count() >= 5, 60, "the first settlements")
+    wait_for(lambda: settled_count() >= 5, 60, "the first settlements")
     assert first.process is not None
     first.process.kill9()
     at_kill = settled_count()
@@ -529,6 +351,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
     second = Worker(
         wallet.addr,
         log,
+        SHARED,
         queue=first.queue,
         extra_env={
             "DATABASE_URL": wallet.url,
@@ -538,12 +361,14 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
         extra_args=["--beat"],
     ).start(concurrency=2)
     try:
-        _wait(lambda: settled_count() == len(rounds), 90, "every phase to be settled")
+        wait_for(lambda: settled_count() == len(rounds), 90, "every phase to be settled")
     except AssertionError:
-        # What the broker holds, to tell a lost message from a slow one.
-        c = tables.client
+        # What the broker holds (not the state Redis: a cluster under --redis-cluster), to
+        # tell a lost message from a slow one.
+        c = redis.Redis.from_url(SHARED.broker_url)
         print(f"settled at kill {at_kill}, now {settled_count()}; queue {c.llen(first.queue)}")
         print(f"unacked {c.hlen('unacked')}, mutex ttl {c.ttl('unacked_mutex')}")
+        c.close()
         raise
     finally:
         second.stop()
@@ -558,12 +383,13 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
 def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_alerts(
     tmp_dir: Path, tables: Tables
 ) -> None:
-    own_wallet = Wallet(_free_port(), tmp_dir / "sweep-wallet.sqlite3").start(
+    own_wallet = Wallet(free_port(), tmp_dir / "sweep-wallet.sqlite3", SHARED).start(
         tmp_dir / "sweep-wallet.log"
     )
     worker = Worker(
         own_wallet.addr,
         tmp_dir / "sweep-worker.log",
+        SHARED,
         extra_env={
             "DATABASE_URL": own_wallet.url,
             "KISHPA_SWEEP_INTERVAL": "1",
@@ -578,10 +404,10 @@ def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_aler
         # Written to the outbox, never enqueued: as if the table service died right after.
         ref = tables.write_phase(table, 1, "start", record, age_ms=3000)
         worker.start(concurrency=2)
-        _wait(lambda: tables.settled(ref) is not None, 30, "the sweeper to settle the phase")
+        wait_for(lambda: tables.settled(ref) is not None, 30, "the sweeper to settle the phase")
         expected = _expected_balances(players, [("start", record)])
         assert _wallet_balances(own_wallet.client(), players) == expected
-        _wait(
+        wait_for(
             lambda: 'kishpa_wallet_reconciliations_total{result="clean"}' in worker.metrics(),
             20,
             "a clean reconciliation",
@@ -598,7 +424,7 @@ def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_aler
             db.execute(
                 "UPDATE accounts SET balance = balance + 7 WHERE id = ?", (f"player:{players[0]}",)
             )
-        _wait(
+        wait_for(
             lambda: "kishpa_wallet_reconciliation_discrepancies 0.0" not in worker.metrics(),
             20,
             "the reconciliation to find the discrepancy",
@@ -612,7 +438,7 @@ def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_aler
 
 
 def test_rabbitmq_works_as_the_broker(wallet: Wallet, tmp_dir: Path, tables: Tables) -> None:
-    worker = Worker(wallet.addr, tmp_dir / "rabbit-worker.log", broker_url=RABBITMQ_URL)
+    worker = Worker(wallet.addr, tmp_dir / "rabbit-worker.log", SHARED.with_broker(RABBITMQ_URL))
     worker.start(concurrency=2)
     sender = worker.sender()
     try:

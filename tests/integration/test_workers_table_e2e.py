@@ -2,8 +2,9 @@
 ``kishpa serve table``; the table service writes the outbox and enqueues with
 ``workers.enqueue``; a ``kishpa worker`` settles every phase into ``kishpa serve wallet``.
 
-All three are real subprocesses on Redis db 13 (see test_workers_settlement.py) and free
-ports; the bots are the table service's own gRPC bot players.
+All three are real subprocesses on the settlement suites' Redis (``workers_support.SHARED``:
+db 13, or the cluster under ``--redis-cluster``) and free ports; the bots are the table
+service's own gRPC bot players.
 """
 
 from __future__ import annotations
@@ -26,16 +27,15 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.common.redis_client import sync_client
 from shared import keys, stream
-from tests.integration.test_workers_settlement import (
+from tests.integration.workers_support import (
+    SHARED,
     STARTING_TOKENS,
-    WORKERS_REDIS_URL,
     Wallet,
     Worker,
-    _free_port,
-    _wait,
+    free_port,
     start_table_service,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -120,10 +120,10 @@ async def _watched_settlements(port: int, table_id: str, player: str) -> list[ta
 async def test_a_game_played_through_the_table_service_is_settled_into_the_wallet(
     tmp_path: Path,
 ) -> None:
-    wallet = Wallet(_free_port(), tmp_path / "wallet.sqlite3").start(tmp_path / "wallet.log")
-    worker = Worker(wallet.addr, tmp_path / "worker.log").start(concurrency=2)
+    wallet = Wallet(free_port(), tmp_path / "wallet.sqlite3", SHARED).start(tmp_path / "wallet.log")
+    worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED).start(concurrency=2)
     table_process, port = start_table_service(tmp_path, worker, wallet, TOKEN_SECRET)
-    client = sync_client(WORKERS_REDIS_URL)
+    client = SHARED.client()
     suffix = uuid.uuid4().hex[:8]
     players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
     created_ids: list[str] = []
@@ -133,7 +133,7 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
             k.decode(): json.loads(v) for k, v in client.hgetall(keys.outbox(table_id)).items()
         }
         assert sorted(outbox) == ["1:end", "1:start", "2:end", "2:start"]
-        _wait(
+        wait_for(
             lambda: all(client.hexists(keys.settled(table_id), f) for f in outbox),
             60,
             "every phase of the game to be settled",

@@ -1,9 +1,14 @@
-"""Real processes for the settlement tests: a private redis-server, ``kishpa serve wallet``,
-``kishpa worker``, and the other ``kishpa`` commands, each with its output in a log file.
+"""Real processes for the settlement tests: ``kishpa serve wallet``, ``kishpa worker``,
+``kishpa serve table`` and the other ``kishpa`` commands, each with its output in a log file,
+and the Redis servers they run on.
 
-Tests that kill Redis, or run a sweeper, start their own redis-server on a free port (its
-append-only file in a temp dir): nothing else on the machine shares it, so a sweeper never
-settles somebody else's tables and killing it harms nobody.
+A :class:`Backend` names where the children keep their state (``REDIS_URL``: one node, or a
+cluster under ``pytest --redis-cluster``), where their tasks travel (a standalone Redis or
+RabbitMQ: Celery's Redis transport does not speak Cluster) and the service secret they share.
+:data:`SHARED` is the settlement suites' own Redis database (db 13 of the test Redis, or the
+run's cluster). Tests that kill Redis start their own servers (:class:`RedisServer`,
+:class:`ClusterServer`) on free ports: nothing else on the machine shares them, so a sweeper
+never settles somebody else's tables and killing them harms nobody.
 """
 
 from __future__ import annotations
@@ -19,22 +24,31 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from celery import Celery
 
 from cli.embedded_redis import redis_server_binary, start_embedded_redis
 from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.redis_client import sync_client
 from services.common.settings import Settings
+from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
+from tests.conftest import TEST_REDIS_URL
+from tests.servers import RedisClusterProcesses, RedisProcess, start_cluster, stop_cluster
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.wallet_client import WalletClient
 
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 SYSTEM_REDIS = "/usr/bin/redis-server"
+STARTING_TOKENS = 2000
+"""What the wallet opens a player's account with (``services.wallet.accounts``)."""
+REDIS_BROKER_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def free_port() -> int:
@@ -93,6 +107,10 @@ class RedisServer:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
 
+    def kill_holder(self, key: str) -> None:
+        """SIGKILL the server holding ``key``: this one holds every key."""
+        self.kill9()
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
@@ -105,6 +123,45 @@ class RedisServer:
 
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url)
+
+
+@dataclass
+class ClusterServer:
+    """A 3-master Redis Cluster of the test's own (:mod:`tests.servers`: AOF, appendfsync
+    always), whose masters it may kill and restart. The methods of :class:`RedisServer`, so
+    a test runs on either."""
+
+    cluster: RedisClusterProcesses | None = None
+    killed: list[RedisProcess] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        assert self.cluster is not None
+        return self.cluster.url
+
+    def start(self) -> ClusterServer:
+        """Start the cluster, or restart the masters killed since (from their own files);
+        wait until it is healthy."""
+        if self.cluster is None:
+            self.cluster = start_cluster()
+        while self.killed:
+            self.cluster.restart(self.killed.pop())
+        return self
+
+    def kill_holder(self, key: str) -> None:
+        """SIGKILL the master serving ``key``'s slot; the other masters go on."""
+        assert self.cluster is not None
+        tag = key[key.index("{") + 1 : key.index("}")] if "{" in key else key
+        node = self.cluster.node_of_slot(keys.key_slot(tag))
+        node.kill()
+        self.killed.append(node)
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            stop_cluster(self.cluster)
+
+    def client(self) -> Any:
+        return sync_client(self.url)
 
 
 @dataclass
@@ -170,14 +227,49 @@ def base_env(redis_url: str, secret: str, **extra: str) -> dict[str, str]:
     return env
 
 
+def with_db(url: str, db: int) -> str:
+    """``url`` with its database number replaced by ``db``."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """What a test's ``kishpa`` children share: their Redis (``redis_url``, a node or a
+    ``redis+cluster://`` URL), the Celery broker (a standalone Redis or RabbitMQ) and the
+    service secret."""
+
+    redis_url: str
+    broker_url: str
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(48))
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """A child's environment (:func:`base_env`) on this backend, plus ``extra``."""
+        return base_env(
+            self.redis_url, self.secret, **{"KISHPA_BROKER_URL": self.broker_url, **extra}
+        )
+
+    def with_broker(self, broker_url: str) -> Backend:
+        """The same Redis and secret, tasks travelling through ``broker_url``."""
+        return replace(self, broker_url=broker_url)
+
+    def client(self) -> Any:
+        """A client of the backend's Redis (a cluster client for a cluster URL)."""
+        return sync_client(self.redis_url)
+
+
+WORKERS_REDIS_URL = os.environ.get("TEST_WORKERS_REDIS_URL") or with_db(TEST_REDIS_URL, 13)
+"""The settlement suites' Redis: db 13 of the test Redis, or the cluster under
+``--redis-cluster`` (tests/conftest.py), where the broker stays on db 13 of the node."""
+SHARED = Backend(WORKERS_REDIS_URL, os.environ.get("TEST_BROKER_URL") or WORKERS_REDIS_URL)
+
+
 @dataclass
 class Wallet:
     """A ``kishpa serve wallet`` process on its own SQLite file."""
 
     port: int
     database: Path
-    redis_url: str
-    secret: str
+    backend: Backend
     process: Process | None = None
 
     @property
@@ -189,9 +281,7 @@ class Wallet:
         return f"sqlite:///{self.database}"
 
     def start(self, log: Path) -> Wallet:
-        env = base_env(
-            self.redis_url,
-            self.secret,
+        env = self.backend.env(
             DATABASE_URL=self.url,
             KISHPA_GRPC_PORT=str(self.port),
             KISHPA_GRPC_HOST="127.0.0.1",
@@ -202,7 +292,7 @@ class Wallet:
         return self
 
     def client(self) -> WalletClient:
-        authority = TokenAuthority(None, self.secret)
+        authority = TokenAuthority(None, self.backend.secret)
         return WalletClient(self.addr, ServiceCredentials(authority, "test"))
 
 
@@ -212,24 +302,19 @@ class Worker:
 
     wallet_addr: str
     log: Path
-    redis_url: str
-    secret: str
+    backend: Backend
     queue: str = field(default_factory=lambda: f"gtest-{uuid.uuid4().hex[:10]}")
     metrics_port: int = field(default_factory=free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
     extra_args: list[str] = field(default_factory=list)
-    broker_url: str = ""
     process: Process | None = None
     ready_ms: int = 0
 
     def start(self, concurrency: int = 4) -> Worker:
-        env = base_env(
-            self.redis_url,
-            self.secret,
+        env = self.backend.env(
             KISHPA_WALLET_ADDR=self.wallet_addr,
             KISHPA_WORKER_QUEUE=self.queue,
             KISHPA_METRICS_PORT=str(self.metrics_port),
-            KISHPA_BROKER_URL=self.broker_url or self.redis_url,
             **self.extra_env,
         )
         argv = [KISHPA, "worker", f"--concurrency={concurrency}", *self.extra_args]
@@ -241,11 +326,12 @@ class Worker:
         return self
 
     def stop(self) -> None:
-        """Stop the worker and remove its queue from Redis (beat may have sent a last task)."""
+        """Stop the worker and remove its queue from a Redis broker (beat may have sent a
+        last task); a RabbitMQ queue is the test's to delete."""
         if self.process is not None:
             self.process.stop()
-        if not self.broker_url or self.broker_url == self.redis_url:
-            client = redis.Redis.from_url(self.redis_url)
+        if self.backend.broker_url.startswith(REDIS_BROKER_SCHEMES):
+            client = redis.Redis.from_url(self.backend.broker_url)
             client.delete(
                 self.queue, f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}"
             )
@@ -254,7 +340,9 @@ class Worker:
     def sender(self) -> Celery:
         """A Celery client publishing to this worker's queue (what enqueue_settlement does)."""
         settings = Settings(
-            service="worker", redis_url=self.redis_url, broker_url=self.broker_url or self.redis_url
+            service="worker",
+            redis_url=self.backend.redis_url,
+            broker_url=self.backend.broker_url,
         )
         return create_app(WorkerConfig(settings=settings, queue=self.queue))
 
@@ -263,3 +351,22 @@ class Worker:
         with urllib.request.urlopen(url, timeout=5) as response:
             text: str = response.read().decode()
             return text
+
+
+def start_table_service(
+    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str
+) -> tuple[Process, int]:
+    """A real ``kishpa serve table`` on ``worker``'s backend that enqueues to its queue;
+    returns the process and its port."""
+    port = free_port()
+    env = worker.backend.env(
+        KISHPA_TOKEN_SECRET=token_secret,
+        KISHPA_GRPC_PORT=str(port),
+        KISHPA_GRPC_HOST="127.0.0.1",
+        KISHPA_METRICS_PORT=str(free_port()),
+        KISHPA_WORKER_QUEUE=worker.queue,
+        KISHPA_WALLET_ADDR=wallet.addr,
+    )
+    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
+    wait_for(lambda: port_open(port), 30, "the table service to listen")
+    return process, port
