@@ -50,6 +50,12 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     TransientError,
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
+    # A Redis Cluster answers these while a master restarts or fails over (CLUSTERDOWN,
+    # MASTERDOWN), while a slot migrates (TRYAGAIN), or the client's slot map has a hole
+    # until it is refreshed: the same command succeeds a moment later.
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.SlotNotCoveredError,
 )
 
 

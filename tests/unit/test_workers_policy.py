@@ -124,6 +124,11 @@ def test_rabbitmq_broker_gets_no_redis_transport_options() -> None:
         (_FakeCall(grpc.StatusCode.FAILED_PRECONDITION), False),
         (redis.exceptions.ConnectionError("down"), True),
         (redis.exceptions.TimeoutError("slow"), True),
+        (redis.exceptions.ClusterDownError("The cluster is down"), True),
+        (redis.exceptions.MasterDownError("Link with MASTER is down"), True),
+        (redis.exceptions.TryAgainError("Multiple keys request during rehashing"), True),
+        (redis.exceptions.SlotNotCoveredError('Slot "7" is not covered'), True),
+        (redis.exceptions.ResponseError("WRONGTYPE"), False),
         (ValueError("bad"), False),
     ],
 )
