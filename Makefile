@@ -70,15 +70,18 @@ run: install ## Start the whole stack on this machine (Ctrl-C stops it)
 	$(BIN)/kishpa run
 
 # The Redis suites run a second time on a 3-master Redis Cluster the fixtures start
-# (tests/conftest.py, --redis-cluster); see docs/DEVELOPING.md "Redis Cluster". Left out:
-# test_workers_settlement.py (worker processes' retries, kills and RabbitMQ, not Redis keys;
-# its scripts and keys run on the cluster in the outbox, table-settlement and e2e suites).
+# (tests/conftest.py, --redis-cluster); see docs/DEVELOPING.md "Redis Cluster". The worker
+# processes run on the cluster too, their Celery broker on the single node. Left out for now:
+# test_workers_chaos.py, which on a cluster of its own (it kills a master) fails now and
+# then through the services' asyncio cluster client (see docs/DEVELOPING.md).
 CLUSTER_SUITES ?= tests/integration/tables tests/integration/test_table_store.py \
 	tests/integration/test_table_load_script.py tests/integration/test_table_watch_settlement.py \
 	tests/integration/test_table_replicas.py tests/integration/test_table_settlement.py \
-	tests/integration/test_workers_outbox.py tests/integration/test_workers_table_e2e.py tests/integration/test_matchmaking_service.py \
+	tests/integration/test_workers_outbox.py tests/integration/test_workers_settlement.py \
+	tests/integration/test_workers_table_e2e.py tests/integration/test_matchmaking_service.py \
 	tests/integration/test_shared_rates.py tests/integration/test_matchmaking_sdk.py tests/integration/test_hand_table_matchmaking.py \
-	tests/integration/test_matchmaking_slots.py tests/integration/test_matchmaking_stakes.py
+	tests/integration/test_matchmaking_slots.py tests/integration/test_matchmaking_stakes.py \
+	tests/integration/test_admin.py::test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconciles
 # The TypeScript contract check decodes messages; it says nothing about Redis.
 CLUSTER_PYTEST_ARGS ?= --ignore=tests/integration/tables/test_ts_contract.py
 

@@ -22,7 +22,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
-import redis as sync_redis
 import sqlalchemy as sa
 
 from games.kishpa.record import start_postings
@@ -33,6 +32,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from sdk import table_settings
 from services.common.auth import ServiceCredentials, TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
+from services.common.redis_client import sync_client
 from services.common.settings import load_settings
 from services.table.server import TableServer, create_table_server
 from services.wallet.database import temporary_postgres_database
@@ -313,7 +313,7 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
         metadata=stack.player(players[0]),
     )
     table_id = created.table.table_id
-    sync = sync_redis.Redis.from_url(REDIS_URL)
+    sync = sync_client(REDIS_URL)  # one node, or the cluster under --redis-cluster
     wallet = WalletClient(
         f"127.0.0.1:{stack.wallet.port}", ServiceCredentials(stack.authority, "worker")
     )

@@ -8,6 +8,9 @@ Real processes throughout: a redis-server of the test's own (free port, AOF in a
 ``kishpa bots``. The workers run with the shipped defaults (visibility timeout, deadline,
 sweep interval). Expected balances come from the rules engine applied to the outbox records,
 not from the workers.
+
+Under ``pytest --redis-cluster`` the stack runs on a 3-master Redis Cluster of the module's
+own (it kills a master), with the Celery broker on a redis-server of its own beside it.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ from games.kishpa.record import end_postings, start_postings
 from shared import keys
 from tests.integration.workers_support import (
     KISHPA,
+    Backend,
+    ClusterServer,
     Process,
     RedisServer,
     Wallet,
     Worker,
-    base_env,
     free_port,
     now_ms,
     port_open,
@@ -60,28 +64,36 @@ SHIPPED_DEFAULTS = {
 class Stack:
     """The services and the queue the bots' tables are settled through."""
 
-    redis: RedisServer
+    redis: RedisServer | ClusterServer
+    backend: Backend
     wallet: Wallet
     queue: str
-    secret: str
     env: dict[str, str]
     tmp: Path
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("chaos")
-    secret = secrets.token_urlsafe(48)
-    server = RedisServer(tmp / "redis").start()
-    wallet = Wallet(free_port(), tmp / "wallet.sqlite3", server.url, secret)
-    queue = f"chaos-{uuid.uuid4().hex[:8]}"
+    servers: list[RedisServer | ClusterServer] = []
     processes: list[Process] = []
+    wallet: Wallet | None = None
     try:
+        if request.config.getoption("--redis-cluster"):
+            # Celery's Redis transport does not speak Cluster: the broker is a node beside it.
+            broker = RedisServer(tmp / "broker", appendonly=False).start()
+            servers += [broker, ClusterServer().start()]
+            backend = Backend(servers[-1].url, broker.url)
+        else:
+            servers.append(RedisServer(tmp / "redis").start())
+            backend = Backend(servers[-1].url, servers[-1].url)
+        wallet = Wallet(free_port(), tmp / "wallet.sqlite3", backend)
+        queue = f"chaos-{uuid.uuid4().hex[:8]}"
         wallet.start(tmp / "wallet.log")
         ports = {"table": free_port(), "matchmaking": free_port()}
-        env = base_env(
-            server.url,
-            secret,
+        env = backend.env(
             KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
             KISHPA_WORKER_QUEUE=queue,
             KISHPA_WALLET_ADDR=wallet.addr,
@@ -102,21 +114,21 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             wait_for(lambda p=port: port_open(p), 30, f"{name} to listen")  # type: ignore[misc]
         beat = dict(env, KISHPA_LOG_LEVEL="INFO")
         processes.append(Process("beat", [KISHPA, "beat"], beat, tmp / "beat.log").start())
-        yield Stack(server, wallet, queue, secret, env, tmp)
+        yield Stack(servers[-1], backend, wallet, queue, env, tmp)
     finally:
         for process in reversed(processes):
             process.stop()
-        if wallet.process is not None:
+        if wallet is not None and wallet.process is not None:
             wallet.process.stop()
-        server.stop()
+        for server in servers:
+            server.stop()
 
 
-def _worker(stack: Stack) -> Worker:
+def _worker(stack: Stack, log: str = "worker.log") -> Worker:
     return Worker(
         stack.wallet.addr,
-        stack.tmp / "worker.log",
-        stack.redis.url,
-        stack.secret,
+        stack.tmp / log,
+        stack.backend,
         queue=stack.queue,
         extra_env={**SHIPPED_DEFAULTS, "DATABASE_URL": stack.wallet.url},
     )
@@ -260,8 +272,12 @@ def test_a_round_end_seen_by_players_survives_a_redis_sigkill_and_is_settled(
     # The Redis of this stack runs as shipped for the embedded server: AOF, appendfsync
     # always (its 7.0 has no WAITAOF). A player is told a round ended by the reply to the
     # action that ended it, or by the `round_ended` event: the test SIGKILLs Redis the moment
-    # it reads that event (the same instant the acting player's reply leaves Redis).
+    # it reads that event (the same instant the acting player's reply leaves Redis). The
+    # worker runs throughout, as in production: it rides out the kill and the restart.
     client = stack.redis.client()
+    worker = _worker(stack, "worker-redis-kill.log").start()
+    # The tables of the test before are settled already: follow only the new one's events.
+    earlier = set(client.scan_iter(match=keys.events("*"), _type="stream"))
     bots = subprocess.Popen(
         [
             KISHPA, "bots", "--tables", "1", "--rounds", "2", "--turn-seconds", "10",
@@ -274,38 +290,49 @@ def test_a_round_end_seen_by_players_survives_a_redis_sigkill_and_is_settled(
     )  # fmt: skip
     seen: tuple[str, int] | None = None
     try:
-        cursors: dict[bytes, bytes] = {}
+        events: bytes | None = None
+        cursor = b"0-0"
         deadline = time.monotonic() + 120
         while seen is None:
             assert time.monotonic() < deadline, "no round ended"
             assert bots.poll() is None, bots.communicate()[0][-2000:]
-            for key in client.scan_iter(match=keys.events("*"), _type="stream"):
-                cursors.setdefault(key, b"0-0")
-            if not cursors:
-                time.sleep(0.05)
-                continue
-            replies: Any = client.xread(dict(cursors), block=100)
-            for key, entries in replies or []:
+            if events is None:
+                found = set(client.scan_iter(match=keys.events("*"), _type="stream")) - earlier
+                if not found:
+                    time.sleep(0.05)
+                    continue
+                (events,) = found
+            replies: Any = client.xread({events: cursor}, block=100)
+            for _key, entries in replies or []:
                 for entry_id, fields in entries:
-                    cursors[key] = entry_id
+                    cursor = entry_id
                     if fields.get(b"type") == b"round_ended" and seen is None:
-                        stack.redis.kill9()  # at once: nothing else runs before the kill
-                        table = key.decode().split("{", 1)[1].rsplit("}", 1)[0]
+                        # At once: nothing else runs before the kill. On a cluster, the
+                        # master of the table's slot; the others go on.
+                        stack.redis.kill_holder(events.decode())
+                        table = events.decode().split("{", 1)[1].rsplit("}", 1)[0]
                         seen = (table, int(fields[b"round"]))
         table_id, round_no = seen
         stack.redis.start()  # from its own files, same port: every service reconnects
-        worker = _worker(stack).start()
-        try:
-            field = keys.phase_field(round_no, "end")
-            wait_for(
-                lambda: client.hget(keys.settled(table_id), field) is not None,
-                60,
-                f"round {round_no}'s end to be settled after the restart",
-            )
-        finally:
-            worker.stop()
+        field = keys.phase_field(round_no, "end")
+        wait_for(
+            lambda: client.hget(keys.settled(table_id), field) is not None,
+            60,
+            f"round {round_no}'s end to be settled after the restart",
+        )
         assert client.hget(keys.outbox(table_id), field) is not None
     finally:
         if bots.poll() is None:
             bots.kill()
         bots.communicate()
+        worker.stop()
+    # Redis going away is a transient failure a task retries, never one that fails (on a
+    # cluster: CLUSTERDOWN while the restarted master rejoins). Celery's consumer may say at
+    # error level that it cannot reach the broker (on one node, the killed server).
+    assert worker.process is not None
+    failed = [
+        line
+        for line in worker.process.output().splitlines()
+        if '"logger": "celery.app.trace"' in line or '"event": "settlement_failed"' in line
+    ]
+    assert not [line for line in failed if '"level": "error"' in line], failed
