@@ -249,31 +249,57 @@ def unindex_settled_table(client: redis.Redis, table_id: str) -> list[PendingPha
     return pending
 
 
-def indexed_tables(client: redis.Redis, *, before_ms: int | None = None) -> list[tuple[str, float]]:
+def indexed_tables(
+    client: redis.Redis, *, before_ms: int | None = None, unreachable: list[str] | None = None
+) -> list[tuple[str, float]]:
     """The tables in the unsettled index, with their scores, oldest first, from every shard
-    (one pipeline); with ``before_ms`` only those with a phase possibly created before it."""
+    (one pipeline; on a cluster shard by shard, a shard whose master does not answer is
+    skipped and named in ``unreachable``); with ``before_ms`` only those with a phase
+    possibly created before it."""
+    if unreachable is None:
+        unreachable = []
     # Inclusive: an unreadable record's score 0 is "due for any time" (even ``before_ms=0``).
     top = "+inf" if before_ms is None else before_ms
-    pipe = client.pipeline(transaction=False)
-    for key in keys.unsettled_shards():
-        pipe.zrangebyscore(key, "-inf", top, withscores=True)
-    found = [(_text(member), float(score)) for shard in pipe.execute() for member, score in shard]
+    shards: list[Any]
+    if hasattr(client, "get_node_from_key"):
+        # A cluster: shard by shard, so a master that is down hides only its own shards
+        # (its tables cannot be settled meanwhile anyway); the others are swept.
+        shards = []
+        for key in keys.unsettled_shards():
+            try:
+                shards.append(client.zrangebyscore(key, "-inf", top, withscores=True))
+            except redis.RedisError as exc:
+                unreachable.append(f"{key}: {exc!r}")
+    else:
+        pipe = client.pipeline(transaction=False)
+        for key in keys.unsettled_shards():
+            pipe.zrangebyscore(key, "-inf", top, withscores=True)
+        shards = pipe.execute()
+    found = [(_text(member), float(score)) for shard in shards for member, score in shard]
     return sorted(found, key=lambda entry: entry[1])
 
 
 def pending_tables(
-    client: redis.Redis, *, before_ms: int | None = None
+    client: redis.Redis, *, before_ms: int | None = None, unreachable: list[str] | None = None
 ) -> Iterator[tuple[str, list[PendingPhase]]]:
     """Every indexed table with unsettled outbox phases, and those phases (earliest first),
     the tables in the order of their index scores (oldest first).
 
     Reads the 16 shards of the unsettled index, never SCAN; each table's phases come from its
     outbox and settled hashes, the source of truth. An entry whose table has nothing
-    unsettled left (its settlement died before removing it) is removed on the way.
+    unsettled left (its settlement died before removing it) is removed on the way. A shard
+    or table whose Redis node does not answer is skipped and named in ``unreachable`` (on a
+    cluster the other masters' tables go on).
     """
-    for table_id, _score in indexed_tables(client, before_ms=before_ms):
-        # A phase committed while the stale entry was removed is found by the second read.
-        pending = pending_phases(client, table_id) or unindex_settled_table(client, table_id)
+    if unreachable is None:
+        unreachable = []
+    for table_id, _score in indexed_tables(client, before_ms=before_ms, unreachable=unreachable):
+        try:
+            # A phase committed while the stale entry was removed is found by the 2nd read.
+            pending = pending_phases(client, table_id) or unindex_settled_table(client, table_id)
+        except redis.RedisError as exc:
+            unreachable.append(f"{table_id}: {exc!r}")
+            continue
         if pending:
             yield table_id, pending
 

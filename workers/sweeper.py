@@ -81,6 +81,9 @@ class SweepReport:
     unsettled: int = 0
     oldest_age_s: float = 0.0
     stalled: list[str] = field(default_factory=list)
+    unreachable: list[str] = field(default_factory=list)
+    """Index shards and tables skipped because their Redis node did not answer (a cluster
+    master that is down: the other masters' tables are swept all the same)."""
 
 
 def _live(client: redis.Redis, pending: list[PendingPhase]) -> list[PendingPhase]:
@@ -101,8 +104,12 @@ def sweep_report(
     keyword ids of ``kishpa.settle_phase``."""
     report = SweepReport()
     due: list[tuple[int, PhaseRef]] = []
-    for table_id, pending in pending_tables(client):
-        live = _live(client, pending)
+    for table_id, pending in pending_tables(client, unreachable=report.unreachable):
+        try:
+            live = _live(client, pending)
+        except redis.RedisError as exc:  # its dead-letter shard's master is down
+            report.unreachable.append(f"{table_id}: {exc!r}")
+            continue
         if not live:
             continue
         report.unsettled += len(live)
@@ -117,8 +124,12 @@ def sweep_report(
         if earliest.created_ms is None or earliest.created_ms <= now_ms - deadline_s * 1000:
             due.append((earliest.created_ms or 0, earliest.ref))
     for _created, ref in sorted(due, key=lambda d: d[0]):
-        if not claim_enqueue(client, ref, now_ms=now_ms, deadline_s=deadline_s):
-            continue  # enqueued again within the deadline (by a sweep or a waiting task)
+        try:
+            if not claim_enqueue(client, ref, now_ms=now_ms, deadline_s=deadline_s):
+                continue  # enqueued again within the deadline (by a sweep or a waiting task)
+        except redis.RedisError as exc:
+            report.unreachable.append(f"{ref.table_id}: {exc!r}")
+            continue
         enqueue(table_id=ref.table_id, round_no=ref.round_no, phase=ref.phase)
         report.enqueued.append(ref)
         metrics.SWEPT.inc()
@@ -130,8 +141,18 @@ def sweep_report(
         )
     for table_id in report.stalled:
         period_ms = max(int(stall_after_s * 1000), 1000)
-        if client.set(stalled_marker(table_id), now_ms, nx=True, px=period_ms):
+        try:
+            marked = client.set(stalled_marker(table_id), now_ms, nx=True, px=period_ms)
+        except redis.RedisError:
+            marked = True  # cannot keep it to once per period: say it anyway
+        if marked:
             log.warning("settlement_table_stalled", table_id=table_id, stall_after_s=stall_after_s)
+    if report.unreachable:
+        log.warning(
+            "sweep_partial",
+            unreachable=len(report.unreachable),
+            first=report.unreachable[0][:200],
+        )
     return report
 
 
@@ -153,7 +174,12 @@ def sweep_outboxes() -> dict[str, Any]:
     config = worker_config()
     client = redis_client()
     now = time.time_ns() // 1_000_000
-    restored = rebuild_if_due(client, now_ms=now, interval_s=config.reindex_interval_s)
+    try:
+        restored = rebuild_if_due(client, now_ms=now, interval_s=config.reindex_interval_s)
+    except redis.RedisError as exc:
+        # A master is down (SCAN visits them all): sweep what the index holds meanwhile.
+        log.warning("unsettled_index_rebuild_failed", error=repr(exc))
+        restored = None
     if restored is not None:
         # A missing entry is a lost index write (or a table settling during the rebuild).
         log.log(20 if restored else 10, "unsettled_index_rebuilt", restored=restored)

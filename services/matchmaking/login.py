@@ -57,12 +57,13 @@ class LoginServicer(AuthServicer):
         if device is None:
             await self._wallet.open_wallet(response.player_id)
             return response
-        granted = await self._limiter.grant_once(device, response.player_id)
         try:
+            granted = await self._limiter.grant_once(device, response.player_id)
             await self._wallet.open_wallet(response.player_id, grant=granted)
         except BaseException:
-            if granted:  # the device keeps its grant for the next try
-                await self._limiter.forget_grant(device, response.player_id)
+            # The device keeps its grant for the next try, also when the marker was written
+            # but its answer lost (this only removes a marker naming this new player).
+            await self._limiter.forget_grant(device, response.player_id)
             raise
         return response
 

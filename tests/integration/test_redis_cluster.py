@@ -9,22 +9,29 @@ master's tables come back with it, their watchers missing nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
+import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
-from services.common.redis_client import async_client, is_cluster_url
+from services.common.redis_client import async_client, is_cluster_url, sync_client
 from services.common.settings import load_settings
 from services.table.engine import TableSettings
 from services.table.server import TableServer, create_table_server
 from services.table.service import Tables
 from services.table.store import TableStore
 from shared import keys
+from shared.phase_record import PhaseRef
 from shared.stream import StoredEvent, decode
 from tests.servers import RedisClusterProcesses, RedisProcess, start_cluster, stop_cluster
+from workers.outbox import enqueued_marker, index_unsettled
+from workers.samples import phase_entry, round_record
+from workers.sweeper import sweep_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -183,3 +190,58 @@ async def test_timers_are_claimed_per_shard_and_only_by_replicas_that_read_the_v
             for version in (1, 2):
                 await client.zrem(keys.deadlines(table_id, version), table_id)
         await client.aclose()
+
+
+def test_the_sweeper_goes_on_for_the_other_masters_while_one_is_down(
+    cluster: RedisClusterProcesses,
+) -> None:
+    """A lost settlement task is recovered on the masters that answer while one is down;
+    the killed master's tables are swept once it is back."""
+    client = sync_client(cluster.url)
+    created = time.time_ns() // 1_000_000 - 60_000  # a minute ago: overdue
+    tables = [f"sweep-{uuid.uuid4().hex[:10]}" for _ in range(24)]
+    try:
+        for table_id in tables:
+            record = round_record(["ann", "ben"])
+            entry = phase_entry(table_id, 1, "start", record, created)
+            client.hset(keys.outbox(table_id), keys.phase_field(1, "start"), entry)
+            index_unsettled(client, table_id, created)
+        victim = master_of(cluster, tables[0])
+
+        def on_live_masters(table_id: str) -> bool:
+            """Its keys and its index shard are on masters that answer (computed here from
+            the slot map, not by the sweeper)."""
+            index_tag = keys.shard_tag(keys.shard_of(table_id))
+            return victim not in (
+                master_of(cluster, table_id),
+                cluster.node_of_slot(key_slot(index_tag.encode())),
+            )
+
+        up = {t for t in tables if on_live_masters(t)}
+        assert up, "the tables landed on one master only"
+        assert len(up) < len(tables)
+        victim.kill()
+        swept: list[str] = []
+        report = sweep_report(
+            client,
+            deadline_s=5,
+            now_ms=created + 60_000,
+            enqueue=lambda **ids: swept.append(ids["table_id"]),
+        )
+        assert set(swept) == up
+        assert report.unreachable
+        cluster.restart(victim)
+        report = sweep_report(
+            client,
+            deadline_s=5,
+            now_ms=created + 60_000,
+            enqueue=lambda **ids: swept.append(ids["table_id"]),
+        )
+        assert sorted(swept) == sorted(tables)  # the rest once it is back, nothing twice
+    finally:
+        for table_id in tables:
+            with contextlib.suppress(Exception):
+                client.delete(keys.outbox(table_id))
+                client.zrem(keys.unsettled(table_id), table_id)
+                client.delete(enqueued_marker(PhaseRef(table_id, 1, "start")))
+        client.close()
