@@ -14,6 +14,7 @@ broker does not support Cluster).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from functools import partial
 from urllib.parse import urlsplit, urlunsplit
@@ -25,6 +26,12 @@ from tests import backends, containers, servers
 from tests.child_env import use_generous_player_limits
 
 use_generous_player_limits()
+
+# A shell that runs `make test` in the background starts it with SIGINT ignored, and every
+# child would inherit that: the tests that stop `kishpa run` or `kishpa play` with Ctrl-C
+# need it delivered (a handled signal is reset to the default in an exec'd child).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.load_profile("ci")
