@@ -62,6 +62,7 @@ class SharedRates:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._warned_at = 0.0
+        self._forgot_at = 0.0
 
     def _key(self, name: str, window: _Window) -> str:
         return f"{self.key_prefix}:{name}:{int(window.start)}"
@@ -135,10 +136,12 @@ class SharedRates:
         self._forget_idle()
 
     def _forget_idle(self) -> None:
-        """Drop counters two windows old (bounded memory: active players only)."""
-        if len(self._windows) < 1024:
-            return
+        """Drop counters two windows old (bounded memory: active players only), at most
+        every 10 s (a pass visits every counter)."""
         now = time.time()
+        if len(self._windows) < 1024 or now - self._forgot_at < 10:
+            return
+        self._forgot_at = now
         for name, window in list(self._windows.items()):
             if window.start + 2 * window.expiry < now and not window.pending:
                 del self._windows[name]
