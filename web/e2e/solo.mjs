@@ -54,6 +54,7 @@ try {
   result.roundAfterReload = await page.getByTestId("table").getAttribute("data-round");
   const final = await savedLog(page);
   result.tableId = final.tableId;
+  result.playerId = await page.evaluate(() => JSON.parse(localStorage.getItem("kishpa.session") ?? "{}").playerId);
   result.log = final.log.map((e) => ({ id: e.id, kind: e.kind }));
   result.logIdsAfterReload = final.log.map((e) => e.id);
   // Settlement is asynchronous: wait until the table's balance is the wallet's.

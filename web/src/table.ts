@@ -101,9 +101,10 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (dealtTiles(ev)) saved.arranged = [];
     if (ev.payments?.length) saved.payments[ev.round] = [...(saved.payments[ev.round] ?? []), ...ev.payments];
     persist();
-    if (endsRound(ev) || (isSettled(ev) && summary?.round === ev.round)) {
-      summaryNeeded = true;
-    }
+    if (endsRound(ev)) summaryNeeded = true;
+    // Any settlement moves the balances the summary shows (the next round's start can settle
+    // while this round's summary is still open), so the wallet is read again after each one.
+    else if (isSettled(ev) && summary) void readSettlement(summary, ev.round === summary.round);
     scheduleRefresh();
   }
 
@@ -283,19 +284,27 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     summary = { round, transfers: summary?.round === round ? summary.transfers : null, wallet: null, fairness: summary?.round === round ? summary.fairness : "checking" };
     draw();
     const current = summary;
-    try {
-      const answer = await wallet.listTransfers({ tableId, round, pageSize: 100 });
-      current.transfers = [...answer.transfers].reverse();
-      current.wallet = (await wallet.getBalance({})).balance?.tokens ?? null;
-    } catch (err) {
-      current.transfers = [];
-      status = errorText(err);
-    }
-    draw();
+    await readSettlement(current, true);
     if (current.fairness === "checking") {
       current.fairness = await checkFairness(round);
       draw();
     }
+  }
+
+  let walletReads = 0;
+
+  /** Reads the summary's round transfers (when they may have changed) and the wallet balance. */
+  async function readSettlement(current: Summary, transfers: boolean): Promise<void> {
+    const read = ++walletReads;
+    try {
+      if (transfers) current.transfers = [...(await wallet.listTransfers({ tableId, round: current.round, pageSize: 100 })).transfers].reverse();
+      const tokens = (await wallet.getBalance({})).balance?.tokens ?? null;
+      if (read === walletReads) current.wallet = tokens; // an older read answering late is stale
+    } catch (err) {
+      current.transfers ??= [];
+      status = errorText(err);
+    }
+    draw();
   }
 
   async function checkFairness(round: number): Promise<Verdict | string> {
