@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -198,7 +199,7 @@ class Table:
                 # As a client does: watch again from the last event received (see
                 # docs/BENCHMARKS.md: grpc's client cancels some of the thousands of streams
                 # a generator holds, "locally").
-                self.watch_errors.append(exc.code().name)
+                self.watch_errors.append(f"{exc.code().name}: {exc.details()}")
             await asyncio.sleep(0.2)
             call = self.watch_stubs[seat].WatchTable(
                 table_pb2.WatchTableRequest(table_id=self.table_id, after_event_id=seen[-1]),
@@ -546,7 +547,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"actions/s {actions / args.seconds:.0f} (target {tables / PERIOD_S:.0f}); "
             f"errors {len(errors)} {sorted(set(errors))}; GetTable reads per action "
             f"{reads / max(1, actions):.2f}; watch streams re-opened {len(reopened)} "
-            f"{sorted(set(reopened))}"
+            f"{collections.Counter(reopened).most_common(3)}"
         )
         print(
             f"exactly once: {sum(r['checked'] for r in reports)} watchers replayed from their "

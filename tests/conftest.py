@@ -13,10 +13,15 @@ broker does not support Cluster).
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import io
 import os
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import AsyncIterator, Callable
 from functools import partial
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -125,3 +130,44 @@ def _session_file(tmp_path_factory: pytest.TempPathFactory) -> None:
     if not os.environ.get("KISHPA_SESSION_FILE"):
         path = tmp_path_factory.mktemp("session") / "session.json"
         os.environ["KISHPA_SESSION_FILE"] = str(path)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if inspect.iscoroutinefunction(getattr(item, "obj", None)):
+            item.fixturenames.append("_dump_tasks_before_timeout")  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def _dump_tasks_before_timeout(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """An async test still running shortly before pytest-timeout stops it prints where each
+    of its asyncio tasks waits (pytest-timeout shows only the loop's ``select``)."""
+    timeout = float(request.config.getoption("timeout", None) or request.config.getini("timeout"))
+    marker = request.node.get_closest_marker("timeout")
+    if marker and marker.args:
+        timeout = float(marker.args[0])
+    if timeout <= 20:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+
+    def dump() -> None:
+        out = io.StringIO()
+        print(f"\n--- {request.node.nodeid}: asyncio tasks after {timeout - 10:.0f} s", file=out)
+        for task in asyncio.all_tasks(loop):
+            print(f"{task.get_name()}:", file=out)
+            awaited: Any = task.get_coro()
+            while awaited is not None:  # the whole await chain, not just the outer frame
+                frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+                if frame is not None:
+                    code = frame.f_code
+                    print(f"  {code.co_filename}:{frame.f_lineno} {code.co_name}", file=out)
+                awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+            print(f"  waiting on {task}", file=out)
+        sys.stderr.write(out.getvalue())
+
+    timer = loop.call_later(timeout - 10, dump)
+    try:
+        yield
+    finally:
+        timer.cancel()
