@@ -18,7 +18,6 @@ counts and logs a warning.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 from limits import RateLimitItem
 
 from services.common.logging import get_logger
+from services.common.tasks import cancel_and_wait
 
 _log = get_logger(__name__)
 
@@ -149,7 +149,5 @@ class SharedRates:
     async def close(self) -> None:
         """Share what is pending and stop the flusher."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         await self.flush()

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 from redis.asyncio import Redis
 
+from services.common.tasks import cancel_and_wait
 from services.matchmaking.keys import Keys
 
 log = structlog.get_logger("kishpa.matchmaking")
@@ -74,7 +75,5 @@ class TicketNotifier:
     async def close(self) -> None:
         """Stop listening."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None

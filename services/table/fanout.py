@@ -42,6 +42,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from services.common.errors import ResourceExhausted
+from services.common.tasks import cancel_and_wait
 from services.table.metrics import FANOUT_READS, WATCH_CUTOFFS, WATCHED_TABLES, WATCHERS
 
 log = structlog.get_logger("kishpa.table.fanout")
@@ -217,10 +218,7 @@ class StreamHub(Generic[T]):
     async def stop(self) -> None:
         """Stop both tasks and close the pub/sub connection."""
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)
         self._tasks = []  # the listener closed its pub/sub connection on the way out
         if self._retry is not None:
             self._retry.cancel()
