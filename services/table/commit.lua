@@ -13,6 +13,10 @@ KEYS[5]  balances hash  player -> balance (read only: returned so the answer nee
 KEYS[6]  optional: the unsettled index shard of the table (keys.unsettled). Given on one
          Redis node only: on a cluster it lives in another slot, and the caller indexes
          the table right after the commit instead.
+KEYS[7]  optional (one node only, like KEYS[6]): the deadline index shard of this code's
+         state version; the table's member is set to the new deadline, or removed when it
+         waits for nobody. Absent: the caller updates the index itself, or it is unchanged.
+KEYS[8..] the older versions' deadline index shards: the table leaves them.
 
 ARGV[1]  expected version ("0": the table must not exist yet)
 ARGV[2]  new state JSON
@@ -22,7 +26,7 @@ ARGV[5]  deadline in ms ("" when the table waits for nobody)
 ARGV[6]  expiry in seconds (a finished or a still-waiting table); "0": no expiry (PERSIST)
 ARGV[7]  number of events E
 ARGV[8]  number of outbox records P
-ARGV[9]  the table id (its member in KEYS[6])
+ARGV[9]  the table id (its member in the indexes, KEYS[6..])
 ARGV[10] created_ms of the earliest of the P records ("" when P is 0)
 then E events, each as: n, key1, value1, ..., keyn, valuen
 then P outbox records, each as: field, JSON
@@ -79,6 +83,17 @@ end
 if KEYS[6] and tonumber(ARGV[8]) > 0 then
   -- LT keeps the earliest unsettled phase's time when the table is indexed already.
   redis.call('ZADD', KEYS[6], 'LT', ARGV[10], ARGV[9])
+end
+
+if KEYS[7] then
+  if ARGV[5] ~= '' then
+    redis.call('ZADD', KEYS[7], ARGV[5], ARGV[9])
+  else
+    redis.call('ZREM', KEYS[7], ARGV[9])
+  end
+  for k = 8, #KEYS do
+    redis.call('ZREM', KEYS[k], ARGV[9])
+  end
 end
 
 if ARGV[3] ~= '' then

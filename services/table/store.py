@@ -249,9 +249,13 @@ class TableStore:
             keys.outbox(table_id),
             keys.balances(table_id),
         ]
-        if transition.phases and not self.cluster:
-            # One node: the script indexes the table in the same atomic step.
+        if not self.cluster:
+            # One node: the script indexes the table in the same atomic step (its phases
+            # and, when it changed, its deadline); a cluster keeps the indexes in other slots.
             commit_keys.append(keys.unsettled(table_id))
+            if index_deadline:
+                commit_keys += self._deadline_keys(table_id)
+                index_deadline = False
         barrier = self.durability.commands() if transition.phases else []
         try:
             if barrier:
@@ -410,13 +414,18 @@ class TableStore:
         The entry goes to this code's state version's shard; a table rewritten by newer code
         leaves the older versions' shards (older replicas must not claim it any more).
         """
-        older = [keys.deadlines(table_id, v) for v in self.readable_versions if v != self.version]
+        current, *older = self._deadline_keys(table_id)
         if deadline_ms is None:
-            await self.redis.zrem(keys.deadlines(table_id, self.version), table_id)
+            await self.redis.zrem(current, table_id)
         else:
-            await self.redis.zadd(keys.deadlines(table_id, self.version), {table_id: deadline_ms})
+            await self.redis.zadd(current, {table_id: deadline_ms})
         for key in older:
             await self.redis.zrem(key, table_id)
+
+    def _deadline_keys(self, table_id: str) -> list[str]:
+        """The table's deadline index shard of this code's version, then the older ones'."""
+        older = [keys.deadlines(table_id, v) for v in self.readable_versions if v != self.version]
+        return [keys.deadlines(table_id, self.version), *older]
 
     async def _index_after_commit(self, table_id: str, transition: Transition) -> None:
         """On a cluster, index the phases a commit wrote (one node: the script did). The
