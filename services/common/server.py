@@ -31,6 +31,9 @@ from services.common.validation import ValidationInterceptor
 
 _log = get_logger(__name__)
 
+PENDING_CALLS = 20_000
+"""Calls that may wait for the application before grpc starts refusing new ones."""
+
 DEFAULT_SERVER_OPTIONS: tuple[tuple[str, Any], ...] = (
     # Two processes must never share a port silently (grpc enables SO_REUSEPORT by default).
     ("grpc.so_reuseport", 0),
@@ -43,6 +46,12 @@ DEFAULT_SERVER_OPTIONS: tuple[tuple[str, Any], ...] = (
     # Larger bodies are refused by grpc itself (RESOURCE_EXHAUSTED) before they are read;
     # below it, each RPC's own limit applies (services.common.validation).
     ("grpc.max_receive_message_length", 1024 * 1024),
+    # Calls that arrived and wait for the application to pick them up: beyond 1,000 (grpc's
+    # default) grpc refuses new ones at random, with CANCELLED, which clients cannot tell
+    # from a server that ended their stream. A table process holds thousands of WatchTable
+    # streams, which all come back at once after a restart (docs/operations.md).
+    ("grpc.server.max_pending_requests", PENDING_CALLS),
+    ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
 )
 """Server channel options; ``create_server(options=...)`` entries override these."""
 

@@ -380,3 +380,39 @@ async def test_health_client_waits_for_serving(harness: Harness) -> None:
     assert await check_health(harness.channel, PROBE) == health_pb2.HealthCheckResponse.SERVING
     with pytest.raises(TimeoutError):
         await wait_until_serving(f"127.0.0.1:{unused_port()}", deadline_seconds=0.3)
+
+
+async def test_a_burst_of_thousands_of_streams_is_accepted(harness: Harness) -> None:
+    """Thousands of streams opened at once (every watcher of a restarted table process comes
+    back together) are all accepted: grpc's default refuses calls at random, with CANCELLED,
+    once more than 1,000 wait to be picked up."""
+    channels = [
+        grpc.aio.insecure_channel(
+            f"127.0.0.1:{harness.server.port}", options=[("grpc.use_local_subchannel_pool", 1)]
+        )
+        for _ in range(6)
+    ]
+    held: list[Any] = []  # the streams stay open until the end
+
+    async def first_reply(i: int) -> str:
+        call = health_pb2_grpc.HealthStub(channels[i % len(channels)]).Watch(
+            health_pb2.HealthCheckRequest(service=PROBE)
+        )
+        held.append(call)
+        try:
+            async for reply in call:
+                return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        except grpc.aio.AioRpcError as exc:
+            return exc.code().name
+        return "ENDED"
+
+    try:
+        answers = await asyncio.wait_for(
+            asyncio.gather(*(first_reply(i) for i in range(3000)), return_exceptions=True), 120
+        )
+        assert [a for a in answers if a != "SERVING"] == []
+    finally:
+        for call in held:
+            call.cancel()
+        for channel in channels:
+            await channel.close()
