@@ -21,16 +21,15 @@ async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
     survives, leaving the task waiting for work forever (and a ``stop()`` that awaits it
     hanging). So the cancellation is repeated until the task ends.
     """
-    for attempt in range(CANCEL_ATTEMPTS):
-        if task.done():
-            if attempt > 1:
-                _log.info("task_cancel_repeated", task=task.get_name(), cancels=attempt)
-            break
+    cancels = 0
+    while not task.done() and cancels < CANCEL_ATTEMPTS:
         task.cancel()
+        cancels += 1
         await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
-    else:
-        if not task.done():
-            _log.warning("task_ignores_cancellation", task=task.get_name())
-            return
+    if not task.done():
+        _log.warning("task_ignores_cancellation", task=task.get_name())
+        return
+    if cancels > 1:
+        _log.info("task_cancel_repeated", task=task.get_name(), cancels=cancels)
     if not task.cancelled() and task.exception() is not None:
         _log.warning("task_failed", task=task.get_name(), error=repr(task.exception()))

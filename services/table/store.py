@@ -255,7 +255,6 @@ class TableStore:
             commit_keys.append(keys.unsettled(table_id))
             if index_deadline:
                 commit_keys += self._deadline_keys(table_id)
-                index_deadline = False
         barrier = self.durability.commands() if transition.phases else []
         try:
             if barrier:
@@ -276,9 +275,10 @@ class TableStore:
             )
         COMMITS.labels("committed").inc()
         await self._index_after_commit(table_id, transition)
-        # The deadline index is sharded apart from the table's keys and rebuildable (the
-        # timers re-index every minute): the commit stands even if its shard is unreachable.
-        if index_deadline:
+        # On a cluster the deadline index is in other slots (one node: the script moved it)
+        # and rebuildable (the timers re-index every minute): the commit stands even if its
+        # shard is unreachable.
+        if index_deadline and self.cluster:
             try:
                 await self.set_deadline(table_id, transition.deadline_ms)
             except RedisError as exc:
