@@ -110,7 +110,7 @@ def web_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebStack]:
             stack.wait()
 
 
-def _balances_after_each_batch(wallet_db: Path, account: str) -> set[int]:
+def _balances_after_each_batch(wallet_db: Path, account: str) -> list[int]:
     """The account's balance after each committed batch, summed from the postings."""
     with sqlite3.connect(wallet_db) as db:
         rows = db.execute(
@@ -119,10 +119,10 @@ def _balances_after_each_batch(wallet_db: Path, account: str) -> set[int]:
             " GROUP BY batch_id ORDER BY batch_id",
             (account, account),
         ).fetchall()
-    running, seen = 0, set()
+    running, seen = 0, list[int]()
     for _, delta in rows:
         running += delta
-        seen.add(running)
+        seen.append(running)
     return seen
 
 
@@ -181,7 +181,10 @@ def test_a_guest_plays_a_round_against_three_bots_in_chromium(web_stack: WebStac
     had = _balances_after_each_batch(web_stack.wallet_db, f"player:{result['playerId']}")
     assert int(result["walletBalance"]) in had
     assert int(result["walletPage"]) in had
-    assert int(result["walletPage"]) != 2000  # the round moved money
+    # The round moved money: batches beyond the opening grant touched the player, and the
+    # wallet page lists them (their sum may be 0: a bonus can pay back exactly a loss).
+    assert len(had) > 1
+    assert result["walletRows"] > 1
     assert "verified" in result["fairness"]
     assert "NOT" not in result["fairness"]
     assert result["phoneLoginShown"]
