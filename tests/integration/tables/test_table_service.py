@@ -367,7 +367,16 @@ async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
                 break
         call.cancel()  # the client disconnects
         await _play_until(bots, table_id, lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS)
-        for _ in range(12):  # a dozen more moves while it is away
+
+        # A dozen more rounds of moves while it is away, and more until the stream holds a
+        # private fact of his since he left (a pile draw of his; a discard taken is public).
+        async def private_of_his_since_he_left() -> bool:
+            entries = await redis.xrange(keys.events(table_id), min=f"({seen[-1].event_id}")
+            return any(decode(fields).private_seat == 2 for _, fields in entries)
+
+        for moves in range(60):
+            if moves >= 12 and await private_of_his_since_he_left():
+                break
             for player in bots.values():
                 await player.play(table_id, await player.view(table_id))
         # What the watcher may see of the whole stream, from Redis itself (seat 2's view).
