@@ -119,18 +119,27 @@ def _gc_summary(before: list[dict[str, float]], after: list[dict[str, float]]) -
 # ---- the load generator (a child process) ---------------------------------------------
 
 
+def _events(response: Any) -> list[Any]:
+    """The events of one WatchTable message, batched or not."""
+    return list(response.events) if response.events else [response.event]
+
+
 class Table:
     """One table: 4 players, their watch streams, and a paced action loop."""
 
-    def __init__(self, stubs: list[Any], watch_stubs: list[Any], md: list[Any]) -> None:
+    def __init__(
+        self, stubs: list[Any], watch_stubs: list[Any], md: list[Any], batched: bool
+    ) -> None:
         self.stubs = stubs  # the player's stub per seat (any process)
         self.watch_stubs = watch_stubs
         self.md = md
+        self.batched = batched  # events in batches (WatchTableRequest.batched), as clients ask
         self.table_id = ""
         self.view: Any = None
         self.seat = 0
         self.draw_next = False
         self.reads = 0
+        self.messages = 0  # stream messages received
         self.watch_errors: list[str] = []
         self.seen: dict[int, list[str]] = {}
         """Per seat: the id its watch started after, then every event id it received."""
@@ -149,11 +158,9 @@ class Table:
         )
         with contextlib.suppress(grpc.aio.AioRpcError):
             async for item in call:
-                replay.append(item.event.event_id)
+                replay.extend(e.event_id for e in _events(item))
         received = set(seen[1:])
         return sum(1 for i in replay if i not in received and int(i.split("-")[0]) < until_ms)
-        """The last action passed the turn to ``seat``: draw without reading the table first,
-        as a client told by its stream (``turn_started``) would."""
 
     async def open(self) -> None:
         created = await self.stubs[0].CreateTable(
@@ -183,7 +190,9 @@ class Table:
 
     async def watch(self, seat: int, after: str, arrivals: list[float], ready: Any) -> None:
         call = self.watch_stubs[seat].WatchTable(
-            table_pb2.WatchTableRequest(table_id=self.table_id, after_event_id=after),
+            table_pb2.WatchTableRequest(
+                table_id=self.table_id, after_event_id=after, batched=self.batched
+            ),
             metadata=self.md[seat],
         )
         ready()
@@ -191,9 +200,11 @@ class Table:
         while True:
             try:
                 async for item in call:
-                    ms = int(item.event.event_id.split("-", 1)[0])
-                    arrivals.append(time.time() * 1000 - ms)
-                    seen.append(item.event.event_id)
+                    self.messages += 1
+                    now_ms = time.time() * 1000
+                    for event in _events(item):
+                        arrivals.append(now_ms - int(event.event_id.split("-", 1)[0]))
+                        seen.append(event.event_id)
                 return
             except grpc.aio.AioRpcError as exc:
                 # As a client does: watch again from the last event received (see
@@ -202,7 +213,9 @@ class Table:
                 self.watch_errors.append(f"{exc.code().name}: {exc.details()}")
             await asyncio.sleep(0.2)
             call = self.watch_stubs[seat].WatchTable(
-                table_pb2.WatchTableRequest(table_id=self.table_id, after_event_id=seen[-1]),
+                table_pb2.WatchTableRequest(
+                    table_id=self.table_id, after_event_id=seen[-1], batched=self.batched
+                ),
                 metadata=self.md[seat],
             )
 
@@ -310,7 +323,7 @@ async def generate(args: argparse.Namespace) -> None:
             bearer_metadata(authority.issue_player_token(f"cap-{global_n}-{s}", "c").token)
             for s in range(4)
         ]
-        tables.append(Table(by_seat, by_seat, md))
+        tables.append(Table(by_seat, by_seat, md, batched=not args.unbatched))
     sem = asyncio.Semaphore(32)
 
     async def opened(table: Table) -> None:
@@ -342,6 +355,7 @@ async def generate(args: argparse.Namespace) -> None:
     plan = json.loads(await asyncio.to_thread(sys.stdin.readline))
     await asyncio.sleep(max(0.0, plan["load_at"] - time.time()))
     arrivals.clear()
+    messages0 = sum(t.messages for t in tables)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     until = plan["load_at"] + plan["seconds"]
 
@@ -375,6 +389,7 @@ async def generate(args: argparse.Namespace) -> None:
         else rng.sample(latencies, SAMPLE_CAP),
         "fanout": fanout if len(fanout) <= SAMPLE_CAP else rng.sample(fanout, SAMPLE_CAP),
         "fanout_count": len(fanout),
+        "messages": sum(t.messages for t in tables) - messages0,
         "errors": errors,
         "reads": sum(t.reads for t in tables),
         "watch_errors": [e for t in tables for e in t.watch_errors],
@@ -477,6 +492,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                         f"--addresses={','.join(addresses)}",
                         f"--secret={secret}",
                         *(["--affinity"] if args.affinity else []),
+                        *(["--unbatched"] if args.unbatched else []),
                     ],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -535,7 +551,8 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         watchers = 4 * tables
         print(
             f"\n== {tables} tables x 4 watchers = {watchers}, {args.processes} service "
-            f"process(es){' (table affinity)' if args.affinity else ''}, "
+            f"process(es){' (table affinity)' if args.affinity else ''}"
+            f"{', one event per message' if args.unbatched else ', batched events'}, "
             f"{args.generators} generator(s), load {args.seconds:.0f} s, "
             f"idle {args.idle_seconds:.0f} s; load average {os.getloadavg()[0]:.1f}"
         )
@@ -558,7 +575,9 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         print(
             f"action p50/p99 {a50:.1f} / {a99:.1f} ms (x{a99 / _pct(pings, 0.99):.0f} PING p99); "
             f"fan-out p50/p99 {f50:.1f} / {f99:.1f} ms over "
-            f"{sum(r['fanout_count'] for r in reports)} deliveries"
+            f"{sum(r['fanout_count'] for r in reports)} deliveries in "
+            f"{sum(r['messages'] for r in reports)} stream messages "
+            f"({sum(r['messages'] for r in reports) / max(1, actions):.1f} per action)"
         )
         print(
             f"service CPU: load {100 * load_cpu / args.seconds:.0f}% of a core, "
@@ -604,6 +623,11 @@ def main() -> None:
         "--affinity",
         action="store_true",
         help="route all of a table's players to one process (default: spread over them)",
+    )
+    parser.add_argument(
+        "--unbatched",
+        action="store_true",
+        help="watch one event per message (clients that do not ask for batched events)",
     )
     parser.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tables", type=int, default=0, help=argparse.SUPPRESS)

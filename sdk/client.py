@@ -623,15 +623,16 @@ class KishpaClient:
         closed = False
         while True:
             call = self._tables.WatchTable(
-                table_pb2.WatchTableRequest(table_id=table_id, after_event_id=cursor),
+                table_pb2.WatchTableRequest(table_id=table_id, after_event_id=cursor, batched=True),
                 metadata=await self._metadata(),
             )
             try:
                 async for message in call:
                     attempt = 0
-                    cursor = message.event.event_id
-                    yield message.event
-                    closed = closed or message.event.WhichOneof("event") == TABLE_CLOSED
+                    for event in message.events:
+                        cursor = event.event_id
+                        yield event
+                        closed = closed or event.WhichOneof("event") == TABLE_CLOSED
                 if closed:
                     return
                 # Ended before the table closed (a server going away): reopen, bounded.

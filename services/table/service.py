@@ -650,7 +650,19 @@ class Tables:
     async def watch(
         self, player_id: str, table_id: str, after_id: str = "", *, settle_poll_ms: int = 1000
     ) -> AsyncIterator[StoredEvent]:
-        """Every event after ``after_id``, then live ones, as this player may see them.
+        """Every event of :meth:`watch_batches`, one by one."""
+        async for batch in self.watch_batches(
+            player_id, table_id, after_id, settle_poll_ms=settle_poll_ms
+        ):
+            for stored in batch:
+                yield stored
+
+    async def watch_batches(
+        self, player_id: str, table_id: str, after_id: str = "", *, settle_poll_ms: int = 1000
+    ) -> AsyncIterator[list[StoredEvent]]:
+        """Every event after ``after_id``, then live ones, as this player may see them, in
+        batches: each batch holds what was ready at once (at least one event, at most
+        ``READ_BATCH``), so a commit's events travel together.
 
         Live events come from the process's shared fan-out (:mod:`services.table.fanout`):
         the watcher subscribes first, then catches up from ``after_id`` with plain reads,
@@ -671,20 +683,24 @@ class Tables:
         closed_at: int | None = None
         hub = await self._started_hub()
 
-        async def admit(stored: StoredEvent) -> StoredEvent | None:
-            """Advance past ``stored``; what this viewer may see of it."""
+        async def admit(batch: list[StoredEvent]) -> list[StoredEvent]:
+            """Advance past ``batch``; what this viewer may see of it."""
             nonlocal seat, closed_at, cursor, cursor_key
-            cursor = stored.id
-            cursor_key = parse_id(stored.id)
-            event = stored.event
-            if event.type in ("player_joined", "player_left"):
-                # Seats move only before the game starts, before any private fact exists.
-                table, _ = await self._load(table_id)
-                seat = table.seat_of(player_id)
-            if event.type == "table_closed":
-                closed_at = self.clock()
-            visible = event.for_viewer(seat)
-            return None if visible is None else StoredEvent(stored.id, visible)
+            visible: list[StoredEvent] = []
+            for stored in batch:
+                cursor = stored.id
+                event = stored.event
+                if event.type in ("player_joined", "player_left"):
+                    # Seats move only before the game starts, before any private fact exists.
+                    table, _ = await self._load(table_id)
+                    seat = table.seat_of(player_id)
+                if event.type == "table_closed":
+                    closed_at = self.clock()
+                shown = event.for_viewer(seat)
+                if shown is not None:
+                    visible.append(StoredEvent(stored.id, shown))
+            cursor_key = parse_id(cursor)
+            return visible
 
         async with hub.subscribe(table_id) as subscription:
             catching_up = True
@@ -702,19 +718,18 @@ class Tables:
                             # One last plain read: an entry whose wake-up is still on its way.
                             catching_up = True
                             batch = await self.store.read_events(table_id, cursor, count=READ_BATCH)
-                            for stored in batch:
-                                visible = await admit(stored)
-                                if visible is not None:
-                                    yield visible
+                            visible = await admit(batch)
+                            if visible:
+                                yield visible
                             if len(batch) < READ_BATCH:
                                 return
                             continue
                         wait = min(left, settle_poll_ms) / 1000
                     entries = await subscription.next_batch(wait)
                     batch = [e.value for e in entries if e.key > cursor_key]
-                for stored in batch:
-                    visible = await admit(stored)
-                    if visible is not None:
+                for start in range(0, len(batch), READ_BATCH):
+                    visible = await admit(batch[start : start + READ_BATCH])
+                    if visible:
                         yield visible
 
     async def handle_deadline(self, table_id: str) -> bool:

@@ -314,7 +314,12 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             raise InvalidArgument("BAD_EVENT_ID", "after_event_id must look like '1700000000000-0'")
         table_id = _table_id(request.table_id)
         game = await self.tables.game_of(table_id)
-        async for stored in self.tables.watch(player_id, table_id, request.after_event_id):
-            event = self.convert.event(game, stored)
-            if event is not None:
-                yield table_pb2.WatchTableResponse(event=event)
+        watch = self.tables.watch_batches(player_id, table_id, request.after_event_id)
+        async for batch in watch:
+            events = [e for e in (self.convert.event(game, stored) for stored in batch) if e]
+            if request.batched:
+                if events:
+                    yield table_pb2.WatchTableResponse(events=events)
+            else:
+                for event in events:
+                    yield table_pb2.WatchTableResponse(event=event)

@@ -116,9 +116,10 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       try {
         connection = "live";
         draw();
-        for await (const message of tables.watchTable({ tableId, afterEventId: saved.lastId }, { signal: abort.signal })) {
+        const request = { tableId, afterEventId: saved.lastId, batched: true };
+        for await (const message of tables.watchTable(request, { signal: abort.signal })) {
           delay = 250;
-          if (message.event) onEvent(fromWire(message.event));
+          for (const event of message.events) onEvent(fromWire(event));
         }
         if (view?.status === TableStatus.CLOSED) {
           connection = "table closed";

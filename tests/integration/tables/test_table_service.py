@@ -178,6 +178,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
     spy_seat = 1
     received: list[dict[str, Any]] = []
     watched: list[table_pb2.TableEvent] = []
+    batches: list[table_pb2.WatchTableResponse] = []  # the same stream, batched
     # Everything the spy may legitimately know, accumulated from the hidden state.
     allowed: set[int] = set()
 
@@ -185,6 +186,11 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
         call = stub.WatchTable(table_pb2.WatchTableRequest(table_id=table_id), metadata=md[spy])
         async for item in call:
             watched.append(item.event)
+
+    async def watch_batched() -> None:
+        request = table_pb2.WatchTableRequest(table_id=table_id, batched=True)
+        async for item in stub.WatchTable(request, metadata=md[spy]):
+            batches.append(item)
 
     async def check_now(extra: Sequence[Any] = ()) -> None:
         """Call every read RPC as the spy; compare what came back (and ``extra``, answers the
@@ -220,7 +226,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
         for seat in view.seats:
             assert seat.tile_count == len(round_state.hands[seat.seat])
 
-    watcher = asyncio.create_task(watch())
+    watchers = [asyncio.create_task(watch()), asyncio.create_task(watch_batched())]
     try:
         bots = {
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 9]) * 80)
@@ -260,10 +266,18 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
             assert [t.id for t in again.round.my_rack.tiles] == order
         await asyncio.sleep(0.2)
     finally:
-        watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
+        for task in watchers:
+            task.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
         await cleanup(redis, table_id)
     assert len(watched) > 50
+    # Batched: the same events in the same order, fewer messages, each with its events only.
+    in_batches = [e for message in batches for e in message.events]
+    assert all(m.events and not m.HasField("event") for m in batches)
+    assert max(len(m.events) for m in batches) > 1, "a commit's events travel together"
+    shared = min(len(watched), len(in_batches))
+    assert shared > 50
+    assert in_batches[:shared] == watched[:shared]
     for event in watched:
         as_dict = MessageToDict(event, preserving_proto_field_name=True)
         ids = ids_in(as_dict)
@@ -385,15 +399,20 @@ async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
             for entry_id, fields in await redis.xrange(keys.events(table_id))
             if decode(fields).for_viewer(2) is not None
         ]
+        # He resumes asking for batches (the SDK does): the same events, fewer messages.
         resumed: list[table_pb2.TableEvent] = []
         call = stub.WatchTable(
-            table_pb2.WatchTableRequest(table_id=table_id, after_event_id=seen[-1].event_id),
+            table_pb2.WatchTableRequest(
+                table_id=table_id, after_event_id=seen[-1].event_id, batched=True
+            ),
             metadata=md[watcher],
         )
         async with asyncio.timeout(20):
             async for item in call:
-                resumed.append(item.event)
-                if item.event.event_id == expected[-1]:
+                assert item.events
+                assert not item.HasField("event")
+                resumed.extend(item.events)
+                if expected[-1] in (e.event_id for e in item.events):
                     break
         call.cancel()
         ids = [e.event_id for e in seen + resumed]
