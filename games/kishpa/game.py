@@ -20,7 +20,7 @@ holds; the wallet's bowl account follows once the phase batches settle.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from collections.abc import Collection
@@ -32,7 +32,7 @@ from games.kishpa.autoplay import AUTOPLAY_TAG, autoplay_action
 from games.kishpa.bowl import completes_streak, contribution, next_streaks, previous_winner_of
 from games.kishpa.errors import IllegalMoveError
 from games.kishpa.payouts import win_payout
-from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
+from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict
 from games.kishpa.tiles import face_of
 
 KEPT = "kept"
@@ -107,7 +107,7 @@ class GameState:
                 bowl = state.bowl
         return cls(
             players=list(players),
-            rules=asdict(rules),
+            rules=rules_dict(rules),
             next_starter=starter if state is None else (starter + 1) % len(players),
             round_no=int(obj.get("round_no", 0)),
             streaks={str(k): int(v) for k, v in obj.get("streaks", {}).items()},
@@ -159,7 +159,7 @@ def new_game(
         raise IllegalMoveError("the first starter must be seated", "BAD_SEATS")
     return GameState(
         players=list(players),
-        rules=asdict(rules),
+        rules=rules_dict(rules),
         next_starter=first_starter,
         streaks=dict.fromkeys(players, 0),
         wins=dict.fromkeys(players, 0),

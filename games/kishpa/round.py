@@ -29,7 +29,7 @@ from games.kishpa.deal import deal_round
 from games.kishpa.errors import IllegalMoveError
 from games.kishpa.group_check import is_winning_arrangement
 from games.kishpa.payouts import win_payout
-from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
+from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict
 from games.kishpa.solver import find_winning_arrangement
 from games.kishpa.tiles import TILE_COUNT, Face, face_of, joker_of
 
@@ -242,7 +242,7 @@ def new_round(
         round_no=round_no,
         players=list(players),
         starter=starter,
-        rules=asdict(rules),
+        rules=rules_dict(rules),
         server_seed=server_seed.hex(),
         client_seeds=seeds,
         commitment=commitment(server_seed),
