@@ -524,6 +524,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         load_cpu = sum(_cpu_seconds(p) for p in pids) - cpu1
         info = await redis.info("clients")
         connections_load = int(info["connected_clients"]) - 1
+        clients = collections.Counter(
+            (c.get("addr", "").rsplit(":", 1)[0], c.get("cmd"), int(c.get("sub", 0)) > 0)
+            for c in await redis.client_list()
+        )
         reports = []
         for gen in generators:
             assert gen.stdout is not None
@@ -590,7 +594,11 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         print(f"generators' CPU (apart): {100 * gen_cpu / args.seconds:.0f}% of a core")
         print(
             f"redis connections: idle {connections}, load {connections_load} "
-            f"({connections_load / args.processes:.0f} per process)"
+            f"({connections_load / args.processes:.0f} per process); by last command: "
+            + ", ".join(
+                f"{cmd}{' (pub/sub)' if sub else ''} x{n}"
+                for (_, cmd, sub), n in clients.most_common(6)
+            )
         )
         print(
             f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N); "

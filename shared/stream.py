@@ -118,7 +118,11 @@ def stored_event(entry_id: str, fields: Mapping[bytes, bytes] | Mapping[str, str
 
 def flatten(event: TableEvent) -> list[str]:
     """The entry as ``[n, k1, v1, ..., kn, vn]`` for the commit script's ARGV."""
-    fields = encode(event)
+    return flat_fields(encode(event))
+
+
+def flat_fields(fields: Mapping[str, str]) -> list[str]:
+    """Encoded entry fields as ``[n, k1, v1, ..., kn, vn]``."""
     out = [str(len(fields))]
     for key, value in fields.items():
         out += [key, value]

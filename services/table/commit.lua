@@ -35,7 +35,11 @@ After appending events it PUBLISHes the last event id on the channel named like 
 stream (keys.notify): the shared WatchTable fan-out (fanout.py) wakes on it.
 
 Returns
-  {1, new_version, {player, balance, ...}, event_id_1, ..., event_id_E}  committed
+  {1, new_version, {player, balance, ...}, previous_id, event_id_1, ..., event_id_E}
+                                                 committed; previous_id is the stream's last
+                                                 entry before these ("0-0": none; "" when E
+                                                 is 0), so this process's fan-out can hand
+                                                 the new entries to its watchers unread
   {0, current_version}                           version conflict: reload and retry
   {2, answer, first_event_id or ""}              the request was already answered: nothing changed
 ]]
@@ -60,7 +64,11 @@ else
   redis.call('HDEL', KEYS[1], 'deadline')
 end
 
-local result = {1, version, redis.call('HGETALL', KEYS[5])}
+local result = {1, version, redis.call('HGETALL', KEYS[5]), ''}
+if tonumber(ARGV[7]) > 0 then
+  local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+  result[4] = last[1] and last[1][1] or '0-0'
+end
 local i = 11
 for _ = 1, tonumber(ARGV[7]) do
   local n = tonumber(ARGV[i])
@@ -100,7 +108,7 @@ if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
   if tonumber(ARGV[7]) > 0 then
     -- A replay answers with the same watch cursor: just before this call's own events.
-    redis.call('HSET', KEYS[3], ARGV[3] .. '|from', result[4])
+    redis.call('HSET', KEYS[3], ARGV[3] .. '|from', result[5])
   end
 end
 

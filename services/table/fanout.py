@@ -21,6 +21,12 @@ every entry the hub reads reaches it), then catches up from its own resume id wi
 reads, then consumes its buffer, dropping ids it already has. An entry is therefore seen
 at least once by the subscription or the catch-up, and delivered once by the id check.
 
+Entries this process committed itself need no read: the commit hands them to
+:meth:`StreamHub.offer` with the id of the stream's entry before them, and when the hub has
+read the table exactly up to that id it delivers them at once. A wake-up names the last id
+it announces; one the hub has already delivered up to is not read again. Only entries
+committed by other processes (or an offer that did not fit) cost a read.
+
 A lost notification (the pub/sub connection dropped) is repaired by re-subscribing and
 re-reading every table from the hub's position. A subscriber that does not keep up (its
 buffer holds ``limit`` entries) is cut off: it receives :class:`WatchCutOffError` and its
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -43,7 +50,13 @@ from redis.asyncio.client import PubSub
 
 from services.common.errors import ResourceExhausted
 from services.common.tasks import cancel_and_wait
-from services.table.metrics import FANOUT_READS, WATCH_CUTOFFS, WATCHED_TABLES, WATCHERS
+from services.table.metrics import (
+    FANOUT_OFFERS,
+    FANOUT_READS,
+    WATCH_CUTOFFS,
+    WATCHED_TABLES,
+    WATCHERS,
+)
 
 log = structlog.get_logger("kishpa.table.fanout")
 
@@ -65,10 +78,22 @@ READ_TIMEOUT_S = 5.0
 """A read not answered by then is given up and retried (its node is slow or down)."""
 
 
+UNKNOWN_END: StreamId = (sys.maxsize, sys.maxsize)
+"""What a table's stream may hold when no wake-up said: only a read tells."""
+
+
 def parse_id(entry_id: str) -> StreamId:
     """A stream id ``"<ms>-<seq>"`` as a comparable pair."""
     ms, _, seq = entry_id.partition("-")
     return int(ms), int(seq or 0)
+
+
+def _announced(data: bytes | str) -> StreamId:
+    """The last id a wake-up announces (commit.lua and settle.lua publish it)."""
+    try:
+        return parse_id(_text(data))
+    except ValueError:
+        return UNKNOWN_END
 
 
 def _text(value: bytes | str) -> str:
@@ -154,11 +179,13 @@ class Subscription(Generic[T]):
 class _Table(Generic[T]):
     """The hub's state for one table with local watchers."""
 
-    __slots__ = ("position", "ready", "subscribers")
+    __slots__ = ("announced", "position", "ready", "subscribers")
 
     def __init__(self, ready: asyncio.Future[None]) -> None:
         self.subscribers: set[Subscription[T]] = set()
         self.position: str | None = None
+        self.announced: StreamId = UNKNOWN_END
+        """The highest id woken for since the last read: a position there needs no read."""
         self.ready = ready
 
 
@@ -179,7 +206,7 @@ class StreamHub(Generic[T]):
         *,
         stream_key: Callable[[str], str],
         channel: Callable[[str], str],
-        decode: Callable[[str, Mapping[bytes, bytes]], T],
+        decode: Callable[[str, Mapping[Any, Any]], T],
         limit: int = DEFAULT_LIMIT,
     ) -> None:
         self.redis = redis
@@ -293,7 +320,10 @@ class StreamHub(Generic[T]):
 
     # ---- pub/sub -----------------------------------------------------------------------
 
-    def _mark(self, table_id: str) -> None:
+    def _mark(self, table_id: str, announced: StreamId = UNKNOWN_END) -> None:
+        table = self._tables.get(table_id)
+        if table is not None and announced > table.announced:
+            table.announced = announced
         self._dirty[table_id] = None
         self._wake.set()
 
@@ -358,7 +388,7 @@ class StreamHub(Generic[T]):
             if kind == "message":
                 table_id = self._by_channel.get(message["channel"])
                 if table_id is not None and table_id in self._tables:
-                    self._mark(table_id)
+                    self._mark(table_id, _announced(message["data"]))
             elif kind == "subscribe":
                 self._confirmed(message["channel"])
 
@@ -376,8 +406,12 @@ class StreamHub(Generic[T]):
                 for table_id in ready[:TABLES_PER_READ]:
                     del self._dirty[table_id]
                     table = self._tables.get(table_id)
-                    if table is not None and table.position is not None:
-                        batch.append((table_id, table, table.position))
+                    if table is None or table.position is None:
+                        continue
+                    if parse_id(table.position) >= table.announced:
+                        continue  # delivered already (an offer of this process's commit)
+                    table.announced = (0, 0)  # this read finds what is there; wake-ups raise it
+                    batch.append((table_id, table, table.position))
                 ready = ready[TABLES_PER_READ:]
                 # Each batch is read on its own task: a slow read (a node that is down)
                 # delays only its own tables (they are read again when it answers).
@@ -445,14 +479,9 @@ class StreamHub(Generic[T]):
                 entries.append(Entry(text, parse_id(text), self.decode(text, fields)))
             if not entries:
                 continue
-            table.position = entries[-1].id
             if len(entries) >= READ_COUNT:
                 self._mark(table_id)
-            for sub in list(table.subscribers):
-                if not sub._push(entries):
-                    table.subscribers.discard(sub)
-                    WATCH_CUTOFFS.inc()
-                    log.info("watch_cut_off", table_id=table_id, limit=self.limit)
+            self._deliver(table_id, table, entries)
         if failed is not None:
             log.warning(
                 "fanout_read_failed",
@@ -460,6 +489,30 @@ class StreamHub(Generic[T]):
                 tables=sum(t in self._failed for t, _, _ in batch),
             )
             self._retry_later()
+
+    def _deliver(self, table_id: str, table: _Table[T], entries: list[Entry[T]]) -> None:
+        """Hand the table's next entries (just after its position) to its subscribers."""
+        table.position = entries[-1].id
+        for sub in list(table.subscribers):
+            if not sub._push(entries):
+                table.subscribers.discard(sub)
+                WATCH_CUTOFFS.inc()
+                log.info("watch_cut_off", table_id=table_id, limit=self.limit)
+
+    def offer(
+        self, table_id: str, previous: str, entries: Sequence[tuple[str, Mapping[str, str]]]
+    ) -> bool:
+        """Entries this process just appended to ``table_id``'s stream right after the entry
+        ``previous``: delivered at once, with no read, when the hub has read that table
+        exactly up to ``previous`` and is not reading it now. Otherwise nothing happens and
+        the commit's wake-up reads them, as for any other process's commit."""
+        table = self._tables.get(table_id)
+        if table is None or not entries or table.position != previous or table_id in self._inflight:
+            return False
+        FANOUT_OFFERS.inc()
+        decoded = [Entry(i, parse_id(i), self.decode(i, fields)) for i, fields in entries]
+        self._deliver(table_id, table, decoded)
+        return True
 
     async def _read_one(self, table_id: str, position: str) -> Any:
         async with self._cluster_reads:

@@ -36,6 +36,10 @@ WATCH_CUTOFFS = Counter(
     "kishpa_table_watch_cutoffs",
     "Watchers cut off for falling too far behind (they resume by event id).",
 )
+FANOUT_OFFERS = Counter(
+    "kishpa_table_fanout_offers",
+    "Commits of this process handed to its watchers without a stream read.",
+)
 FANOUT_READS = Counter(
     "kishpa_table_fanout_reads",
     "Pipelined stream reads of the shared fan-out (each covers every table woken meanwhile).",

@@ -333,9 +333,12 @@ class Tables:
         return replace(committed, balances={**found, **known})
 
     async def _after_commit(self, table_id: str, committed: Committed) -> None:
-        """Hand every phase the commit reached to settlement (the outbox already holds it)."""
+        """Hand the commit's events to this process's watchers, and every phase it reached
+        to settlement (the outbox already holds it)."""
         if committed.transition is None:
             return
+        if self.hub is not None and committed.appended:
+            self.hub.offer(table_id, committed.previous_event_id, committed.appended)
         for phase in committed.transition.phases:
             PHASES.labels(phase.phase).inc()
         if self.enqueue is None:

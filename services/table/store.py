@@ -25,7 +25,7 @@ from services.table.durability import Durability, NotDurableError
 from services.table.metrics import COMMITS
 from shared import keys
 from shared.phase_record import PhaseRecord
-from shared.stream import StoredEvent, TableEvent, decode, flatten
+from shared.stream import StoredEvent, TableEvent, decode, encode, flat_fields
 
 log = structlog.get_logger("kishpa.table.store")
 
@@ -89,6 +89,10 @@ class Committed:
     first_event_id: str = ""
     """The id of the first event the request's commit appended (also for a replay; "" when
     it appended none)."""
+    previous_event_id: str = ""
+    """The stream's last entry before this commit's events ("0-0": none; "" without events)."""
+    appended: tuple[tuple[str, dict[str, str]], ...] = ()
+    """This commit's stream entries as written: (id, fields)."""
 
 
 def _load_script(name: str) -> str:
@@ -238,8 +242,9 @@ class TableStore:
             table_id,
             earliest,
         ]
-        for event in transition.events:
-            args += flatten(event)
+        entries = [encode(event) for event in transition.events]
+        for fields in entries:
+            args += flat_fields(fields)
         for phase in transition.phases:
             args += [phase.field, phase.to_json()]
         commit_keys = [
@@ -285,14 +290,17 @@ class TableStore:
                 log.warning("deadline_index_unavailable", table_id=table_id, error=repr(exc))
         flat = result[2]
         balances = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        event_ids = tuple(_text(i) for i in result[4:])
         return Committed(
             int(result[1]),
-            tuple(_text(i) for i in result[3:]),
+            event_ids,
             transition.answer,
             False,
             transition,
             balances,
-            first_event_id=_text(result[3]) if len(result) > 3 else "",
+            first_event_id=event_ids[0] if event_ids else "",
+            previous_event_id=_text(result[3]),
+            appended=tuple(zip(event_ids, entries, strict=True)),
         )
 
     async def _commit_durably(

@@ -18,9 +18,10 @@ from redis.asyncio import BlockingConnectionPool, Redis
 
 from services.table.engine import Table, TableSettings
 from services.table.fanout import StreamHub, WatchCutOffError
+from services.table.metrics import FANOUT_OFFERS
 from services.table.server import engines
 from services.table.service import Tables
-from services.table.store import TableStore, Transition
+from services.table.store import Committed, TableStore, Transition
 from shared import keys
 from shared.stream import PRIVATE, StoredEvent, TableEvent, decode, stored_event
 from tests.servers import RedisProcess, start_redis, stop_redis
@@ -98,6 +99,22 @@ async def append(
 ) -> None:
     batch = event_number(n) if events is None else events
     await store.transact(table_id, lambda _: Transition(state=state, events=batch))
+
+
+async def append_here(tables: Tables, table_id: str, state: dict[str, Any], n: int) -> Committed:
+    """A commit as the service makes one: committed, then offered to this process's
+    watchers (``Tables._after_commit``, which every mutation of the service runs)."""
+    committed = await tables.store.transact(
+        table_id, lambda _: Transition(state=state, events=event_number(n))
+    )
+    await tables._after_commit(table_id, committed)
+    return committed
+
+
+async def xrange_calls(client: Redis) -> int:
+    """XRANGE commands the server has run (its own count: INFO commandstats)."""
+    stats = await client.info("commandstats")
+    return int(stats.get("cmdstat_xrange", {}).get("calls", 0))
 
 
 async def expected_for(client: Redis, table_id: str, seat: int) -> list[tuple[str, bool]]:
@@ -291,3 +308,82 @@ def test_stream_entry_decoding_is_what_watchers_receive() -> None:
     fields = {k.encode(): v.encode() for k, v in text.items()}
     assert stored_event("1-0", fields) == StoredEvent("1-0", event)
     assert decode(fields) == event
+
+
+async def test_commits_of_this_process_reach_its_watchers_without_a_stream_read(
+    client: Redis,
+) -> None:
+    tables = make_tables(client)
+    store = tables.store
+    table_id, state = await open_table(store)
+    streams = {seat: tables.watch(PLAYERS[seat], table_id) for seat in range(4)}
+    got: dict[int, list[StoredEvent]] = {seat: [] for seat in range(4)}
+    commits = 40
+    try:
+        await append_here(tables, table_id, state, 1)
+        for seat, stream in streams.items():  # subscribed and caught up
+            got[seat].append(await anext(stream))
+        reads = await xrange_calls(client)
+        offers = FANOUT_OFFERS._value.get()
+        for n in range(2, commits + 2):
+            await append_here(tables, table_id, state, n)
+        last = {seat: (await expected_for(client, table_id, seat))[-1][0] for seat in range(4)}
+        reads_after = await xrange_calls(client) - 4  # expected_for's own
+        offered = FANOUT_OFFERS._value.get() - offers
+
+        async def rest(seat: int) -> None:
+            async for stored in streams[seat]:
+                got[seat].append(stored)
+                if stored.id == last[seat]:
+                    return
+
+        await asyncio.wait_for(asyncio.gather(*(rest(seat) for seat in range(4))), 10)
+        for seat in range(4):
+            expected = await expected_for(client, table_id, seat)
+            assert [s.id for s in got[seat]] == [e for e, _ in expected], "once, in order"
+            assert [s.event.private_data is not None for s in got[seat]] == [p for _, p in expected]
+    finally:
+        for stream in streams.values():
+            await stream.aclose()
+        await tables.aclose()
+        await client.delete(keys.state(table_id), keys.events(table_id))
+    # The hub read the stream for at most a few of them (a wake-up that came first).
+    assert offered >= commits * 3 // 4, f"only {offered} of {commits} commits were offered"
+    assert reads_after - reads <= commits // 4, f"{reads_after - reads} reads for {commits}"
+
+
+async def test_an_offer_that_does_not_follow_what_the_hub_delivered_is_ignored(
+    client: Redis,
+) -> None:
+    tables = make_tables(client)
+    store = tables.store
+    table_id, state = await open_table(store)
+    stream = tables.watch("p1", table_id)
+    hub = tables.hub
+    assert hub is not None
+    try:
+        first = await append_here(tables, table_id, state, 1)
+        seen = [await anext(stream)]
+        # A commit of another process (no offer here): the wake-up's read delivers it.
+        other = await store.transact(
+            table_id, lambda _: Transition(state=state, events=event_number(2))
+        )
+        async with asyncio.timeout(10):
+            while seen[-1].id != other.event_ids[-1]:
+                seen.append(await anext(stream))
+            await asyncio.gather(*hub._reads)  # the read is over: offers are looked at
+        # Offered late, or out of place: nothing is delivered twice or out of order.
+        assert not hub.offer(table_id, other.previous_event_id, other.appended)
+        assert not hub.offer(table_id, first.previous_event_id, first.appended)
+        assert not hub.offer(table_id, "9999999999999-0", other.appended)
+        assert not hub.offer("t-not-watched", other.event_ids[-1], other.appended)
+        mine = await append_here(tables, table_id, state, 3)
+        async with asyncio.timeout(10):
+            while seen[-1].id != mine.event_ids[-1]:
+                seen.append(await anext(stream))
+        expected = [e for e, _ in await expected_for(client, table_id, 1)]
+        assert [s.id for s in seen] == expected
+    finally:
+        await stream.aclose()
+        await tables.aclose()
+        await client.delete(keys.state(table_id), keys.events(table_id))
