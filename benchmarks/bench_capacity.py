@@ -87,11 +87,14 @@ def _capped(samples: list[float], rng: random.Random) -> list[float]:
     return samples if len(samples) <= SAMPLE_CAP else rng.sample(samples, SAMPLE_CAP)
 
 
+KEPT_METRICS = ("kishpa_table_gc_pause", "kishpa_table_fanout", "kishpa_table_watchers")
+
+
 def _metrics(port: int) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     out: dict[str, float] = {}
     for line in text.splitlines():
-        if line.startswith("kishpa_table_gc_pause") or line.startswith("kishpa_table_fanout"):
+        if line.startswith(KEPT_METRICS):
             name, value = line.rsplit(" ", 1)
             out[name] = float(value)
     return out
@@ -433,11 +436,20 @@ async def _ping_baseline(redis: Redis, seconds: float = 3.0) -> list[float]:
     return samples
 
 
+DRIVER = "bench-capacity-driver"
+
+
+async def _service_clients(redis: Redis) -> list[dict[str, Any]]:
+    """The Redis connections of the services (every client but this driver's)."""
+    return [c for c in await redis.client_list() if c.get("name") != DRIVER]
+
+
 async def step(args: argparse.Namespace, tables: int) -> None:
     from tests.servers import start_redis, stop_redis
 
     redis_server = start_redis()
-    redis = Redis.from_url(redis_server.url)
+    # Named, so that counting the services' connections leaves the driver's own out.
+    redis = Redis.from_url(redis_server.url, client_name=DRIVER)
     secret = secrets.token_urlsafe(48)
     services: list[tuple[subprocess.Popen[bytes], int]] = []
     generators: list[subprocess.Popen[str]] = []
@@ -504,13 +516,22 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             line = await asyncio.to_thread(gen.stdout.readline)
             if not line.startswith("READY"):
                 raise SystemExit(f"a generator failed while opening tables: {line!r}")
+        # A stream counts as open in the generator when its call starts; wait until the
+        # services hold every watcher (their catch-up reads done), so the idle window is idle.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            held = sum(_metrics(m).get("kishpa_table_watchers", 0.0) for _, m in services)
+            if held >= 4 * tables:
+                break
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(2.0)
         pings = await _ping_baseline(redis)
         # Idle: every watcher open, nothing happens.
         cpu0 = sum(_cpu_seconds(p) for p in pids)
         await asyncio.sleep(args.idle_seconds)
         idle_cpu = sum(_cpu_seconds(p) for p in pids) - cpu0
         info = await redis.info()
-        connections = int(info["connected_clients"]) - 1  # this driver's own
+        connections = len(await _service_clients(redis))
         memory_per_table = (int(info["used_memory"]) - memory_before) / tables
         gc_before = [_metrics(m) for _, m in services]
         plan = {"load_at": time.time() + 1.0, "seconds": args.seconds}
@@ -522,11 +543,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         cpu1 = sum(_cpu_seconds(p) for p in pids)
         await asyncio.sleep(args.seconds)
         load_cpu = sum(_cpu_seconds(p) for p in pids) - cpu1
-        info = await redis.info("clients")
-        connections_load = int(info["connected_clients"]) - 1
+        service_clients = await _service_clients(redis)
+        connections_load = len(service_clients)
         clients = collections.Counter(
-            (c.get("addr", "").rsplit(":", 1)[0], c.get("cmd"), int(c.get("sub", 0)) > 0)
-            for c in await redis.client_list()
+            (c.get("cmd"), int(c.get("sub", 0)) > 0) for c in service_clients
         )
         reports = []
         for gen in generators:
@@ -597,7 +617,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"({connections_load / args.processes:.0f} per process); by last command: "
             + ", ".join(
                 f"{cmd}{' (pub/sub)' if sub else ''} x{n}"
-                for (_, cmd, sub), n in clients.most_common(6)
+                for (cmd, sub), n in clients.most_common(6)
             )
         )
         print(
