@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+import orjson
 import structlog
 from redis.exceptions import NoScriptError, RedisError
 
@@ -117,7 +117,7 @@ class Script:
         self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
 
     async def __call__(
-        self, *, keys: Sequence[str], args: Sequence[str | int] = (), client: Any = None
+        self, *, keys: Sequence[str], args: Sequence[str | int | bytes] = (), client: Any = None
     ) -> Any:
         if client is not None:
             # Queued on a pipeline: EVAL, so that a node without the script cannot fail
@@ -172,7 +172,7 @@ class TableStore:
         if version is None or raw is None:
             return None
         return Snapshot(
-            table_id, int(version), json.loads(raw), None if deadline is None else int(deadline)
+            table_id, int(version), orjson.loads(raw), None if deadline is None else int(deadline)
         )
 
     async def load_for(
@@ -192,7 +192,7 @@ class TableStore:
         if version is None or raw is None:
             return None, None
         snapshot = Snapshot(
-            table_id, int(version), json.loads(raw), None if deadline is None else int(deadline)
+            table_id, int(version), orjson.loads(raw), None if deadline is None else int(deadline)
         )
         return None, snapshot
 
@@ -203,7 +203,7 @@ class TableStore:
         )
         if version is None or raw is None:
             return None, _text(last_id), {}
-        snapshot = Snapshot(table_id, int(version), json.loads(raw))
+        snapshot = Snapshot(table_id, int(version), orjson.loads(raw))
         balances = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         return snapshot, _text(last_id), balances
 
@@ -230,9 +230,11 @@ class TableStore:
         settlement sweeper reads (:func:`shared.keys.unsettled`).
         """
         earliest: int | str = min((p.created_ms for p in transition.phases), default="")
-        args: list[str | int] = [
+        args: list[str | int | bytes] = [
             expected_version,
-            json.dumps(transition.state, separators=(",", ":")),
+            # Compact JSON as json.dumps(separators=(",", ":")) writes it, non-ASCII as UTF-8
+            # (both read it back alike); integer keys become strings, as with json.
+            orjson.dumps(transition.state, option=orjson.OPT_NON_STR_KEYS),
             request,
             transition.answer,
             "" if transition.deadline_ms is None else transition.deadline_ms,
@@ -304,7 +306,11 @@ class TableStore:
         )
 
     async def _commit_durably(
-        self, table_id: str, commit_keys: list[str], args: list[str | int], barrier: list[Any]
+        self,
+        table_id: str,
+        commit_keys: list[str],
+        args: list[str | int | bytes],
+        barrier: list[Any],
     ) -> Any:
         """The commit script and the durability barrier on ONE connection (WAIT and WAITAOF
         count the writes of their own connection), in one round trip."""

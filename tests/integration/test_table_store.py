@@ -91,6 +91,28 @@ async def test_create_then_commit_bumps_version_and_appends_events(
     assert await store.read_events(table_id, events[0].id) == events[1:]
 
 
+async def test_the_stored_state_is_plain_json_any_reader_reads_alike(
+    redis: Redis, table_id: str
+) -> None:
+    # Replicas of an older release read the state with json.loads: names in any script,
+    # integer keys (written as strings, as json writes them) and nesting read back alike.
+    state: dict[Any, Any] = {
+        "seats": [{"name": "נגן א׳", "emoji": "🀄"}, {"name": "Zoë"}],
+        "by_seat": {0: 12, 3: -4},
+        "flags": [True, False, None],
+        "big": 2**62,
+    }
+    store = TableStore(redis)
+    await store.transact(table_id, lambda _: Transition(state=state), create=True)
+    raw = await redis.hget(keys.state(table_id), "state")  # type: ignore[misc]
+    expected = {**state, "by_seat": {"0": 12, "3": -4}}
+    assert json.loads(raw) == expected
+    assert json.loads(raw.decode("utf-8")) == expected
+    snap = await store.load(table_id)
+    assert snap is not None
+    assert snap.state == expected
+
+
 async def test_stale_version_is_refused_and_nothing_changes(redis: Redis, table_id: str) -> None:
     store = TableStore(redis)
     await store.transact(table_id, _increment, create=True)
