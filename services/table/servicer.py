@@ -316,7 +316,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         game = await self.tables.game_of(table_id)
         watch = self.tables.watch_batches(player_id, table_id, request.after_event_id)
         async for batch in watch:
-            events = [e for e in (self.convert.event(game, stored) for stored in batch) if e]
+            converted = (self.convert.event(game, stored) for stored in batch)
+            events = [e for e in converted if e is not None]
             if request.batched:
                 if events:
                     yield table_pb2.WatchTableResponse(events=events)
