@@ -387,10 +387,8 @@ async def generate(args: argparse.Namespace) -> None:
     report = {
         "tables": [t.table_id for t in tables],
         "actions": len(latencies),
-        "latencies": latencies
-        if len(latencies) <= SAMPLE_CAP
-        else rng.sample(latencies, SAMPLE_CAP),
-        "fanout": fanout if len(fanout) <= SAMPLE_CAP else rng.sample(fanout, SAMPLE_CAP),
+        "latencies": _capped(latencies, rng),
+        "fanout": _capped(fanout, rng),
         "fanout_count": len(fanout),
         "messages": sum(t.messages for t in tables) - messages0,
         "errors": errors,
