@@ -28,6 +28,11 @@ ARGV[7]  number of events E
 ARGV[8]  number of outbox records P
 ARGV[9]  the table id (its member in the indexes, KEYS[6..])
 ARGV[10] created_ms of the earliest of the P records ("" when P is 0)
+ARGV[11] the new state's revision: a random token written with it, so that a state this
+         process kept since its own commit is known to be the one still stored, even where
+         the version alone could repeat (a table re-created under its id, or Redis restarted
+         from an older copy and the table played on by another process)
+ARGV[12] the revision the state must still have ("": the version alone is checked)
 then E events, each as: n, key1, value1, ..., keyn, valuen
 then P outbox records, each as: field, JSON
 
@@ -40,7 +45,8 @@ Returns
                                                  entry before these ("0-0": none; "" when E
                                                  is 0), so this process's fan-out can hand
                                                  the new entries to its watchers unread
-  {0, current_version}                           version conflict: reload and retry
+  {0, current_version, state, deadline}          version (or revision) conflict: retry on
+                                                 the state returned (false: no such table)
   {2, answer, first_event_id or ""}              the request was already answered: nothing changed
 ]]
 
@@ -51,13 +57,15 @@ if ARGV[3] ~= '' then
   end
 end
 
-local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if current ~= tonumber(ARGV[1]) then
-  return {0, current}
+local stored = redis.call('HMGET', KEYS[1], 'version', 'rev')
+local current = tonumber(stored[1] or '0')
+if current ~= tonumber(ARGV[1]) or (ARGV[12] ~= '' and stored[2] ~= ARGV[12]) then
+  local fields = redis.call('HMGET', KEYS[1], 'state', 'deadline')
+  return {0, current, fields[1], fields[2]}
 end
 
 local version = current + 1
-redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[2])
+redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[2], 'rev', ARGV[11])
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'deadline', ARGV[5])
 else
@@ -69,7 +77,7 @@ if tonumber(ARGV[7]) > 0 then
   local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
   result[4] = last[1] and last[1][1] or '0-0'
 end
-local i = 11
+local i = 13
 for _ = 1, tonumber(ARGV[7]) do
   local n = tonumber(ARGV[i])
   local entry = {}

@@ -54,3 +54,11 @@ GC_PAUSE_MAX = Gauge(
     "kishpa_table_gc_pause_max_seconds",
     "The longest garbage-collection pause of this process so far.",
 )
+STATE_CACHE = Counter(
+    "kishpa_table_state_cache",
+    "Actions computed on the state this process last committed for the table (no read "
+    "first), by outcome: hit (committed), stale (another writer moved the table on; computed "
+    "again on the state the refusal returned), refused (the computation refused; decided "
+    "again on a fresh read). Actions that found no kept state are not counted.",
+    ["outcome"],
+)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from redis.exceptions import NoScriptError, RedisError
 
 from services.common.errors import Aborted, AlreadyExists
 from services.table.durability import Durability, NotDurableError
-from services.table.metrics import COMMITS
+from services.table.metrics import COMMITS, STATE_CACHE
+from services.table.state_cache import STATE_CACHE_TABLES, KeptState, StateCache
 from shared import keys
 from shared.phase_record import PhaseRecord
 from shared.stream import StoredEvent, TableEvent, decode, encode, flat_fields
@@ -95,6 +97,22 @@ class Committed:
     """This commit's stream entries as written: (id, fields)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A commit refused because the table moved on: its state now (None: no such table)."""
+
+    snapshot: Snapshot | None
+
+
+def _snapshot(table_id: str, version: Any, raw: Any, deadline: Any) -> Snapshot | None:
+    """A snapshot from a script's reply (absent fields come back as None)."""
+    if version is None or raw is None:
+        return None
+    return Snapshot(
+        table_id, int(version), orjson.loads(raw), None if deadline is None else int(deadline)
+    )
+
+
 def _load_script(name: str) -> str:
     return resources.files("services.table").joinpath(name).read_text()
 
@@ -149,8 +167,11 @@ class TableStore:
         finished_ttl_s: int = FINISHED_TABLE_TTL_S,
         version: int = keys.STATE_VERSION,
         readable_versions: tuple[int, ...] = keys.READABLE_VERSIONS,
+        state_cache_tables: int = STATE_CACHE_TABLES,
     ) -> None:
         self.redis = redis
+        self.cache = StateCache(state_cache_tables)
+        """The state of each table as this process last committed it (state_cache.py)."""
         self.version = version
         self.readable_versions = readable_versions
         self._shard_warned: dict[str, float] = {}
@@ -168,12 +189,7 @@ class TableStore:
     async def load(self, table_id: str) -> Snapshot | None:
         """The table's state and version, or None when there is no such table."""
         fields: Any = await self.redis.hmget(keys.state(table_id), ["version", "state", "deadline"])
-        version, raw, deadline = fields
-        if version is None or raw is None:
-            return None
-        return Snapshot(
-            table_id, int(version), orjson.loads(raw), None if deadline is None else int(deadline)
-        )
+        return _snapshot(table_id, *fields)
 
     async def load_for(
         self, table_id: str, request: str
@@ -188,13 +204,7 @@ class TableStore:
         )
         if int(reply[0]) == 1:
             return (_text(reply[1]), _text(reply[2])), None
-        _, version, raw, deadline = reply
-        if version is None or raw is None:
-            return None, None
-        snapshot = Snapshot(
-            table_id, int(version), orjson.loads(raw), None if deadline is None else int(deadline)
-        )
-        return None, snapshot
+        return None, _snapshot(table_id, *reply[1:])
 
     async def load_view(self, table_id: str) -> tuple[Snapshot | None, str, dict[str, int]]:
         """The state, the id of the last event it includes and the balances (atomically)."""
@@ -229,12 +239,51 @@ class TableStore:
         transition that writes phase records also puts the table in the unsettled index the
         settlement sweeper reads (:func:`shared.keys.unsettled`).
         """
+        outcome = await self._commit_once(
+            table_id, expected_version, transition, request=request, index_deadline=index_deadline
+        )
+        return outcome if isinstance(outcome, Committed) else None
+
+    async def _commit_once(
+        self,
+        table_id: str,
+        expected_version: int,
+        transition: Transition,
+        *,
+        request: str = "",
+        index_deadline: bool = True,
+        expected_rev: str = "",
+    ) -> Committed | Conflict:
+        """:meth:`commit`, or the table's state when it refuses (``expected_rev``: the
+        revision a kept state must still find, see state_cache.py)."""
+        try:
+            outcome = await self._run_commit(
+                table_id, expected_version, transition, request, index_deadline, expected_rev
+            )
+        except BaseException:
+            self.cache.forget(table_id)  # committed or not: the next action reads
+            raise
+        if isinstance(outcome, Conflict) or (outcome.replayed and expected_rev):
+            self.cache.forget(table_id)
+        return outcome
+
+    async def _run_commit(
+        self,
+        table_id: str,
+        expected_version: int,
+        transition: Transition,
+        request: str,
+        index_deadline: bool,
+        expected_rev: str,
+    ) -> Committed | Conflict:
         earliest: int | str = min((p.created_ms for p in transition.phases), default="")
+        # Compact JSON as json.dumps(separators=(",", ":")) writes it, non-ASCII as UTF-8
+        # (both read it back alike); integer keys become strings, as with json.
+        raw = orjson.dumps(transition.state, option=orjson.OPT_NON_STR_KEYS)
+        rev = os.urandom(8).hex()
         args: list[str | int | bytes] = [
             expected_version,
-            # Compact JSON as json.dumps(separators=(",", ":")) writes it, non-ASCII as UTF-8
-            # (both read it back alike); integer keys become strings, as with json.
-            orjson.dumps(transition.state, option=orjson.OPT_NON_STR_KEYS),
+            raw,
             request,
             transition.answer,
             "" if transition.deadline_ms is None else transition.deadline_ms,
@@ -243,6 +292,8 @@ class TableStore:
             len(transition.phases),
             table_id,
             earliest,
+            rev,
+            expected_rev,
         ]
         entries = [encode(event) for event in transition.events]
         for fields in entries:
@@ -274,7 +325,7 @@ class TableStore:
         code = int(result[0])
         if code == 0:
             COMMITS.labels("conflict").inc()
-            return None
+            return Conflict(_snapshot(table_id, result[1], *result[2:4]))
         if code == 2:
             COMMITS.labels("replayed").inc()
             return Committed(
@@ -290,6 +341,10 @@ class TableStore:
                 await self.set_deadline(table_id, transition.deadline_ms)
             except RedisError as exc:
                 log.warning("deadline_index_unavailable", table_id=table_id, error=repr(exc))
+        if transition.finished:
+            self.cache.forget(table_id)
+        else:
+            self.cache.keep(table_id, KeptState(int(result[1]), raw, transition.deadline_ms, rev))
         flat = result[2]
         balances = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         event_ids = tuple(_text(i) for i in result[4:])
@@ -349,37 +404,77 @@ class TableStore:
         request: str = "",
         create: bool = False,
     ) -> Committed:
-        """Load, compute and commit, reloading on a version conflict.
+        """Compute and commit, on a fresh state after a conflict.
+
+        The first attempt computes on the state this process last committed for the table
+        when it kept one (state_cache.py): no read before the commit. Otherwise, and after
+        any refusal computed on a kept state, it reads first.
 
         ``compute`` raises to refuse (nothing is written). With ``create`` the table must
         not exist yet and ``compute`` receives an empty snapshot of version 0.
         """
+        snapshot: Snapshot | None = None
+        kept = None if create else self.cache.get(table_id)
         for _attempt in range(COMMIT_MAX_ATTEMPTS):
-            # A replay must get the first answer even when the move is illegal by now, so
-            # look before computing (commit.lua also answers replays that race us).
-            replay, snapshot = await self.load_for(table_id, request)
-            if replay is not None:
-                COMMITS.labels("replayed").inc()
-                answer, first = replay
-                await self.durable_replay(table_id, request, answer)
-                return Committed(0, (), answer, True, None, first_event_id=first)
-            if create:
-                if snapshot is not None:
-                    raise TableExistsError(f"table {table_id} already exists")
-                snapshot = Snapshot(table_id, 0, {})
+            rev = ""
+            if kept is not None:
+                snapshot = Snapshot(
+                    table_id, kept.version, orjson.loads(kept.raw), kept.deadline_ms
+                )
+                rev, kept = kept.rev, None
             elif snapshot is None:
-                raise LookupError(table_id)
-            outcome = compute(snapshot)
-            transition = outcome if isinstance(outcome, Transition) else await outcome
-            committed = await self.commit(
+                # A replay must get the first answer even when the move is illegal by now,
+                # so look before computing (commit.lua also answers replays that race us).
+                replay, snapshot = await self.load_for(table_id, request)
+                if replay is not None:
+                    COMMITS.labels("replayed").inc()
+                    answer, first = replay
+                    await self.durable_replay(table_id, request, answer)
+                    return Committed(0, (), answer, True, None, first_event_id=first)
+                if create:
+                    if snapshot is not None:
+                        raise TableExistsError(f"table {table_id} already exists")
+                    snapshot = Snapshot(table_id, 0, {})
+                elif snapshot is None:
+                    raise LookupError(table_id)
+            try:
+                outcome = compute(snapshot)
+                transition = outcome if isinstance(outcome, Transition) else await outcome
+            except Exception:
+                if not rev:
+                    raise
+                # Refused on a kept state: it may be a retried request answered before
+                # (whose first answer must be given again) or a state gone stale. Decide
+                # on a fresh read.
+                STATE_CACHE.labels("refused").inc()
+                self.cache.forget(table_id)
+                snapshot = None
+                continue
+            result = await self._commit_once(
                 table_id,
                 snapshot.version,
                 transition,
                 request=request,
                 index_deadline=snapshot.deadline_ms != transition.deadline_ms,
+                expected_rev=rev,
             )
-            if committed is not None:
-                return committed
+            if isinstance(result, Committed):
+                if rev:
+                    STATE_CACHE.labels("hit").inc()
+                if result.replayed:
+                    await self.durable_replay(table_id, request, result.answer)
+                return result
+            if rev:
+                STATE_CACHE.labels("stale").inc()
+            # The refusal carries the state now (read atomically after the request check,
+            # as load_for would): compute again on it.
+            snapshot = result.snapshot
+            if create and snapshot is not None:
+                raise TableExistsError(f"table {table_id} already exists")
+            if snapshot is None:
+                if not create:
+                    raise LookupError(table_id)
+                snapshot = Snapshot(table_id, 0, {})
         raise TableBusyError(f"table {table_id} is busy; try again")
 
     async def read_events(
