@@ -230,6 +230,9 @@ class StreamHub(Generic[T]):
         self._control = f"kishpa:fanout:{uuid.uuid4().hex}"
         self._tasks: list[asyncio.Task[None]] = []
         self._connected = asyncio.Event()
+        self.on_read: Callable[[str], None] | None = None
+        """Called with a table's id when entries of it were read, not offered: another
+        writer moved that table on (the table service forgets the state it kept)."""
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -481,6 +484,8 @@ class StreamHub(Generic[T]):
                 continue
             if len(entries) >= READ_COUNT:
                 self._mark(table_id)
+            if self.on_read is not None:
+                self.on_read(table_id)
             self._deliver(table_id, table, entries)
         if failed is not None:
             log.warning(

@@ -217,6 +217,8 @@ class Tables:
         # Where seated players' wallet balances are read (services/table/wallet_balances.py).
         self.balances = balances
         self.hub = hub
+        if hub is not None:
+            hub.on_read = store.cache.forget
         self._own_hub = False
         self.engines = dict(engines)
         # The stakes each game is offered at (KISHPA_STAKES_<GAME>); a game not named: 1.
@@ -641,6 +643,7 @@ class Tables:
         """The shared fan-out (a ``Tables`` built without one starts its own on first use)."""
         if self.hub is None:
             self.hub = self._new_hub()
+            self.hub.on_read = self.store.cache.forget
             self._own_hub = True
         await self.hub.start()
         return self.hub

@@ -387,3 +387,26 @@ async def test_an_offer_that_does_not_follow_what_the_hub_delivered_is_ignored(
         await stream.aclose()
         await tables.aclose()
         await client.delete(keys.state(table_id), keys.events(table_id))
+
+
+async def test_another_process_s_commit_read_by_the_hub_drops_the_state_this_one_kept(
+    client: Redis,
+) -> None:
+    """A table played through two processes: when this process's hub reads the other's
+    commit, it stops computing on the state it kept (which that commit made stale)."""
+    here, there = make_tables(client), make_tables(client)
+    table_id, state = await open_table(here.store)
+    stream = here.watch(PLAYERS[0], table_id)
+    try:
+        await append_here(here, table_id, state, 1)
+        await anext(stream)  # watched, and caught up
+        assert here.store.cache.get(table_id) is not None
+        await append(there.store, table_id, state, 2)
+        got = await asyncio.wait_for(anext(stream), 10)
+        while got.event.data != {"n": 2}:  # the rest of commit 1
+            got = await asyncio.wait_for(anext(stream), 10)
+        assert here.store.cache.get(table_id) is None
+    finally:
+        await stream.aclose()
+        await here.aclose()
+        await there.aclose()
