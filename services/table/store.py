@@ -3,7 +3,9 @@
 An action reads the state and its version, the game engine (pure Python) computes the next
 state and its events, and ``commit.lua`` writes them only if the version is unchanged:
 state, stream events, the request id's answer and the settlement outbox records, all or
-nothing. A version conflict reloads and recomputes, a bounded number of times.
+nothing. A version conflict recomputes on the state the refusal returns, a bounded number of
+times. The read is skipped when this process committed the table's last state itself
+(:mod:`services.table.state_cache`).
 """
 
 from __future__ import annotations
