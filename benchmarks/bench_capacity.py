@@ -19,6 +19,7 @@ four watchers are spread over them, so any process serves any table):
 Per step it prints actions/s, action and fan-out p50/p99, service CPU per action and per idle
 watcher, Redis connections, Redis memory per table (``used_memory`` growth / N: keys *and*
 connection buffers), GC pauses of the service (its ``kishpa_table_gc_pause_*`` metrics), the
+actions computed on a state the service kept (``kishpa_table_state_cache_total``), the
 generators' own CPU (reported apart: they share the 2 cores), and a baseline measured in the
 same run: Redis PING round trips (p50/p99) before the step.
 
@@ -87,7 +88,12 @@ def _capped(samples: list[float], rng: random.Random) -> list[float]:
     return samples if len(samples) <= SAMPLE_CAP else rng.sample(samples, SAMPLE_CAP)
 
 
-KEPT_METRICS = ("kishpa_table_gc_pause", "kishpa_table_fanout", "kishpa_table_watchers")
+KEPT_METRICS = (
+    "kishpa_table_gc_pause",
+    "kishpa_table_fanout",
+    "kishpa_table_watchers",
+    "kishpa_table_state_cache_total",
+)
 
 
 def _metrics(port: int) -> dict[str, float]:
@@ -98,6 +104,17 @@ def _metrics(port: int) -> dict[str, float]:
             name, value = line.rsplit(" ", 1)
             out[name] = float(value)
     return out
+
+
+def _kept_summary(before: list[dict[str, float]], after: list[dict[str, float]]) -> str:
+    """Actions computed on a kept state during the load window, by outcome."""
+    outcomes: collections.Counter[str] = collections.Counter()
+    for b, a in zip(before, after, strict=True):
+        for name, value in a.items():
+            if name.startswith("kishpa_table_state_cache_total"):
+                outcome = name.partition('outcome="')[2].partition('"')[0]
+                outcomes[outcome] += int(value - b.get(name, 0.0))
+    return ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none (not kept)"
 
 
 def _gc_summary(before: list[dict[str, float]], after: list[dict[str, float]]) -> str:
@@ -623,6 +640,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"the table's own keys {sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
         )
         print(f"GC of the service during the load: {_gc_summary(gc_before, gc_after)}")
+        print(f"actions on a kept state (no read first): {_kept_summary(gc_before, gc_after)}")
     finally:
         for gen in generators:
             gen.kill()
