@@ -8,6 +8,7 @@ by hand from the steps each test takes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from services.table.store import Snapshot, TableStore, Transition, request_field
 from shared import keys
@@ -209,3 +211,35 @@ async def test_a_finished_table_is_not_kept(client: Redis) -> None:
     await store.transact(table_id, lambda _: Transition(state={"count": 0}), create=True)
     await store.transact(table_id, lambda s: Transition(state=s.state, finished=True))
     assert store.cache.get(table_id) is None
+
+
+async def test_a_redis_restart_that_lost_the_table_is_not_mistaken_for_it() -> None:
+    """Redis dies and comes back empty; another process re-creates the table and plays it up
+    to the version this process kept. This process's next action is computed on what Redis
+    holds now, not on what it kept."""
+    server = start_redis()
+    client, other = Redis.from_url(server.url), Redis.from_url(server.url)
+    try:
+        here, there = TableStore(client), TableStore(other)
+        table_id = new_table_id()
+        start = Transition(state={"count": 0, "life": "before"})
+        await here.transact(table_id, lambda _: start, create=True)
+        for _ in range(2):
+            await here.transact(table_id, increment)  # version 3, count 2, kept
+        server.kill()
+        server.start()
+        # The restart broke this process's pooled connection: some other call of its
+        # fails on it first (UNAVAILABLE to that caller), and the pool reconnects.
+        with contextlib.suppress(RedisConnectionError):
+            await client.ping()
+        again = Transition(state={"count": 50, "life": "after"})
+        await there.transact(table_id, lambda _: again, create=True)
+        for _ in range(2):
+            await there.transact(table_id, increment)  # version 3 again, count 52
+        done = await here.transact(table_id, increment)
+        assert json.loads(done.answer) == {"count": 53}
+        assert await stored_state(client, table_id) == {"count": 53, "life": "after"}
+    finally:
+        await client.aclose()
+        await other.aclose()
+        stop_redis(server)
