@@ -48,9 +48,9 @@ class StateCache:
         if self.limit <= 0:
             return
         current = self._kept.get(table_id)
-        if current is not None and current.version > state.version:
-            return  # two commits' replies came back out of order: keep the newer
-        self._kept[table_id] = state
+        if current is None or current.version <= state.version:
+            self._kept[table_id] = state
+        # else two commits' replies came back out of order: keep the newer
         self._kept.move_to_end(table_id)
         while len(self._kept) > self.limit:
             self._kept.popitem(last=False)
