@@ -731,8 +731,12 @@ class Tables:
                                 return
                             continue
                         wait = min(left, settle_poll_ms) / 1000
+                    # Hold nothing of the last batch while waiting: thousands of idle
+                    # watchers holding theirs make every garbage collection walk them.
+                    batch = visible = []
                     entries = await subscription.next_batch(wait)
                     batch = [e.value for e in entries if e.key > cursor_key]
+                    del entries
                 for start in range(0, len(batch), READ_BATCH):
                     visible = await admit(batch[start : start + READ_BATCH])
                     if visible:

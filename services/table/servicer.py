@@ -324,3 +324,5 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             else:
                 for event in events:
                     yield table_pb2.WatchTableResponse(event=event)
+            # Hold nothing of this batch while waiting for the next (see watch_batches).
+            del batch, converted, events
