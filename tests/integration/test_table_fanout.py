@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -24,25 +23,11 @@ from services.table.service import Tables
 from services.table.store import Committed, TableStore, Transition
 from shared import keys
 from shared.stream import PRIVATE, StoredEvent, TableEvent, decode, stored_event
-from tests.servers import RedisProcess, start_redis, stop_redis
+from tests.servers import RedisProcess
 
 pytestmark = pytest.mark.integration
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
-
-
-@pytest.fixture(scope="module")
-def private_redis() -> Iterator[RedisProcess]:
-    server = start_redis()
-    yield server
-    stop_redis(server)
-
-
-@pytest.fixture
-async def client(private_redis: RedisProcess) -> AsyncIterator[Redis]:
-    redis = Redis.from_url(private_redis.url)
-    yield redis
-    await redis.aclose()
 
 
 POOL = 16

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -20,23 +19,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from services.table.store import Snapshot, TableStore, Transition, request_field
 from shared import keys
-from tests.servers import RedisProcess, start_redis, stop_redis
+from tests.servers import start_redis, stop_redis
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def private_redis() -> Iterator[RedisProcess]:
-    server = start_redis()
-    yield server
-    stop_redis(server)
-
-
-@pytest.fixture
-async def client(private_redis: RedisProcess) -> AsyncIterator[Redis]:
-    redis = Redis.from_url(private_redis.url)
-    yield redis
-    await redis.aclose()
 
 
 def new_table_id() -> str:
