@@ -90,7 +90,11 @@ def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ct
         )
         # Mid-game (the first phases settled), the worker dies as a pod's container would.
         while "phase_settled" not in (tmp_path / "run.log").read_text():
-            assert bots.poll() is None, "the bots finished before the worker was killed"
+            if bots.poll() is not None:
+                out = bots.stdout.read() if bots.stdout else ""
+                raise AssertionError(
+                    f"the bots finished before the worker was killed:\n{out[-3000:]}"
+                )
             assert time.monotonic() < deadline + 120, "nothing settled"
             time.sleep(0.2)
         worker = _child_pid(stack.pid, "worker")
