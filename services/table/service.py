@@ -217,8 +217,6 @@ class Tables:
         # Where seated players' wallet balances are read (services/table/wallet_balances.py).
         self.balances = balances
         self.hub = hub
-        if hub is not None:
-            hub.on_read = store.cache.forget
         self._own_hub = False
         self.engines = dict(engines)
         # The stakes each game is offered at (KISHPA_STAKES_<GAME>); a game not named: 1.
@@ -643,8 +641,10 @@ class Tables:
         """The shared fan-out (a ``Tables`` built without one starts its own on first use)."""
         if self.hub is None:
             self.hub = self._new_hub()
-            self.hub.on_read = self.store.cache.forget
             self._own_hub = True
+        # A table the hub reads from Redis was moved on by another writer: its kept state
+        # is stale (watchers subscribe through here, so this is set before any read).
+        self.hub.on_read = self.store.cache.forget
         await self.hub.start()
         return self.hub
 
