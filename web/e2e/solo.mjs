@@ -76,6 +76,10 @@ try {
   await page.getByTestId("wallet").waitFor();
   await page.waitForFunction(() => /^\d+$/.test(document.querySelector('[data-testid="wallet-balance"]')?.textContent ?? ""), null, { timeout: 20000 });
   result.walletPage = await page.getByTestId("wallet-balance").textContent();
+  // The history arrives after the balance (a second call): wait for its rows before counting.
+  await page
+    .waitForFunction(() => document.querySelectorAll(".history tbody tr").length > 0, null, { timeout: 20000 })
+    .catch(() => {});
   result.walletRows = await page.locator(".history tbody tr").count();
   // A phone-sized screen shows the same table.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
