@@ -1,7 +1,8 @@
 """``kishpa wallet``: operator tools on the wallet database (``DATABASE_URL``).
 
 ``reconcile`` proves the ledger is consistent (exit 1 on any discrepancy, ``--json`` for
-jobs); ``balance`` and ``history`` read accounts and postings directly.
+jobs) and stores the run; ``balance`` and ``history`` read accounts and postings directly.
+The finance commands (``export``, ``report``, ``runs``, ``drift``) are in ``finance_cmd``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def register(subparsers: Any) -> None:
 
     rec = commands.add_parser("reconcile", help="check the ledger; exit 1 on any discrepancy")
     rec.add_argument("--json", action="store_true", help="print the report as JSON")
+    rec.add_argument("--source", default="cli", help="recorded as who ran it (cronjob, cli, ...)")
     rec.set_defaults(handler=_reconcile)
 
     bal = commands.add_parser("balance", help="print the balances of accounts")
@@ -35,6 +37,10 @@ def register(subparsers: Any) -> None:
     his.add_argument("--reason", default="")
     his.add_argument("--limit", type=int, default=50)
     his.set_defaults(handler=_history)
+
+    from cli import finance_cmd
+
+    finance_cmd.register(commands)
 
 
 def _url(args: argparse.Namespace) -> str:
@@ -50,7 +56,7 @@ def _reconcile(args: argparse.Namespace) -> int:
     from services.wallet.reconcile import format_report, reconcile_url
 
     try:
-        report = reconcile_url(_url(args))
+        report = reconcile_url(_url(args), source=args.source)
     except DBAPIError as exc:
         # Exit 2, not 1: "could not check" must not read as "found discrepancies".
         print(f"kishpa wallet reconcile: cannot read the ledger: {exc.orig}", file=sys.stderr)
