@@ -279,11 +279,8 @@ def _as_of(conn: Connection, as_of_ms: int, accounts: Sequence[str]) -> AsOf:
         if account in wanted:
             result.balances[account] = then
     if wanted - set(result.balances):
-        current = dict(
-            conn.execute(select(a.id, a.balance).where(a.id.in_(wanted - set(result.balances))))
-            .tuples()
-            .all()
-        )
+        rest = select(a.id, a.balance).where(a.id.in_(wanted - set(result.balances)))
+        current = {str(r[0]): int(r[1]) for r in conn.execute(rest)}
         for account in wanted - set(result.balances):
             result.balances[account] = int(current.get(account, 0))
     result.balances = {account: result.balances[account] for account in accounts}
@@ -400,7 +397,10 @@ def table_ledger(engine: Engine, table_id: str) -> TableLedger:
     )
     accounts = (f"bowl:{table_id}", f"pot:{table_id}")
     with _read(engine) as conn, conn.begin():
-        held = dict(conn.execute(select(a.id, a.balance).where(a.id.in_(accounts))).tuples().all())
+        held = {
+            str(r[0]): int(r[1])
+            for r in conn.execute(select(a.id, a.balance).where(a.id.in_(accounts)))
+        }
         batches: list[LedgerBatch] = []
         for row in conn.execute(query):
             if not batches or batches[-1].batch_id != row.batch_id:
