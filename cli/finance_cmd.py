@@ -375,12 +375,16 @@ def _drift(args: argparse.Namespace) -> int:
     import grpc
     import redis
 
+    from services.common.logging import configure_logging
     from services.common.settings import Settings, SettingsError
     from workers.drift import GrpcSources, format_report, run_drift_check
     from workers.settlement import redis_client
 
+    settings = Settings(service="worker")
+    # Log lines (the alertable wallet_drift_found) go to stderr; the report to stdout.
+    configure_logging(settings.log_format, settings.log_level, service="drift")
     try:
-        sources = GrpcSources(Settings(service="worker"))
+        sources = GrpcSources(settings)
     except SettingsError as exc:
         print(f"kishpa wallet drift: {exc}", file=sys.stderr)
         return 2

@@ -43,7 +43,7 @@ log = get_logger(__name__)
 DRIFT_TASK = "kishpa.check_drift"
 CALL_TIMEOUT_S = 30.0
 SERVICE_NAME = "worker"
-MAX_LISTED = 200
+MAX_LISTED = 100
 SETTLEMENT_KEY_PREFIX = "kishpa:"
 LOAD_REASON = "bank_load"
 
@@ -318,6 +318,8 @@ def read_redis_facts(client: redis.Redis, table_id: str) -> RedisFacts | None:
     done: dict[str, str] = {}
     for name, raw in settled.items():
         phase_field = name.decode() if isinstance(name, bytes) else str(name)
+        if phase_field.startswith("_"):
+            continue  # the workers' own bookkeeping (e.g. _balances_order), not a phase
         try:
             done[phase_field] = str(json.loads(raw).get("batch_id", ""))
         except (ValueError, AttributeError):
