@@ -30,25 +30,22 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cli.finance_cmd import CSV_COLUMNS, _row  # noqa: E402
-from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc  # noqa: E402
-from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
-from services.common.settings import load_settings  # noqa: E402
-from services.wallet import finance  # noqa: E402
-from services.wallet.database import create_wallet_engine  # noqa: E402
-from services.wallet.migrate import upgrade  # noqa: E402
-from services.wallet.reconcile import reconcile_url  # noqa: E402
-from services.wallet.server import create_wallet_server  # noqa: E402
+from cli.finance_cmd import CSV_COLUMNS, _row
+from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.settings import load_settings
+from services.wallet import finance
+from services.wallet.database import create_wallet_engine
+from services.wallet.migrate import upgrade
+from services.wallet.reconcile import reconcile_url
+from services.wallet.server import create_wallet_server
 
 DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 DAY_MS = 86_400_000
@@ -107,11 +104,16 @@ def build(url: str, postings: int) -> dict[str, float]:
         {START_MS} + g * {step_ms} AS at
     """
     shape = """
-        (VALUES (0, 'bank', 'p1', 'bank_load', 'start'), (1, 'p1', 'bowl', 'bowl_contribution', 'start'),
+        (VALUES (0, 'bank', 'p1', 'bank_load', 'start'),
+                (1, 'p1', 'bowl', 'bowl_contribution', 'start'),
                 (2, 'bowl', 'p2', 'bowl_win', 'end'), (3, 'p2', 'p3', 'win', 'end'))
             AS s(seq, src, dst, reason, phase)
     """
-    pick = "CASE {c} WHEN 'bank' THEN 'bank' WHEN 'p1' THEN w.p1 WHEN 'p2' THEN w.p2 WHEN 'p3' THEN w.p3 ELSE w.bowl END"
+    pick = (
+        "CASE {c} WHEN 'bank' THEN 'bank' WHEN 'p1' THEN w.p1 WHEN 'p2' THEN w.p2 "
+        "WHEN 'p3' THEN w.p3 ELSE w.bowl END"
+    )
+    # Every piece of SQL below is built from this module's own numbers: no outside input.
     with engine.begin() as conn:
         conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
         for index in INDEX_NAMES:  # built again after the load: much faster than row by row
@@ -120,10 +122,11 @@ def build(url: str, postings: int) -> dict[str, float]:
         conn.exec_driver_sql(
             f"""
             INSERT INTO accounts (id, kind, balance, created_ms)
-            SELECT 'player:p' || n, 'player', 0, {START_MS} FROM generate_series(0, {PLAYERS - 1}) n
+            SELECT 'player:p' || n, 'player', 0, {START_MS}
+            FROM generate_series(0, {PLAYERS - 1}) n
             UNION ALL
             SELECT 'bowl:t' || n, 'bowl', 0, {START_MS} FROM generate_series(0, {TABLES - 1}) n
-            """
+            """  # noqa: S608
         )
         conn.exec_driver_sql(
             f"""
@@ -133,7 +136,8 @@ def build(url: str, postings: int) -> dict[str, float]:
                        json_build_object('from_account', 'bank', 'to_account', w.p1, 'amount', w.a,
                          'reason', 'bank_load', 'table_id', w.tbl, 'round', 1, 'phase', 'start'),
                        json_build_object('from_account', w.p1, 'to_account', w.bowl, 'amount', w.a,
-                         'reason', 'bowl_contribution', 'table_id', w.tbl, 'round', 1, 'phase', 'start'),
+                         'reason', 'bowl_contribution', 'table_id', w.tbl, 'round', 1,
+                         'phase', 'start'),
                        json_build_object('from_account', w.bowl, 'to_account', w.p2, 'amount', w.a,
                          'reason', 'bowl_win', 'table_id', w.tbl, 'round', 1, 'phase', 'end'),
                        json_build_object('from_account', w.p2, 'to_account', w.p3, 'amount', w.a,
@@ -141,7 +145,7 @@ def build(url: str, postings: int) -> dict[str, float]:
                      'balances', json_build_object())::text,
                    w.at
             FROM generate_series(1::bigint, {batches}::bigint) g, LATERAL (SELECT {who}) w
-            """
+            """  # noqa: S608
         )
         times["batches"] = time.perf_counter() - started
         started = time.perf_counter()
@@ -152,7 +156,7 @@ def build(url: str, postings: int) -> dict[str, float]:
             SELECT (g - 1) * 4 + s.seq + 1, g, s.seq, {pick.format(c="s.src")},
                    {pick.format(c="s.dst")}, w.a, s.reason, w.tbl, 1, s.phase, w.at
             FROM generate_series(1::bigint, {batches}::bigint) g, LATERAL (SELECT {who}) w, {shape}
-            """
+            """  # noqa: S608
         )
         times["postings"] = time.perf_counter() - started
         started = time.perf_counter()
@@ -171,7 +175,8 @@ def build(url: str, postings: int) -> dict[str, float]:
             """
         )
         conn.exec_driver_sql(
-            "SELECT setval(pg_get_serial_sequence('postings', 'id'), (SELECT max(id) FROM postings))"
+            "SELECT setval(pg_get_serial_sequence('postings', 'id'), "
+            "(SELECT max(id) FROM postings))"
         )
         conn.exec_driver_sql(
             "SELECT setval(pg_get_serial_sequence('batches', 'id'), (SELECT max(id) FROM batches))"
@@ -255,7 +260,8 @@ def run(postings: int, admin_url: str, name: str, keep: bool) -> dict[str, Any]:
             results["export_grpc_csv_rows_per_s"] = round(rows / seconds)
             results["export_db_rows_per_s"] = round(rows_db / results["export_db_week_s"])
             print(
-                f"  export: {rows:,} rows, {results['export_grpc_csv_rows_per_s']:,} rows/s over gRPC+CSV",
+                f"  export: {rows:,} rows, "
+                f"{results['export_grpc_csv_rows_per_s']:,} rows/s over gRPC+CSV",
                 flush=True,
             )
             january = (START_MS, START_MS + 31 * DAY_MS)

@@ -400,3 +400,35 @@ def _drift(args: argparse.Namespace) -> int:
     else:
         print(format_report(report, run_id))
     return 0 if report.ok else 1
+
+
+def record_via_wallet(run: Any) -> int:
+    """Store a :class:`services.wallet.runs.Run` through the wallet's RecordReconciliationRun
+    (service credential from ``KISHPA_SERVICE_SECRET``); the stored run's id."""
+    import grpc
+
+    from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+    from services.common.auth import TokenAuthority
+
+    secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
+    if not secret:
+        raise LookupError("KISHPA_SERVICE_SECRET is needed to record through the wallet")
+    token = TokenAuthority(None, secret).issue_service_token("reconcile").token
+    address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
+    pb = wallet_pb2.ReconciliationRun(
+        kind=run.kind,
+        scope=run.scope,
+        source=run.source,
+        start_time=_stamp(dt.datetime.fromtimestamp(run.started_ms / 1000, tz=dt.UTC)),
+        duration_ms=run.duration_ms,
+        ok=run.ok,
+        discrepancies=run.discrepancies,
+        result_json=json.dumps(run.result, sort_keys=True),
+    )
+    with grpc.insecure_channel(address) as channel:
+        reply = wallet_pb2_grpc.WalletServiceStub(channel).RecordReconciliationRun(
+            wallet_pb2.RecordReconciliationRunRequest(run=pb),
+            metadata=(("authorization", "Bearer " + token),),
+            timeout=30,
+        )
+    return int(reply.run_id)

@@ -24,6 +24,13 @@ def register(subparsers: Any) -> None:
     rec = commands.add_parser("reconcile", help="check the ledger; exit 1 on any discrepancy")
     rec.add_argument("--json", action="store_true", help="print the report as JSON")
     rec.add_argument("--source", default="cli", help="recorded as who ran it (cronjob, cli, ...)")
+    rec.add_argument(
+        "--record-to",
+        choices=("database", "wallet", "none"),
+        default="database",
+        help="store the run in the ledger database (default), through the wallet's "
+        "RecordReconciliationRun (for a read-only database role), or not at all",
+    )
     rec.set_defaults(handler=_reconcile)
 
     bal = commands.add_parser("balance", help="print the balances of accounts")
@@ -51,17 +58,29 @@ def _url(args: argparse.Namespace) -> str:
 
 
 def _reconcile(args: argparse.Namespace) -> int:
+    import time
+
+    import grpc
     from sqlalchemy.exc import DBAPIError
 
-    from services.wallet.reconcile import format_report, reconcile_url
+    from cli.finance_cmd import record_via_wallet
+    from services.wallet.reconcile import format_report, ledger_run, reconcile_url
 
+    started = time.time()
     try:
-        report = reconcile_url(_url(args), source=args.source)
+        in_database = args.source if args.record_to == "database" else ""
+        report = reconcile_url(_url(args), source=in_database)
     except DBAPIError as exc:
         # Exit 2, not 1: "could not check" must not read as "found discrepancies".
         print(f"kishpa wallet reconcile: cannot read the ledger: {exc.orig}", file=sys.stderr)
         print("(is DATABASE_URL right, and has `kishpa migrate` run?)", file=sys.stderr)
         return 2
+    if args.record_to == "wallet":
+        try:
+            report.run_id = record_via_wallet(ledger_run(report, args.source, started))
+        except (grpc.RpcError, LookupError) as exc:
+            print(f"kishpa wallet reconcile: could not record the run: {exc}", file=sys.stderr)
+            return 2
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
