@@ -289,9 +289,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
             200, 0, _PAGE_TOKEN, "a token from next_page_token", "INVALID_PAGE_TOKEN"
         ),
         _W + "ListReconciliationRunsRequest.kind": Text(16, 0, _ID, "ledger or drift"),
-        _W + "ListReconciliationRunsRequest.page_size": Number(
-            0, 500, reason="INVALID_PAGE_SIZE"
-        ),
+        _W + "ListReconciliationRunsRequest.page_size": Number(0, 500, reason="INVALID_PAGE_SIZE"),
         _W + "ListReconciliationRunsRequest.page_token": Text(
             64, 0, _PAGE_TOKEN, "a token from next_page_token", "INVALID_PAGE_TOKEN"
         ),

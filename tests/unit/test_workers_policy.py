@@ -48,7 +48,15 @@ def test_every_task_acks_late_and_requeues_on_worker_loss() -> None:
     assert workers.settlement.settle_phase.name == "kishpa.settle_phase"
     assert workers.sweeper.sweep_outboxes.name == "kishpa.sweep_outboxes"
 
-    names = ("kishpa.settle_phase", "kishpa.sweep_outboxes", "kishpa.reconcile_wallet")
+    import workers.drift
+
+    assert workers.drift.check_drift_task.name == "kishpa.check_drift"
+    names = (
+        "kishpa.settle_phase",
+        "kishpa.sweep_outboxes",
+        "kishpa.reconcile_wallet",
+        "kishpa.check_drift",
+    )
     for name in names:
         task = app.tasks[name]
         assert task.acks_late is True
