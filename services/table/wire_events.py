@@ -38,6 +38,7 @@ DEADLINE_KINDS = {
     "turn": table_pb2.DEADLINE_KIND_TURN,
     "window": table_pb2.DEADLINE_KIND_REVEAL_WINDOW,
     "next_round": table_pb2.DEADLINE_KIND_NEXT_ROUND,
+    "contributions": table_pb2.DEADLINE_KIND_CONTRIBUTIONS,
 }
 MOMENTS = {"start": table_pb2.REVEAL_MOMENT_START, "end": table_pb2.REVEAL_MOMENT_END}
 PHASES = {
@@ -270,7 +271,11 @@ def _fill(msg: table_pb2.TableEvent, event: TableEvent, b: _Build) -> bool:
         )
     elif t == "kishpa_replaced":
         msg.kishpa_replaced.CopyFrom(
-            table_pb2.KishpaReplaced(kishpa=b.tile(d["kishpa_id"]), joker_face=str(d["joker"]))
+            table_pb2.KishpaReplaced(
+                kishpa=b.tile(d["kishpa_id"]),
+                joker_face=str(d["joker"]),
+                dolls_returned=b.tiles(d.get("dolls_returned_ids", [])),
+            )
         )
     elif t == "won":
         msg.won.CopyFrom(
@@ -375,6 +380,14 @@ def _fill(msg: table_pb2.TableEvent, event: TableEvent, b: _Build) -> bool:
                 ],
             )
         )
+    elif t == "seed_committed":
+        msg.seed_committed.CopyFrom(
+            table_pb2.SeedCommitted(deal=int(d["deal"]), shuffle_commitment=str(d["commitment"]))
+        )
+    elif t == "contribution_accepted":
+        msg.contribution_accepted.CopyFrom(
+            table_pb2.ContributionAccepted(deal=int(d["deal"]), contribution=str(d["contribution"]))
+        )
     elif t == "seed_revealed":
         msg.seed_revealed.CopyFrom(
             table_pb2.SeedRevealed(
@@ -462,6 +475,8 @@ KNOWN = frozenset(
         "seed_revealed",
         "deal_scored",
         "game_ended",
+        "seed_committed",
+        "contribution_accepted",
     }
 )
 """Every internal event type :func:`event_message` converts (checked by the tests)."""
