@@ -193,6 +193,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
                 "LayOff",
                 "ReleaseJoker",
                 "UndoTurn",
+                "Contribute",
             )
         },
         # Matchmaking prefixes a player's 64-character request id when it calls the table.
@@ -214,10 +215,12 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
                 "LayOff",
                 "ReleaseJoker",
                 "UndoTurn",
+                "Contribute",
             )
         },
         _T + "CreateTableRequest.client_seed": CLIENT_SEED,
         _T + "JoinTableRequest.client_seed": CLIENT_SEED,
+        _T + "ContributeRequest.contribution": Text(64, 1, None, "", "BAD_CONTRIBUTION"),
         _T + "CreateTableRequest.players": Items(4, reason="BAD_PLAYERS"),
         _T + "SeatedPlayer.player_id": PLAYER_ID,
         _T + "SeatedPlayer.display_name": Text(64, reason="INVALID_DISPLAY_NAME"),
