@@ -29,8 +29,8 @@ are documented in ``protos/`` and ``docs/api.md``.
 from __future__ import annotations
 
 import asyncio
-import secrets
 import os
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence

@@ -276,7 +276,10 @@ class Verification:
         tiles only) or what failed."""
         scope = "table" if self.whole_table else "deal"
         if self.ok:
-            return f"{scope} verified (" + ", ".join(self.checked) + ")"
+            note = ""
+            if self.whole_table and not self.contributed:
+                note = "; no contribution: the server alone chose this deal"
+            return f"{scope} verified (" + ", ".join(self.checked) + note + ")"
         return f"{scope} NOT verified: " + "; ".join(
             f"{f.check}: {f.message}" for f in self.failures
         )
