@@ -124,9 +124,15 @@ def test_the_canonical_json_is_written_out_exactly() -> None:
         == (vector["client_digest"])
     )
     # The doc's rules, applied by hand to the awkward characters.
-    assert '\\"hi\\"' in text and "back\\\\slash" in text
-    assert "\\t" in text and "\\n" in text and "\\r" in text and "\\u0007" in text
-    assert "\x7f" in text and "🎲" in text and "\\u" not in text.replace("\\u0007", "")
+    assert '\\"hi\\"' in text
+    assert "back\\\\slash" in text
+    assert "\\t" in text
+    assert "\\n" in text
+    assert "\\r" in text
+    assert "\\u0007" in text
+    assert "\x7f" in text
+    assert "🎲" in text
+    assert "\\u" not in text.replace("\\u0007", "")
 
 
 def test_a_replacement_turning_back_a_doll_is_in_the_vectors() -> None:
@@ -192,7 +198,8 @@ def test_whole_table_transcripts_verify_and_every_tamper_is_named(vector: dict[s
     assert commitment(bytes.fromhex(vector["server_seed"])) == vector["commitment"]
     result = fairness.verify_round(_table_evidence(vector))
     assert result.ok, result.summary()
-    assert result.whole_table and result.contributed
+    assert result.whole_table
+    assert result.contributed
     assert result.summary().startswith("table verified (")
     for tamper in vector["tampers"]:
         changed = copy.deepcopy(vector)
@@ -207,7 +214,8 @@ def test_the_kishpa_transcript_is_the_server_s_own_deal() -> None:
     seed = bytes.fromhex(vector["server_seed"])
     server = deal_round(seed, vector["client_seeds"], vector["seats"], vector["starter"])
     assert [list(h) for h in server.hands] == vector["hands"]
-    assert server.replacement is not None and server.replacement.tile == vector["replacement"]
+    assert server.replacement is not None
+    assert server.replacement.tile == vector["replacement"]
     returned = [*server.kishpa.dolls_returned, *server.replacement.dolls_returned]
     assert returned == vector["dolls_returned"]
     assert [server.pile[left] for _, _, left in vector["draws"]] == [
