@@ -1116,6 +1116,8 @@ def verification_to_dict(result: Verification) -> dict[str, Any]:
     """The verdict as JSON-able data (``kishpa verify --json``)."""
     return {
         "verified": result.ok,
+        "whole_table": result.whole_table,
+        "contributed": result.contributed,
         "checked": list(result.checked),
         "failures": [{"check": f.check, "message": f.message} for f in result.failures],
     }

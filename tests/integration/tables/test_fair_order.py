@@ -177,6 +177,22 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
         if web is not None:
             assert web["ok"], web["summary"]
 
+        # The next deal's seed is committed but secret: in no event, no view, no record.
+        snapshot = await server.tables.store.load(table_id)
+        assert snapshot is not None
+        secret = str(snapshot.state["fair"]["seed"])
+        assert len(secret) == 160
+        published = [
+            json.dumps([e.event.data, e.event.private_data])
+            for e in await _events(server, table_id)
+        ]
+        assert not any(secret in text for text in published)
+        for player in (ann, bob, outsider):
+            seen = await stub.GetTable(
+                table_pb2.GetTableRequest(table_id=table_id), metadata=md[player]
+            )
+            assert secret not in str(seen)
+        assert secret not in str(record)
         # Deal 2 is committed with deal 1's reveal. Both seats contributed before, so it
         # waits for them; once both are in, it is dealt at once, not at the deadline.
         view = (
