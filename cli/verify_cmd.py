@@ -5,7 +5,8 @@ the table service for the round's record (once the seed is revealed: every seat'
 tiles, every draw, the kishpa, dolls and replacement, and the order of the commitment and the
 contributions) and recomputes the whole table with the SDK's own implementation of
 docs/fairness.md: "table verified" or each failed check. Exit status: 0 verified, 1 not
-verified (each failed check is printed), 2 the record could not be had (not signed in, no such round, not one of its players).
+verified (each failed check is printed), 2 the record could not be had (not signed in, no
+such round, not one of its players).
 """
 
 from __future__ import annotations
