@@ -213,11 +213,15 @@ async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = Fal
     return Result(len(latencies), elapsed, latencies)
 
 
-def serve_and_measure(url: str, count: int, concurrency: int, bank: bool = False) -> Result:
-    """Start ``kishpa serve wallet`` on ``url`` and measure batches through it."""
+def serve_and_measure(
+    url: str, count: int, concurrency: int, bank: bool = False, group_commit: int = 64
+) -> Result:
+    """Start ``kishpa serve wallet`` on ``url`` and measure batches through it
+    (``group_commit``: its KISHPA_WALLET_GROUP_COMMIT, 0 = one transaction a batch)."""
     port = _free_port()
     env = {
         **os.environ,
+        "KISHPA_WALLET_GROUP_COMMIT": str(group_commit),
         "DATABASE_URL": url,
         "KISHPA_GRPC_HOST": "127.0.0.1",
         "KISHPA_GRPC_PORT": str(port),
@@ -251,19 +255,29 @@ def measure(
     concurrency: int,
     say: Callable[[str], None],
     bank: bool = False,
+    rounds: int = 1,
 ) -> None:
-    """Baseline, then batches, then a reconciliation proving the run left the ledger whole."""
+    """Baseline, then batches one transaction each and with group commit, alternating for
+    ``rounds`` rounds, then a reconciliation proving the runs left the ledger whole."""
     upgrade(url)
-    base = insert_baseline(url, count, threads=16)
-    batches = serve_and_measure(url, count, concurrency, bank)
+    postings = 5 if bank else 4
+    for n in range(rounds):
+        base = insert_baseline(url, count, threads=16)
+        alone = serve_and_measure(url, count, concurrency, bank, group_commit=0)
+        grouped = serve_and_measure(url, count, concurrency, bank, group_commit=64)
+        load = os.getloadavg()[0]
+        say(f"{name:10s} round {n + 1} (load {load:.1f}) single-row INSERT baseline  {base}")
+        say(
+            f"{name:10s} ApplyBatch ({postings} postings), one transaction each  {alone}   "
+            f"= {alone.rate / base.rate:.2f}x baseline"
+        )
+        say(
+            f"{name:10s} ApplyBatch ({postings} postings), group commit          {grouped}   "
+            f"= {grouped.rate / base.rate:.2f}x baseline, {grouped.rate / alone.rate:.2f}x alone"
+        )
     report = reconcile_url(url)
-    say(f"{name:10s} single-row INSERT baseline  {base}")
     say(
-        f"{name:10s} ApplyBatch ({5 if bank else 4} postings)    {batches}   "
-        f"= {batches.rate / base.rate:.2f}x baseline"
-    )
-    say(
-        f"{name:10s} reconcile after the run: {'OK' if report.ok else 'FAILED'} "
+        f"{name:10s} reconcile after the runs: {'OK' if report.ok else 'FAILED'} "
         f"({report.batches} batches)"
     )
 
@@ -335,6 +349,7 @@ def main() -> int:
     parser.add_argument("--compare-engines", action="store_true")
     parser.add_argument("--through-bank", action="store_true")
     parser.add_argument("--only", choices=["postgres", "sqlite"])
+    parser.add_argument("--rounds", type=int, default=1, help="alternations of the variants")
     args = parser.parse_args()
     if args.compare_engines:
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
@@ -348,11 +363,11 @@ def main() -> int:
     bank = args.through_bank
     if args.only != "sqlite":
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
-            measure("postgres", url, args.batches, args.concurrency, print, bank)
+            measure("postgres", url, args.batches, args.concurrency, print, bank, args.rounds)
     if args.only != "postgres":
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/wallet.sqlite3"
-            measure("sqlite", url, args.batches, args.concurrency, print, bank)
+            measure("sqlite", url, args.batches, args.concurrency, print, bank, args.rounds)
     return 0
 
 

@@ -27,6 +27,7 @@ from services.common.errors import InvalidArgument, PermissionDenied, Unauthenti
 from services.common.logging import get_logger
 from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
+from services.wallet.group_commit import GroupCommitter
 from services.wallet.ledger import BatchResult, Ledger, Transfer, TransferFilter
 
 T = TypeVar("T")
@@ -145,9 +146,16 @@ def _transfer_pb(t: Transfer) -> wallet_pb2.Transfer:
 class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     """kishpa.wallet.v1.WalletService over a :class:`Ledger`."""
 
-    def __init__(self, ledger: Ledger, executor: ThreadPoolExecutor) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        executor: ThreadPoolExecutor,
+        committer: GroupCommitter | None = None,
+    ) -> None:
         self._ledger = ledger
         self._executor = executor
+        # ApplyBatch calls share transactions through it; None: one transaction each.
+        self._committer = committer
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         # The ledger blocks on the database; keep the event loop free for other calls.
@@ -243,9 +251,11 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         """Apply an atomic, idempotent batch (service credential only)."""
         require_service()
         postings = [_posting(p) for p in request.postings]
-        result: BatchResult = await self._run(
-            self._ledger.apply_batch, request.request_id, postings
-        )
+        result: BatchResult
+        if self._committer is not None:
+            result = await asyncio.wrap_future(self._committer.submit(request.request_id, postings))
+        else:
+            result = await self._run(self._ledger.apply_batch, request.request_id, postings)
         _count("apply", result)
         return wallet_pb2.ApplyBatchResponse(
             batch_id=result.batch_id,
