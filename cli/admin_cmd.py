@@ -129,7 +129,9 @@ async def _run(call: Call, args: argparse.Namespace, token: str) -> int:
 
     address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
     metadata = (("authorization", "Bearer " + token),)
-    async with grpc.aio.insecure_channel(address) as channel:
+    from shared.tls import aio_channel, client_tls_from_env
+
+    async with aio_channel(address, client_tls_from_env()) as channel:
         stub = admin_pb2_grpc.AdminServiceStub(channel)
         try:
             response = await call(stub, args, metadata)

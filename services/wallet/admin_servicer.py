@@ -22,6 +22,7 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority, bearer_metadata, require_admin
 from services.common.errors import FailedPrecondition, InvalidArgument
 from services.common.server import ServiceRegistration
+from services.common.tls import ClientTls, aio_channel
 from services.wallet.accounts import player_account
 from services.wallet.admin import (
     CLOSE_TABLE,
@@ -85,7 +86,10 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         executor: ThreadPoolExecutor,
         authority: TokenAuthority,
         table_addr: str,
+        *,
+        tls: ClientTls | None = None,
     ) -> None:
+        self._tls = tls
         self._admin = admin
         self._executor = executor
         self._credentials = ServiceCredentials(authority, CALLER_NAME)
@@ -99,7 +103,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     def _tables(self) -> table_pb2_grpc.TableServiceAsyncStub:
         if self._channel is None:  # made on first use, inside the serving event loop
-            self._channel = grpc.aio.insecure_channel(self._table_addr)
+            self._channel = aio_channel(self._table_addr, self._tls)
         return table_pb2_grpc.TableServiceStub(self._channel)
 
     async def aclose(self) -> None:

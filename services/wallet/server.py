@@ -14,6 +14,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.server import KishpaServer, ServiceRegistration, create_server, run
 from services.common.settings import Settings, SettingsError, load_settings
+from services.common.tls import client_tls_from_settings
 from services.common.tracing import configure_tracing
 from services.wallet.admin import Administration
 from services.wallet.admin_servicer import AdminServicer, admin_registration
@@ -94,6 +95,7 @@ def admin_servicer(
         executor,
         TokenAuthority.from_settings(settings),
         settings.table_addr,
+        tls=client_tls_from_settings(settings),
     )
 
 
