@@ -276,6 +276,15 @@ def run(
     *,
     public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
     cleanup: Cleanup | None = None,
+    on_refusal: RefusalHook | None = None,
 ) -> int:
     """Blocking entry point for a service's ``main()``: ``return run(settings, factory)``."""
-    return asyncio.run(serve(settings, services, public_methods=public_methods, cleanup=cleanup))
+    return asyncio.run(
+        serve(
+            settings,
+            services,
+            public_methods=public_methods,
+            cleanup=cleanup,
+            on_refusal=on_refusal,
+        )
+    )

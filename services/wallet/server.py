@@ -91,7 +91,7 @@ def admin_servicer(
 ) -> AdminServicer:
     """The audited admin RPCs over this ledger (they reach the table service to close one)."""
     return AdminServicer(
-        Administration(ledger),
+        Administration(ledger, approval_threshold=settings.admin_approval_threshold),
         executor,
         TokenAuthority.from_settings(settings),
         settings.table_addr,
@@ -117,6 +117,7 @@ def create_wallet_server(
         [wallet_registration(ledger, executor), admin_registration(admin)],
         settings,
         address=address,
+        on_refusal=admin.refused,
     )
     return WalletServer(server, engine, executor, admin)
 
@@ -143,7 +144,7 @@ def main() -> int:
         engine.dispose()
 
     registrations = [wallet_registration(ledger, executor), admin_registration(admin)]
-    return run(settings, registrations, cleanup=cleanup)
+    return run(settings, registrations, cleanup=cleanup, on_refusal=admin.refused)
 
 
 if __name__ == "__main__":
