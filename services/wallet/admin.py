@@ -307,12 +307,17 @@ class Administration:
         account = player_account(player_id)
         if isinstance(amount, bool) or not 1 <= amount <= MAX_ADJUSTMENT:
             raise InvalidRequest(f"amount must be 1-{MAX_ADJUSTMENT} tokens", "INVALID_AMOUNT")
-        self.ledger.balance(account)  # NOT_FOUND for a wallet never opened
+        balance = self.ledger.balance(account)  # NOT_FOUND for a wallet never opened
         subject = {"rpc": RPC_OF_ACTION[action], "player_id": player_id, "amount": amount}
         done = self._claim(why.request_id, subject)
         if action in done:
             return Adjustment(done[action], self.ledger.balance(account))
         if amount > self.approval_threshold:
+            if action == DEBIT and balance < amount and REQUESTED not in done:
+                # Refused now rather than at the approval: it could not be applied then.
+                raise InsufficientFunds(
+                    f"{player_id} holds less than {amount}: a debit never goes below zero"
+                )
             entry = done.get(REQUESTED) or self._append(
                 why, REQUESTED, player_id=player_id, amount=amount, details=subject
             )
