@@ -107,7 +107,7 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
     # The admin service's own path: closing a table for an operator.
     _TABLE + "CloseTable": frozenset({WALLET}),
     _WALLET + "OpenWallet": frozenset({PLAYER, MATCHMAKING, WORKER}),
-    _WALLET + "GetBalance": frozenset({PLAYER, TABLE, WORKER}),
+    _WALLET + "GetBalance": frozenset({PLAYER, TABLE, MATCHMAKING, WORKER}),
     _WALLET + "LoadTokens": frozenset({PLAYER}),
     _WALLET + "ListTransfers": frozenset({PLAYER, WORKER}),
     # Only the settlement worker moves tokens by batch (operators: AdminService).

@@ -126,15 +126,21 @@ async def servers(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
     url = f"sqlite:///{tmp_path / 'wallet.sqlite3'}"
     upgrade(url)
     wallet_settings = load_settings(
-        "wallet", **base, **tls("wallet"), database_url=url,
+        "wallet",
+        **base,
+        **tls("wallet"),
+        database_url=url,
         table_addr=f"127.0.0.1:{table.port}",
     )
     wallet = create_wallet_server(wallet_settings, address="127.0.0.1:0")
     await wallet.start()
     mm = create_matchmaking_server(
         load_settings(
-            "matchmaking", **base, **tls("matchmaking"),
-            table_addr=f"127.0.0.1:{table.port}", wallet_addr=f"127.0.0.1:{wallet.port}",
+            "matchmaking",
+            **base,
+            **tls("matchmaking"),
+            table_addr=f"127.0.0.1:{table.port}",
+            wallet_addr=f"127.0.0.1:{wallet.port}",
         ),
         address="127.0.0.1:0",
         key_prefix="i26-matrix",
@@ -186,12 +192,14 @@ async def test_every_rpc_with_every_identity_matches_the_documented_table(
             target = SERVER_OF.get(package, "wallet")
             port = servers["ports"][target]
 
-            async def one(identity: str) -> tuple[str, str, str]:
+            async def one(
+                identity: str, target: str = target, port: int = port, method: str = method_short
+            ) -> tuple[str, str, str]:
                 workload, metadata = credential(identity)
                 key = (target, workload)
                 if key not in channels:
                     channels[key] = aio_channel(f"127.0.0.1:{port}", client_tls(workload))
-                code, reason = await _call(channels[key], _full_name(method_short), metadata)
+                code, reason = await _call(channels[key], _full_name(method), metadata)
                 return identity, code, reason
 
             for identity, code, reason in await asyncio.gather(*(one(i) for i in identities)):

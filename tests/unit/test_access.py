@@ -35,12 +35,13 @@ def test_every_rpc_of_the_contract_is_declared_and_nothing_else() -> None:
 
 def test_the_docs_table_is_the_generated_one() -> None:
     text = DOCS.read_text()
-    assert BEGIN in text and END in text, "docs/api.md lost its access-table markers"
+    assert BEGIN in text, "docs/api.md lost its access-table markers"
+    assert END in text, "docs/api.md lost its access-table markers"
     documented = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert documented == markdown_table(), (
         "docs/api.md's access table differs from the code: paste "
         "`python -c 'from services.common.access import markdown_table; "
-        "print(markdown_table(), end=\"\")'` between the markers"
+        'print(markdown_table(), end="")\'` between the markers'
     )
 
 
@@ -58,8 +59,11 @@ def test_least_privilege_where_the_issue_asks_for_it() -> None:
     ("method", "who", "reason"),
     [
         ("/kishpa.wallet.v1.WalletService/ApplyBatch", {"player"}, "SERVICE_REQUIRED"),
-        ("/kishpa.wallet.v1.WalletService/ApplyBatch", {"service:matchmaking"},
-         "SERVICE_NOT_ALLOWED"),
+        (
+            "/kishpa.wallet.v1.WalletService/ApplyBatch",
+            {"service:matchmaking"},
+            "SERVICE_NOT_ALLOWED",
+        ),
         ("/kishpa.wallet.v1.WalletService/LoadTokens", {"service:worker"}, "PLAYER_REQUIRED"),
         ("/kishpa.admin.v1.AdminService/CreditPlayer", {"player"}, "ADMIN_REQUIRED"),
         ("/kishpa.admin.v1.AdminService/CreditPlayer", {"admin:support"}, "ROLE_REQUIRED"),
