@@ -139,7 +139,7 @@ async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = Fal
     """``count`` 4-posting batches (3 losers pay the winner, 1 bowl contribution), plus one
     from the bank to the winner with ``bank``."""
     md = bearer_metadata(
-        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("bench").token
+        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("worker").token
     )
     channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(4)]
     stubs = [wallet_pb2_grpc.WalletServiceStub(c) for c in channels]
