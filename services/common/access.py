@@ -112,6 +112,7 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
     _WALLET + "ListTransfers": frozenset({PLAYER, WORKER}),
     # Only the settlement worker moves tokens by batch (operators: AdminService).
     _WALLET + "ApplyBatch": frozenset({WORKER}),
+    _WALLET + "ApplyBatches": frozenset({WORKER}),
     _ADMIN + "CreditPlayer": frozenset({FINANCE}),
     _ADMIN + "DebitPlayer": frozenset({FINANCE}),
     _ADMIN + "ApproveAdjustment": frozenset({FINANCE}),

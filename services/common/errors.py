@@ -34,7 +34,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from games.kishpa import RulesError
+from games.errors import RulesError
 from kishpa.common.v1 import errors_pb2
 from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
