@@ -88,15 +88,20 @@ class KishpaServer:
         health: health_aio.HealthServicer,
         port: int,
         names: Sequence[str],
+        probe: tuple[grpc.aio.Server, int] | None = None,
     ) -> None:
         self.server = server
         self.health = health
         self.port = port
         self.service_names = tuple(names)
+        self.probe_server: grpc.aio.Server | None = probe[0] if probe is not None else None
+        self.probe_port = probe[1] if probe is not None else 0
 
     async def start(self) -> None:
         """Start serving and report SERVING for every hosted service and the server."""
         await self.server.start()
+        if self.probe_server is not None:
+            await self.probe_server.start()
         for name in (OVERALL_HEALTH, *self.service_names):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
@@ -104,6 +109,8 @@ class KishpaServer:
         """Report NOT_SERVING, then stop, letting in-flight calls run for ``grace`` seconds."""
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        if self.probe_server is not None:
+            await self.probe_server.stop(0)
 
     async def wait_for_termination(self) -> None:
         """Block until the server has stopped."""
@@ -179,7 +186,29 @@ def create_server(
         raise RuntimeError(f"could not bind the gRPC server to {bind}: {exc}") from None
     if port == 0:
         raise RuntimeError(f"could not bind the gRPC server to {bind}")
-    return KishpaServer(server, health, port, names)
+    probe = _probe_server(health, settings) if files is not None else None
+    return KishpaServer(server, health, port, names, probe)
+
+
+def _probe_server(
+    health: health_aio.HealthServicer, settings: Settings
+) -> tuple[grpc.aio.Server, int] | None:
+    """A plaintext port serving only the health service (``KISHPA_HEALTH_PORT``).
+
+    Kubernetes' gRPC probes cannot speak TLS: with TLS on the service port they ask this
+    one, which answers health checks and nothing else (the same health servicer, so
+    NOT_SERVING during a shutdown shows here too).
+    """
+    if not settings.health_port:
+        return None
+    probe = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(health, probe)
+    bind = f"{settings.grpc_host}:{settings.health_port}"
+    try:
+        port = probe.add_insecure_port(bind)
+    except RuntimeError as exc:
+        raise RuntimeError(f"could not bind the health port to {bind}: {exc}") from None
+    return probe, port
 
 
 def start_metrics_server(settings: Settings) -> tuple[Any, Any]:

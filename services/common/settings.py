@@ -154,6 +154,9 @@ class Settings(BaseSettings):
     tls_client_auth: bool = Field(default=True, validation_alias="KISHPA_TLS_CLIENT_AUTH")
     # The name expected in servers' certificates when it differs from the dialled host.
     tls_server_name: str = Field(default="", validation_alias="KISHPA_TLS_SERVER_NAME")
+    # With TLS: a plaintext port answering only gRPC health checks (kubelet probes cannot
+    # speak TLS); 0: none.
+    health_port: int = Field(default=0, ge=0, le=65535, validation_alias="KISHPA_HEALTH_PORT")
     # The metrics endpoint: TLS too unless 0 (a sidecar scraping on localhost).
     tls_metrics: bool = Field(default=True, validation_alias="KISHPA_TLS_METRICS")
     # The development login (AuthService.Login mints guests); set 0 in production.

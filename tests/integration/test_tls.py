@@ -286,6 +286,41 @@ async def test_rotating_the_files_changes_the_served_certificate_without_droppin
         assert await _health(f"127.0.0.1:{port}", client) == grpc.StatusCode.OK
 
 
+async def test_kubelet_probes_reach_a_plaintext_port_that_serves_only_health(
+    tmp_path: Path,
+) -> None:
+    from kishpa.wallet.v1 import wallet_pb2_grpc as stubs
+
+    ca = TestCA(tmp_path / "pki")
+    url = f"sqlite:///{tmp_path / 'w.sqlite3'}"
+    upgrade(url)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        health_port = probe.getsockname()[1]
+    settings = load_settings(
+        "wallet",
+        database_url=url,
+        grpc_port=0,
+        metrics_port=0,
+        health_port=health_port,
+        grpc_host="127.0.0.1",
+        **SECRETS,
+        **_tls_settings(ca, "wallet"),  # type: ignore[arg-type]
+    )
+    server = create_wallet_server(settings, address="127.0.0.1:0")
+    await server.start()
+    try:
+        assert await _health(f"127.0.0.1:{health_port}", None) == grpc.StatusCode.OK
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{health_port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as other:
+                await stubs.WalletServiceStub(channel).GetBalance(
+                    wallet_pb2.GetBalanceRequest(), timeout=5
+                )
+        assert other.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        await server.stop(0)
+
+
 async def test_the_metrics_endpoint_speaks_tls_and_follows_rotation(tmp_path: Path) -> None:
     ca = TestCA(tmp_path / "pki")
     issued = ca.issue("wallet")
