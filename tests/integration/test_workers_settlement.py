@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -306,7 +305,10 @@ def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
         record = round_record(players)
         ref = tables.write_phase(table, 1, "start", record)
         result = _send(worker.sender(), ref)
-        time.sleep(2.5)
+        assert worker.process is not None
+        process = worker.process
+        # The worker has tried, and met the missing wallet, before the wallet starts.
+        wait_for(lambda: '"transient": true' in process.output(), 60, "a transient failure")
         assert tables.settled(ref) is None  # the wallet is down: nothing settled yet
         late_wallet.start(tmp_dir / "late-wallet.log")
         assert result.get(timeout=90)["outcome"] == "settled"
