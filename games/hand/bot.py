@@ -1,9 +1,14 @@
-"""A pure bot for Hand: it sees only one seat's view and picks that seat's next action.
+"""Pure bots for Hand: each sees only one seat's view and picks that seat's next action.
 
-It opens as soon as its melds reach 51, takes the top discard only when it can use it at
-once, releases jokers whenever it holds the cards, lays new melds and lays off, and
-otherwise discards its highest-value card that is not part of a partial meld (ties broken
-by the handed-in random stream, so a bot is deterministic given its stream).
+Two levels (a table's ``bot_level``):
+
+* ``normal`` (:func:`next_action`, the meld search): it opens as soon as its melds reach 51,
+  takes the top discard only when it can use it at once, releases jokers whenever it holds
+  the cards, lays new melds and lays off, and otherwise discards its highest-value card that
+  is not part of a partial meld (ties broken by the handed-in random stream, so a bot is
+  deterministic given its stream);
+* ``easy`` (:func:`draw_and_discard`): draw from the stock and throw the drawn card away (the
+  rules' timeout), going out only when the drawn card lets it lay its whole hand at once.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ from games.hand.ruleset import RuleSet
 from games.hand.turns import apply
 
 MAX_ACTIONS_PER_TURN = 60
+BOT_TAG = "hand/table/v1/bot"
+"""Stream tag of the house bots' tie-breaks (seeded by the service, never the deal's deck)."""
+EASY = "easy"
+NORMAL = "normal"
+"""The bot levels (``games.table.BOT_LEVELS``)."""
 
 
 class RandomSource(Protocol):
@@ -141,14 +151,41 @@ def next_action(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> A
     return Discard(seat, choose_discard(hand, rules, stream))
 
 
-def play_bot_turn(state: DealState, stream: RandomSource) -> tuple[DealState, list[Event]]:
-    """Play the whole turn of the seat to act with the bot; returns the state after it."""
+def draw_and_discard(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> Action:
+    """The easy bot's next action: draw from the stock; lay the whole hand but one card when
+    the melds allow it (a *hand*, or going out once opened); else discard the last card (the
+    one drawn; on the starter's first turn, the last dealt). ``stream`` is unused."""
+    del stream
+    seat = view["seat"]
+    if view["phase"] == Phase.DRAW.value:
+        return DrawStock(seat)
+    hand: list[int] = list(view["hand"])
+    if len(hand) > 1:
+        melds, value = best_melds(hand, rules)
+        laid = sum(len(m) for m in melds)
+        if laid == len(hand) - 1 and (view["opened"][seat] or value >= rules.opening_minimum):
+            return LayMelds(seat, tuple(MeldSpec(m) for m in melds))
+    return Discard(seat, hand[-1])
+
+
+def action_at(level: str, view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> Action:
+    """The next action of a bot of this level (``easy``; anything else: ``normal``)."""
+    if level == EASY:
+        return draw_and_discard(view, rules, stream)
+    return next_action(view, rules, stream)
+
+
+def play_bot_turn(
+    state: DealState, stream: RandomSource, level: str = NORMAL
+) -> tuple[DealState, list[Event]]:
+    """Play the whole turn of the seat to act with a bot of ``level``; returns the state
+    after it."""
     seat = state.turn
     events: list[Event] = []
     for _ in range(MAX_ACTIONS_PER_TURN):
         if state.phase is Phase.ENDED or state.turn != seat:
             return state, events
-        action = next_action(seat_view(state, seat), state.rules, stream)
+        action = action_at(level, seat_view(state, seat), state.rules, stream)
         state, new_events = apply(state, action)
         events.extend(new_events)
     raise HandMoveError(f"the bot did not finish seat {seat}'s turn", "BOT_STUCK")

@@ -13,7 +13,7 @@ numbering to show one (issue 17, item 4).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
@@ -34,6 +34,7 @@ WATCH_POLICIES = {
     table_pb2.WATCH_POLICY_ANYONE: WATCH_ANYONE,
 }
 WATCH_POLICY_ENUMS = {name: enum for enum, name in WATCH_POLICIES.items()}
+BOT_LEVEL_ENUMS = {"easy": table_pb2.BOT_LEVEL_EASY, "normal": table_pb2.BOT_LEVEL_NORMAL}
 DEADLINE_KINDS = {
     "turn": table_pb2.DEADLINE_KIND_TURN,
     "window": table_pb2.DEADLINE_KIND_REVEAL_WINDOW,
@@ -91,6 +92,16 @@ class _Build:
     def tiles(self, ids: Iterable[Any]) -> list[common_pb2.Tile]:
         return [self.tile(t) for t in ids]
 
+    def groups(self, groups: Sequence[Any], kinds: Sequence[str]) -> list[common_pb2.TileGroup]:
+        """Tile groups with their kinds (a won event stored before kinds were: unspecified)."""
+        kinds = [*kinds, *[""] * (len(groups) - len(kinds))]
+        return [
+            common_pb2.TileGroup(
+                kind=GROUP_KINDS.get(kind, common_pb2.GROUP_KIND_UNSPECIFIED), tiles=self.tiles(g)
+            )
+            for g, kind in zip(groups, kinds, strict=False)
+        ]
+
     def meld(self, raw: Mapping[str, Any], meld_id: Any = None) -> table_pb2.Meld:
         return table_pb2.Meld(
             meld_id=int(raw["id"] if meld_id is None else meld_id),
@@ -114,6 +125,7 @@ def settings_message(game: str, settings: TableSettings) -> table_pb2.TableSetti
         ),
         invited_watchers=settings.invited_watchers,
         bots=settings.bots,
+        bot_level=BOT_LEVEL_ENUMS.get(settings.bot_level, table_pb2.BOT_LEVEL_UNSPECIFIED),
     )
     if game == "kishpa":
         allow = bool(settings.options.get("allow_high_wrap", False))
@@ -277,7 +289,7 @@ def _fill(msg: table_pb2.TableEvent, event: TableEvent, b: _Build) -> bool:
             table_pb2.Won(
                 player_id=str(d["player"]),
                 final_discard=b.tile(d["discard_id"]),
-                groups=[common_pb2.TileGroup(tiles=b.tiles(g)) for g in d["group_ids"]],
+                groups=b.groups(d["group_ids"], d.get("group_kinds") or ()),
                 payout_per_loser=int(d["payout_per_loser"]),
             )
         )
