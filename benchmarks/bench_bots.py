@@ -38,7 +38,8 @@ def wilson(wins: int, games: int, z: float = Z95) -> tuple[float, float]:
 def sign_test(wins: int, decided: int) -> float:
     """P(X >= wins) for X ~ Binomial(decided, 1/2): how likely so many solver wins would be
     if both levels were equally strong."""
-    return sum(math.comb(decided, k) for k in range(wins, decided + 1)) / 2**decided
+    tail: int = sum(math.comb(decided, k) for k in range(wins, decided + 1))
+    return tail / (1 << decided)
 
 
 def run(game: str, count: int) -> list[GameOutcome]:

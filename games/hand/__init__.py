@@ -46,7 +46,7 @@ from games.hand.game import (
     start_game,
     started_event,
 )
-from games.hand.meld_search import best_melds
+from games.hand.meld_search import best_meld_specs, best_melds
 from games.hand.melds import MeldKind, make_meld
 from games.hand.record import BUY_IN, PAYOUT, buy_in_record, payout_record
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
@@ -77,6 +77,7 @@ __all__ = [
     "apply",
     "autoplay_action",
     "available_actions",
+    "best_meld_specs",
     "best_melds",
     "buy_in_record",
     "card_text",

@@ -31,7 +31,14 @@ from games.hand.cards import SUITS, Face, face_of, is_joker
 from games.hand.deal_state import DealState, Phase, seat_view
 from games.hand.errors import HandMoveError
 from games.hand.events import Event
-from games.hand.meld_search import best_melds, best_opening, in_partial_meld
+from games.hand.meld_search import (
+    KindedMeld,
+    best_meld_specs,
+    best_melds,
+    best_opening,
+    best_opening_specs,
+    in_partial_meld,
+)
 from games.hand.melds import Meld, MeldKind, card_penalty, lay_off
 from games.hand.ruleset import RuleSet
 from games.hand.turns import apply
@@ -81,6 +88,11 @@ def _release(hand: Sequence[int], melds: Sequence[Meld]) -> tuple[int, tuple[int
     return None
 
 
+def _lay(seat: int, melds: Sequence[KindedMeld]) -> LayMelds:
+    """Lay the melds found, each with the kind it was found as (which places its jokers)."""
+    return LayMelds(seat, tuple(MeldSpec(ids, kind) for ids, kind in melds))
+
+
 def choose_discard(hand: Sequence[int], rules: RuleSet, stream: RandomSource) -> int:
     """The highest-value card outside any partial meld (a joker only if nothing else)."""
     real = [c for c in hand if not is_joker(c)]
@@ -117,17 +129,17 @@ def next_action(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> A
         return _choose_draw(view, rules, melds)
     must_use: int | None = view["must_use"]
     if not view["opened"][seat]:
-        opening = best_opening(hand, rules, must_include=must_use)
+        opening = best_opening_specs(hand, rules, must_include=must_use)
         if opening is not None:
-            return LayMelds(seat, tuple(MeldSpec(m) for m in opening))
+            return _lay(seat, opening)
         if must_use is not None:
             return UndoTurn(seat)
         return Discard(seat, choose_discard(hand, rules, stream))
     may_add = rules.layoff_on_opening_turn or view["opened_turn"][seat] != view["turn_no"]
     if must_use is not None:
-        with_card, _ = best_melds(hand, rules, must_include=must_use)
+        with_card, _ = best_meld_specs(hand, rules, must_include=must_use)
         if with_card:
-            return LayMelds(seat, tuple(MeldSpec(m) for m in with_card))
+            return _lay(seat, with_card)
         target = _layoff_target(must_use, melds, rules) if may_add else None
         if target is not None and len(hand) > 1:
             return LayOff(seat, target, must_use)
@@ -136,9 +148,9 @@ def next_action(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> A
         release = _release(hand, melds)
         if release is not None:
             return ReleaseJoker(seat, *release)
-    new_melds, _ = best_melds(hand, rules)
+    new_melds, _ = best_meld_specs(hand, rules)
     if new_melds:
-        return LayMelds(seat, tuple(MeldSpec(m) for m in new_melds))
+        return _lay(seat, new_melds)
     if may_add and len(hand) > 1:
         # Real cards first, the most valuable first; a joker only when it nearly goes out.
         order = sorted(hand, key=lambda c: (is_joker(c), -card_penalty(c, rules), c))
@@ -161,10 +173,10 @@ def draw_and_discard(view: dict[str, Any], rules: RuleSet, stream: RandomSource)
         return DrawStock(seat)
     hand: list[int] = list(view["hand"])
     if len(hand) > 1:
-        melds, value = best_melds(hand, rules)
-        laid = sum(len(m) for m in melds)
+        melds, value = best_meld_specs(hand, rules)
+        laid = sum(len(ids) for ids, _kind in melds)
         if laid == len(hand) - 1 and (view["opened"][seat] or value >= rules.opening_minimum):
-            return LayMelds(seat, tuple(MeldSpec(m) for m in melds))
+            return _lay(seat, melds)
     return Discard(seat, hand[-1])
 
 

@@ -357,10 +357,9 @@ class HandEngine:
         """The melds that would lay down the most cards of the seat's hand now."""
         deal = self._live_deal(table)
         cards = list(deal.hands[seat])
-        melds, _value = hand.best_melds(cards, deal.rules)
-        grouped = {c for m in melds for c in m}
-        kinds = [hand.make_meld(m, seat, deal.rules).kind.value for m in melds]
-        groups = [HintGroup(kind, list(m)) for kind, m in zip(kinds, melds, strict=True)]
+        melds, _value = hand.best_meld_specs(cards, deal.rules)
+        grouped = {c for ids, _kind in melds for c in ids}
+        groups = [HintGroup(kind.value, list(ids)) for ids, kind in melds]
         loose = [c for c in cards if c not in grouped]
         return Hint(groups=groups, loose=loose, winning_discards=[])
 

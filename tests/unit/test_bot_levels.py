@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from games.fair import SERVER_SEED_BYTES, FairStream
 from games.hand.actions import Action as HandAction
-from games.hand.actions import DrawStock, TimeOut
+from games.hand.actions import DrawStock, LayMelds, TimeOut
 from games.hand.bot import action_at as hand_action_at
 from games.hand.deal import new_deal
 from games.hand.deal_state import Phase, check_consistent, seat_view
+from games.hand.positions import position
 from games.hand.turns import apply as hand_apply
 from games.kishpa import round as rnd
 from games.kishpa.bot import BOT_TAG
@@ -100,6 +101,23 @@ def test_the_easy_hand_bot_draws_from_the_stock_and_throws_the_drawn_card_away()
     state, _ = hand_apply(state, DrawStock(0))
     discard = hand_action_at("easy", seat_view(state, 0), state.rules, stream)
     assert (discard.seat, getattr(discard, "card", None)) == (0, top)
+
+
+def test_an_opening_whose_joker_meld_reads_two_ways_is_laid_as_the_kind_found() -> None:
+    """``J1 KH J2`` is the run Q K A (10 + 10 + 11 = 31) or a set of kings (30): with
+    ``2H 3H 4H 5H`` (14) and ``2H 2D 2C`` (6) only the run makes 51. The benchmark found the
+    bot laying it without its kind, which the rules read as the set (50: refused)."""
+    hand = ["3D", "2H", "4H", "2H", "3H", "3H", "2D", "2C", "5C", "4C", "J1", "3D", "5H", "J2"]
+    other = ["6S", "7S", "9S", "JS", "QS", "KS", "6D", "7D", "9D", "JD", "QD", "KD", "8C", "9C"]
+    state = position([[*hand, "KH"], other])
+    action = hand_action_at(
+        "normal", seat_view(state, 0), state.rules, FairStream(bytes(80), (), "t")
+    )
+    assert isinstance(action, LayMelds)
+    _after, events = hand_apply(state, action)  # refused before the fix: "these melds make 50"
+    laid = next(e for e in events if e.kind == "melds_laid")
+    assert laid.data["opening"]
+    assert laid.data["value"] >= 51
 
 
 # ---- the level is a table setting -------------------------------------------------------
