@@ -5,7 +5,11 @@ A Kishpa game is one round; a Hand game is a whole game of 7 deals. The starter 
 between the two levels. Every game is seeded (``games.bot_matches.seed_for``), so a run is
 reproducible to the game. For each level: wins, the win rate over all games with its 95%
 Wilson score interval, and the one-sided sign test of "the solver wins no more often than
-draw-and-discard" over the games somebody won (exact binomial tail, p = 1/2).
+draw-and-discard" over the games somebody won (exact binomial tail, p = 1/2). At Hand also
+the deals each level won and its mean total.
+
+Baseline in the same run: the solver against itself (half as many games), the win rate of
+seat 0, which should sit near 50% if the harness favours neither seat.
 
 Usage: ``.venv/bin/python benchmarks/bench_bots.py [games] [kishpa|hand ...]``
 (default 200 games of each game).
@@ -42,10 +46,25 @@ def sign_test(wins: int, decided: int) -> float:
     return tail / (1 << decided)
 
 
-def run(game: str, count: int) -> list[GameOutcome]:
+def run(game: str, count: int, levels: tuple[str, str] = LEVELS) -> list[GameOutcome]:
     play = GAMES[game]
     # The solver sits at seat 0; seat index % 2 starts, so each level starts half the games.
-    return [play(LEVELS, index) for index in range(count)]
+    return [play(levels, index) for index in range(count)]
+
+
+def mirror(game: str, count: int) -> None:
+    """The solver against itself: how often seat 0 wins (the harness's own bias)."""
+    start = time.perf_counter()
+    outcomes = run(game, count, ("normal", "normal"))
+    seconds = time.perf_counter() - start
+    seat0 = sum(o.winner_seat == 0 for o in outcomes)
+    decided = sum(o.winner_seat is not None for o in outcomes)
+    low, high = wilson(seat0, decided)
+    print(
+        f"baseline, solver against solver ({count} games, {seconds:.1f} s): seat 0 won "
+        f"{seat0} of {decided} decided = {seat0 / max(decided, 1):.1%} "
+        f"(95% interval {low:.1%} - {high:.1%})"
+    )
 
 
 def report(game: str, outcomes: list[GameOutcome], seconds: float) -> None:
@@ -66,6 +85,14 @@ def report(game: str, outcomes: list[GameOutcome], seconds: float) -> None:
     decided = count - nobody
     p = sign_test(wins["normal"], decided)
     print(f"sign test, solver vs draw-and-discard over {decided} decided games: p = {p:.3g}")
+    turns = sorted(o.turns for o in outcomes)
+    print(f"turns a game: median {turns[count // 2]}, range {turns[0]}-{turns[-1]}")
+    if outcomes[0].deals_won:
+        deals = sum(sum(o.deals_won) for o in outcomes)
+        for seat, level in enumerate(LEVELS):
+            won = sum(o.deals_won[seat] for o in outcomes)
+            mean = sum(o.totals[seat] for o in outcomes) / count
+            print(f"{level}: won {won} of {deals} deals, mean total {mean:+.0f} points")
 
 
 def main() -> int:
@@ -75,6 +102,7 @@ def main() -> int:
         start = time.perf_counter()
         outcomes = run(game, count)
         report(game, outcomes, time.perf_counter() - start)
+        mirror(game, max(2, count // 2))
     return 0
 
 

@@ -33,10 +33,16 @@ MAX_ROUND_ACTIONS = 1000
 
 @dataclass(frozen=True, slots=True)
 class GameOutcome:
-    """Who won one game: the winning seat's level, or ``None`` (pile out, tie for first)."""
+    """Who won one game: the winning seat (and its level), or ``None`` (pile out, tie for
+    first); who started; how long it took and, at Hand, the deals each seat won and its
+    total."""
 
     winner: str | None
     starter_level: str
+    winner_seat: int | None = None
+    turns: int = 0
+    deals_won: tuple[int, ...] = ()
+    totals: tuple[int, ...] = ()
 
 
 def seed_for(game: str, index: int, part: int = 0) -> bytes:
@@ -58,7 +64,7 @@ def kishpa_game(levels: Sequence[str], index: int) -> GameOutcome:
     for _ in range(MAX_ROUND_ACTIONS):
         if state.phase == kround.ENDED:
             winner = None if state.winner is None else levels[state.winner]
-            return GameOutcome(winner, levels[starter])
+            return GameOutcome(winner, levels[starter], state.winner, state.turns_played)
         action: kround.Action | None = None
         for seat in kround.seats_to_act(state):
             action = kishpa_bot.action_at(levels[seat], kround.view_for(state, seat), stream, rules)
@@ -77,6 +83,7 @@ def hand_game(levels: Sequence[str], index: int) -> GameOutcome:
     game, _ = hand_rules.start_game(players, 1, first_starter=index % seats)
     starter_level = levels[index % seats]
     deal_no = 0
+    turns = 0
     while not game.finished:
         seed = seed_for("hand", index, deal_no)
         deal, _ = hand_rules.start_deal(game, seed)
@@ -84,10 +91,19 @@ def hand_game(levels: Sequence[str], index: int) -> GameOutcome:
         while deal.phase is not hand_rules.Phase.ENDED:
             deal, _ = play_bot_turn(deal, stream, levels[deal.turn])
         game, _ = hand_rules.record_deal(game, deal)
+        turns += deal.turn_no + 1
         deal_no += 1
     leaders = game.leaders()
-    winner = levels[leaders[0]] if len(leaders) == 1 else None
-    return GameOutcome(winner, starter_level)
+    seat = leaders[0] if len(leaders) == 1 else None
+    deals_won = tuple(sum(r.winner == s for r in game.results) for s in range(seats))
+    return GameOutcome(
+        None if seat is None else levels[seat],
+        starter_level,
+        seat,
+        turns,
+        deals_won,
+        tuple(game.totals),
+    )
 
 
 GAMES = {"kishpa": kishpa_game, "hand": hand_game}

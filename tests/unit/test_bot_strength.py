@@ -18,7 +18,7 @@ from games.bot_matches import GAMES
 pytestmark = pytest.mark.unit
 
 ALPHA = 0.01
-GAMES_PLAYED = {"kishpa": 24, "hand": 10}
+GAMES_PLAYED = {"kishpa": 16, "hand": 12}
 """Few enough for the CI budget (a few seconds), enough for the bound to be reachable."""
 
 
@@ -37,8 +37,12 @@ def test_the_threshold_is_the_binomial_bound() -> None:
     assert wins_needed(8) == 8
     # 10 games: P(X >= 9) = 11/1024 > 0.01, P(X >= 10) = 1/1024.
     assert wins_needed(10) == 10
-    # 24 games: P(X >= 19) = 0.0033, P(X >= 18) = 0.0113.
+    # 24 games: P(X >= 19) = 55455/2^24 = 0.0033, P(X >= 18) = 190051/2^24 = 0.0113.
     assert wins_needed(24) == 19
+    # 16 games: P(X >= 14) = 137/65536 = 0.0021, P(X >= 13) = 697/65536 = 0.0106.
+    assert wins_needed(16) == 14
+    # 12 games: P(X >= 11) = 13/4096 = 0.0032, P(X >= 10) = 79/4096 = 0.0193.
+    assert wins_needed(12) == 11
 
 
 @pytest.mark.parametrize("game", sorted(GAMES_PLAYED))
