@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from games.kishpa.errors import IllegalMoveError
+from games.errors import IllegalMoveError
 
 SEAT_LIMITS = (2, 4)
 """Every game seats 2 to 4 players."""

@@ -142,6 +142,12 @@ class Settings(BaseSettings):
     # The development login (AuthService.Login mints guests); set 0 in production.
     guest_login: bool = Field(default=True, validation_alias="KISHPA_GUEST_LOGIN")
 
+    # Wallet group commit (services/wallet/group_commit.py): at most this many concurrent
+    # ApplyBatch calls share one transaction; 0 applies each in its own.
+    wallet_group_commit: int = Field(
+        default=64, ge=0, le=1000, validation_alias="KISHPA_WALLET_GROUP_COMMIT"
+    )
+
     stakes_kishpa: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_KISHPA")
     stakes_hand: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_HAND")
 
