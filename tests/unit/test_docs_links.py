@@ -16,7 +16,7 @@ CODE = re.compile(r"```.*?```", re.S)
 
 
 def documents() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [*sorted(ROOT.glob("*.md")), *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def slug(heading: str) -> str:
