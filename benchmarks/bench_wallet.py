@@ -142,7 +142,7 @@ async def grpc_batches(
     from the bank to the winner with ``bank``; ``per_call`` > 1 sends them that many a call
     through ApplyBatches (latencies are then per call)."""
     md = bearer_metadata(
-        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("bench").token
+        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("worker").token
     )
     channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(4)]
     stubs = [wallet_pb2_grpc.WalletServiceStub(c) for c in channels]

@@ -51,6 +51,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk.errors import KishpaError, retry_after_s
 from sdk.retry import STREAM_RETRYABLE, RetryPolicy, client_backoff, is_retryable
+from shared.tls import ClientTls, aio_channel, client_tls_from_env
 
 R = TypeVar("R")
 
@@ -124,14 +125,21 @@ class KishpaClient:
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
         on_reconnecting: Callable[[bool], None] | None = None,
+        tls: ClientTls | None = None,
+        tls_from_env: bool = True,
     ) -> None:
         """Open (lazy) channels to both services; nothing is sent until the first call.
 
         ``retry``: the retry policy (default: :func:`sdk.retry.client_backoff`, 30 s);
         ``on_reconnecting(True/False)``: told when the client starts retrying an
-        unreachable server and when it got through again."""
-        self._mm_channel = grpc.aio.insecure_channel(matchmaking_addr, options=CHANNEL_OPTIONS)
-        self._table_channel = grpc.aio.insecure_channel(table_addr, options=CHANNEL_OPTIONS)
+        unreachable server and when it got through again. TLS: ``tls`` (the CA to verify
+        the servers against, and a client certificate for mutual TLS), else
+        ``KISHPA_TLS_CA_FILE`` (and ``KISHPA_TLS_CERT_FILE``/``_KEY_FILE``) from the
+        environment unless ``tls_from_env=False``; without either, plaintext."""
+        if tls is None and tls_from_env:
+            tls = client_tls_from_env()
+        self._mm_channel = aio_channel(matchmaking_addr, tls, options=CHANNEL_OPTIONS)
+        self._table_channel = aio_channel(table_addr, tls, options=CHANNEL_OPTIONS)
         self._owns_channels = True
         self._auth = auth_pb2_grpc.AuthServiceStub(self._mm_channel)
         self._mm = mm_grpc.MatchmakingServiceStub(self._mm_channel)
