@@ -388,7 +388,7 @@ def _kishpa_replaced(_t: str, d: Mapping[str, Any], b: _Build) -> message.Messag
     )
 
 
-@kind("won", KISHPA, "winner, final discard, the 14 tiles in groups, payout per loser")
+@kind("won", KISHPA, "winner, final discard, the 14 tiles as runs and sets, payout per loser")
 def _won(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
     return table_pb2.Won(
         player_id=str(d["player"]),
