@@ -2,8 +2,9 @@
 finance").
 
 They call the wallet's finance RPCs at ``KISHPA_WALLET_ADDR`` with ``--token`` or
-``KISHPA_WALLET_TOKEN`` (an operator's token), else a service credential minted from
-``KISHPA_SERVICE_SECRET`` (what the CronJobs have). ``export`` writes each chunk as it
+``KISHPA_WALLET_TOKEN`` (an operator's token with the finance role), else the workers'
+service credential minted from ``KISHPA_SERVICE_SECRET`` (what the CronJobs have; the
+access table, ``services/common/access.py``, lets the worker and finance read these). ``export`` writes each chunk as it
 arrives and prints the cursor to resume from on stderr, so a period of any size streams.
 ``drift`` runs the drift check once (Redis, the table service and the wallet) and records it.
 
@@ -128,7 +129,7 @@ def _token(args: argparse.Namespace) -> str:
         )
     from services.common.auth import TokenAuthority
 
-    return TokenAuthority(None, secret).issue_service_token("finance-cli").token
+    return TokenAuthority(None, secret).issue_service_token("worker").token
 
 
 Call = Callable[[Any, argparse.Namespace, Any], Awaitable[int]]
@@ -413,7 +414,7 @@ def record_via_wallet(run: Any) -> int:
     secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
     if not secret:
         raise LookupError("KISHPA_SERVICE_SECRET is needed to record through the wallet")
-    token = TokenAuthority(None, secret).issue_service_token("reconcile").token
+    token = TokenAuthority(None, secret).issue_service_token("worker").token
     address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
     pb = wallet_pb2.ReconciliationRun(
         kind=run.kind,

@@ -63,6 +63,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "ReleaseJoker",
             "UndoTurn",
             "GetRoundRecord",
+            "Contribute",
         ),
     ),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).
@@ -71,7 +72,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
 
 SERVICE_ONLY: dict[str, frozenset[str]] = {
     "kishpa.wallet.v1.WalletService": frozenset(
-        {"ApplyBatch", "OpenWallet", "LoadTokens"}
+        {"ApplyBatch", "ApplyBatches", "OpenWallet", "LoadTokens"}
         # Finance: services and finance operators, never a browser.
         | {
             "ExportTransfers",

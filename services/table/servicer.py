@@ -16,14 +16,15 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import Service, current_caller, current_player, require_service
 from services.common.errors import InvalidArgument, PermissionDenied
-from services.table.convert import RUN_ENDS, SOURCES, Converter, groups_from, settings_from
+from services.common.games import GAME_ENUMS
+from services.table.convert import Converter, groups_from, settings_from
 from services.table.engine import Action
 from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
+from services.table.wire_enums import DRAW_SOURCE_NAMES, GROUP_KIND_NAMES, RUN_END_NAMES
 
 MAX_TABLE_ID = 64
 MAX_CLOSE_REASON = 500
-GROUP_KIND_NAMES = {common_pb2.GROUP_KIND_RUN: "run", common_pb2.GROUP_KIND_SET: "set"}
 EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -143,7 +144,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def Draw(
         self, request: table_pb2.DrawRequest, context: Context
     ) -> table_pb2.DrawResponse:
-        source = SOURCES.get(request.source)
+        source = DRAW_SOURCE_NAMES.get(request.source)
         if source is None:
             raise InvalidArgument("BAD_SOURCE", "source must be DRAW_SOURCE_PILE or _DISCARD")
         result = await self._act(request.table_id, "draw", request.request_id, source=source)
@@ -234,7 +235,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             request.request_id,
             meld_id=request.meld_id,
             tile=request.tile_id,
-            end=RUN_ENDS.get(request.end),
+            end=RUN_END_NAMES.get(request.end),
         )
         return table_pb2.LayOffResponse(table=self._view(result))
 
@@ -274,16 +275,50 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 server_seed=record.server_seed,
                 client_seeds=[s or "" for s in record.client_seeds],
                 kishpa=record.kishpa,
-                replaced_kishpa=record.replaced_kishpa,
+                replaced_kishpa=record.replacement_kishpa,
+                replacement_kishpa=record.replacement_kishpa,
+                kishpa_tile_id=record.kishpa_id,
+                replacement_kishpa_tile_id=record.replacement_id,
+                dolls_returned_ids=record.dolls_returned,
                 dealt_tile_ids=record.dealt,
                 pile_draws=[
                     table_pb2.PileDraw(tile_id=t, pile_left=n) for t, n in record.pile_draws
                 ],
                 hand_size=record.hand_size,
-                game=common_pb2.GAME_HAND if record.game == "hand" else common_pb2.GAME_KISHPA,
-                top_discard_id=record.top_discard,
+                game=GAME_ENUMS.get(record.game, common_pb2.GAME_KISHPA),
+                top_discard_id=record.top_discard or 0,
+                top_discard_card_id=record.top_discard,
+                dealt_hands=[
+                    table_pb2.SeatDeal(seat=seat, tile_ids=tiles)
+                    for seat, tiles in sorted(record.hands.items())
+                ],
+                draws=[
+                    table_pb2.TableDraw(seat=seat, tile_id=tile, pile_left=left)
+                    for seat, tile, left in record.draws
+                ],
+                precommitment=record.precommitment,
+                precommitment_event_id=record.precommitment_event_id,
+                contributions=[
+                    table_pb2.Contribution(seat=seat, contribution=text, event_id=event_id)
+                    for seat, text, event_id in record.contributions
+                ],
+                deal_event_id=record.deal_event_id,
+                seat_client_seeds=record.seat_client_seeds,
             )
         )
+
+    async def Contribute(
+        self, request: table_pb2.ContributeRequest, context: Context
+    ) -> table_pb2.ContributeResponse:
+        player_id, _ = _player()
+        result = await self.tables.contribute(
+            player_id,
+            _table_id(request.table_id),
+            request.deal,
+            request.contribution,
+            request_id=request.request_id,
+        )
+        return table_pb2.ContributeResponse(table=self._view(result))
 
     async def CloseTable(
         self, request: table_pb2.CloseTableRequest, context: Context

@@ -24,11 +24,17 @@ from services.common.auth import (
     current_player,
     require_service,
 )
-from services.common.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from services.common.errors import (
+    InvalidArgument,
+    PermissionDenied,
+    Unauthenticated,
+    failure_of,
+)
 from services.common.logging import get_logger
 from services.wallet import finance, runs
 from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
+from services.wallet.group_commit import GroupCommitter
 from services.wallet.ledger import BatchResult, Ledger, Transfer, TransferFilter
 
 T = TypeVar("T")
@@ -36,7 +42,8 @@ _log = get_logger(__name__)
 
 BATCHES = Counter(
     "kishpa_wallet_batches",
-    "Ledger batches answered, by kind (apply, open, load) and outcome (applied, replayed).",
+    "Ledger batches answered, by kind (apply, open, load) and outcome (applied, replayed, "
+    "refused: ApplyBatches only).",
     ("kind", "outcome"),
 )
 BANK_LOADS = Counter(
@@ -70,21 +77,13 @@ def _caller() -> Player | Service | Admin:
     return caller
 
 
-def require_finance() -> Service | Admin:
-    """Who may call the finance RPCs (export, reports, runs, the drift check's reads): a
-    service or a finance operator. Operators have one role today (admin); this is the one
-    place that names who qualifies."""
-    caller = _caller()
-    if isinstance(caller, Player):
-        raise PermissionDenied("FINANCE_REQUIRED", "only a service or finance may call this")
-    return caller
-
-
 def _own_account(player: Player) -> str:
     return player_account(player.player_id)
 
 
 REASON_PREFIX = "TRANSFER_REASON_"
+# ApplyBatches: at most this many batches a call (a group's transaction stays short).
+MAX_BATCHES_PER_CALL = 256
 
 
 def reason_enum(reason: str) -> wallet_pb2.TransferReason.ValueType:
@@ -157,9 +156,16 @@ def _transfer_pb(t: Transfer) -> wallet_pb2.Transfer:
 class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     """kishpa.wallet.v1.WalletService over a :class:`Ledger`."""
 
-    def __init__(self, ledger: Ledger, executor: ThreadPoolExecutor) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        executor: ThreadPoolExecutor,
+        committer: GroupCommitter | None = None,
+    ) -> None:
         self._ledger = ledger
         self._executor = executor
+        # ApplyBatch calls share transactions through it; None: one transaction each.
+        self._committer = committer
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         # The ledger blocks on the database; keep the event loop free for other calls.
@@ -255,24 +261,33 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         """Apply an atomic, idempotent batch (service credential only)."""
         require_service()
         postings = [_posting(p) for p in request.postings]
-        result: BatchResult = await self._run(
-            self._ledger.apply_batch, request.request_id, postings
-        )
+        result: BatchResult
+        if self._committer is not None:
+            result = await asyncio.wrap_future(self._committer.submit(request.request_id, postings))
+        else:
+            result = await self._run(self._ledger.apply_batch, request.request_id, postings)
         _count("apply", result)
-        return wallet_pb2.ApplyBatchResponse(
-            batch_id=result.batch_id,
-            applied=[_posting_pb(p) for p in result.applied],
-            balances=_balances_pb(result.balances),
-            replayed=result.replayed,
-        )
+        return _batch_response(result)
 
-    # --- finance (service or finance only) ------------------------------------------
+    async def ApplyBatches(
+        self, request: wallet_pb2.ApplyBatchesRequest, context: Context
+    ) -> wallet_pb2.ApplyBatchesResponse:
+        """Apply many batches in one call (service credential only), each on its own terms."""
+        require_service()
+        if not 0 < len(request.batches) <= MAX_BATCHES_PER_CALL:
+            raise InvalidArgument(
+                "INVALID_BATCH_COUNT", f"send 1 to {MAX_BATCHES_PER_CALL} batches a call"
+            )
+        batches = [(b.request_id, [_posting(p) for p in b.postings]) for b in request.batches]
+        outcomes = await self._run(self._ledger.apply_group, batches)
+        return wallet_pb2.ApplyBatchesResponse(outcomes=[_outcome_pb(o) for o in outcomes])
+
+    # --- finance (who may call: services/common/access.py, the worker and finance) ----
 
     async def ExportTransfers(
         self, request: wallet_pb2.ExportTransfersRequest, context: Context
     ) -> AsyncIterator[wallet_pb2.ExportTransfersResponse]:
         """Stream a period's postings in commit order, a chunk per message, with cursors."""
-        require_finance()
         if request.chunk_size < 0:
             raise InvalidArgument("INVALID_CHUNK_SIZE", "chunk_size must not be negative")
         filters = finance.ExportFilter(
@@ -304,7 +319,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.GetReasonTotalsRequest, context: Context
     ) -> wallet_pb2.GetReasonTotalsResponse:
         """Totals per reason over a period."""
-        require_finance()
         totals = await self._run(
             finance.reason_totals, self._ledger.engine, _ms(request.since), _ms(request.until)
         )
@@ -314,7 +328,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.GetBalancesAsOfRequest, context: Context
     ) -> wallet_pb2.GetBalancesAsOfResponse:
         """Balances at a past moment."""
-        require_finance()
         as_of = await self._run(
             finance.balances_as_of, self._ledger.engine, _ms(request.as_of), list(request.accounts)
         )
@@ -327,7 +340,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.GetPeriodSummaryRequest, context: Context
     ) -> wallet_pb2.GetPeriodSummaryResponse:
         """A period's close: opening, movements by reason, closing."""
-        require_finance()
         summary = await self._run(
             finance.period_summary, self._ledger.engine, _ms(request.since), _ms(request.until)
         )
@@ -343,7 +355,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.GetTableLedgerRequest, context: Context
     ) -> wallet_pb2.GetTableLedgerResponse:
         """The ledger's side of one table (its bowl, pot and batches)."""
-        require_finance()
         if not request.table_id:
             raise InvalidArgument("MISSING_TABLE_ID", "table_id is required")
         held = await self._run(finance.table_ledger, self._ledger.engine, request.table_id)
@@ -364,7 +375,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.ListTableAccountsRequest, context: Context
     ) -> wallet_pb2.ListTableAccountsResponse:
         """Bowls and pots that hold tokens."""
-        require_finance()
         if request.page_size < 0:
             raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
         rows, token = await self._run(
@@ -378,7 +388,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.ListReconciliationRunsRequest, context: Context
     ) -> wallet_pb2.ListReconciliationRunsResponse:
         """Reconciliation runs, newest first."""
-        require_finance()
         if request.page_size < 0:
             raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
         found, token = await self._run(
@@ -416,6 +425,32 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         )
         run_id = await self._run(runs.record_run, self._ledger.engine, run)
         return wallet_pb2.RecordReconciliationRunResponse(run_id=run_id)
+
+
+def _batch_response(result: BatchResult) -> wallet_pb2.ApplyBatchResponse:
+    return wallet_pb2.ApplyBatchResponse(
+        batch_id=result.batch_id,
+        applied=[_posting_pb(p) for p in result.applied],
+        balances=_balances_pb(result.balances),
+        replayed=result.replayed,
+    )
+
+
+def _outcome_pb(outcome: BatchResult | Exception) -> wallet_pb2.ApplyBatchOutcome:
+    """A batch's outcome: its result, or the refusal ApplyBatch would have answered. An
+    unexpected error (a bug) fails the whole call, as it would fail ApplyBatch."""
+    if isinstance(outcome, BatchResult):
+        _count("apply", outcome)
+        return wallet_pb2.ApplyBatchOutcome(result=_batch_response(outcome))
+    failure = failure_of(outcome)
+    if failure is None:
+        raise outcome
+    BATCHES.labels("apply", "refused").inc()
+    return wallet_pb2.ApplyBatchOutcome(
+        refusal=wallet_pb2.BatchRefusal(
+            code=failure.code.value[0], reason=failure.reason, message=failure.message
+        )
+    )
 
 
 def _ms(stamp: Timestamp) -> int:

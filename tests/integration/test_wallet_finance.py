@@ -375,7 +375,7 @@ async def test_runs_are_recorded_and_listed(
         wallet_pb2.RecordReconciliationRunRequest(run=run), metadata=svc
     )
     assert recorded.run_id > report.run_id
-    admin = bearer_metadata(authority.issue_admin_token("fin", "fin").token)
+    admin = bearer_metadata(authority.issue_admin_token("fin", "fin", roles=("finance",)).token)
     listed = await stub.ListReconciliationRuns(
         wallet_pb2.ListReconciliationRunsRequest(), metadata=admin
     )
@@ -414,20 +414,22 @@ async def test_refusals_are_clear_and_change_nothing(
 ) -> None:
     t0, t3 = history.cuts[0], history.cuts[3]
     player = bearer_metadata(authority.issue_player_token(history.players[0], "x").token)
-    admin = bearer_metadata(authority.issue_admin_token("fin", "fin").token)
+    admin = bearer_metadata(authority.issue_admin_token("fin", "fin", roles=("finance",)).token)
+    support = bearer_metadata(authority.issue_admin_token("sup", "sup").token)
     period = {"since": stamp(t0), "until": stamp(t3)}
     denied = grpc.StatusCode.PERMISSION_DENIED
     invalid = grpc.StatusCode.INVALID_ARGUMENT
-    await expect_error(export_all(stub, player, **period), denied, "FINANCE_REQUIRED")
+    await expect_error(export_all(stub, player, **period), denied, "SERVICE_REQUIRED")
+    await expect_error(export_all(stub, support, **period), denied, "ROLE_REQUIRED")
     await expect_error(
         stub.GetReasonTotals(wallet_pb2.GetReasonTotalsRequest(**period), metadata=player),
         denied,
-        "FINANCE_REQUIRED",
+        "SERVICE_REQUIRED",
     )
     await expect_error(
         stub.GetTableLedger(wallet_pb2.GetTableLedgerRequest(table_id="x"), metadata=player),
         denied,
-        "FINANCE_REQUIRED",
+        "SERVICE_REQUIRED",
     )
     # Only a service stores a run.
     run = wallet_pb2.ReconciliationRun(
@@ -484,7 +486,7 @@ async def test_refusals_are_clear_and_change_nothing(
         invalid,
         "INVALID_RUN_KIND",
     )
-    # Admins read (they stand for finance until operators have roles).
+    # A finance operator reads.
     ok = await stub.GetReasonTotals(wallet_pb2.GetReasonTotalsRequest(**period), metadata=admin)
     assert sum(t.postings for t in ok.totals) == len(history.postings)
 

@@ -245,7 +245,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
             )
         engine.dispose()
         authority = TokenAuthority(None, backend.secret)
-        md = bearer_metadata(authority.issue_service_token("operator").token)
+        md = bearer_metadata(authority.issue_service_token("worker").token)
         async with grpc.aio.insecure_channel(wallet.addr) as channel:
             stub = wallet_pb2_grpc.WalletServiceStub(channel)
             first = await stub.GetTableLedger(
