@@ -4,8 +4,9 @@ finance").
 They call the wallet's finance RPCs at ``KISHPA_WALLET_ADDR`` with ``--token`` or
 ``KISHPA_WALLET_TOKEN`` (an operator's token with the finance role), else the workers'
 service credential minted from ``KISHPA_SERVICE_SECRET`` (what the CronJobs have; the
-access table, ``services/common/access.py``, lets the worker and finance read these). ``export`` writes each chunk as it
-arrives and prints the cursor to resume from on stderr, so a period of any size streams.
+access table, ``services/common/access.py``, lets the worker and finance read these).
+``export`` writes each chunk as it arrives and prints the cursor to resume from on stderr,
+so a period of any size streams.
 ``drift`` runs the drift check once (Redis, the table service and the wallet) and records it.
 
 Exit status: 0 done (drift: no difference), 1 refused or differences found, 2 not signed in
