@@ -431,7 +431,7 @@ async def test_refusals_are_clear_and_change_nothing(
         denied,
         "SERVICE_REQUIRED",
     )
-    # Only a service stores a run.
+    # Only the jobs (the worker identity) store a run; a finance operator may not.
     run = wallet_pb2.ReconciliationRun(
         kind="drift", scope="s", source="t", start_time=stamp(t0), ok=True
     )
@@ -440,7 +440,7 @@ async def test_refusals_are_clear_and_change_nothing(
             wallet_pb2.RecordReconciliationRunRequest(run=run), metadata=admin
         ),
         denied,
-        "SERVICE_REQUIRED",
+        "SERVICE_NOT_ALLOWED",
     )
     for bad_run in (
         wallet_pb2.ReconciliationRun(
