@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -666,6 +667,21 @@ class KishpaClient:
             table_pb2.UndoTurnRequest(table_id=table_id, request_id=new_request_id()),
         )
         return response.table
+
+    async def contribute(
+        self, table_id: str, deal: int, contribution: str | None = None
+    ) -> tuple[str, table_pb2.TableView]:
+        """Contribute to the shuffle of the table's coming ``deal`` (``TableView.next_deal``,
+        whose commitment is already published): by default 16 fresh random bytes in hex.
+        Returns what was sent and the table after it (docs/fairness.md)."""
+        text = contribution if contribution is not None else secrets.token_hex(16)
+        response: table_pb2.ContributeResponse = await self._call(
+            self._tables.Contribute,
+            table_pb2.ContributeRequest(
+                table_id=table_id, deal=deal, contribution=text, request_id=new_request_id()
+            ),
+        )
+        return text, response.table
 
     async def round_record(self, table_id: str, round_no: int) -> table_pb2.RoundRecord:
         """An ended round's record with the caller's own tiles (``sdk.fairness`` checks it)."""
