@@ -90,16 +90,19 @@ def scratch_database(admin_url: str, name: str, keep: bool) -> Iterator[str]:
 def build(url: str, postings: int) -> dict[str, float]:
     """Fill the migrated ledger at ``url``; seconds per step."""
     batches = max(1, postings // POSTINGS_PER_BATCH)
+    # 100,000 players and 20,000 tables at 10 million postings; fewer on a small ledger.
+    players = min(PLAYERS, max(10, postings // 100))
+    tables = min(TABLES, max(5, postings // 500))
     step_ms = DAYS * DAY_MS // batches
     times: dict[str, float] = {}
     engine = create_engine(url)
     # Player p, table t of batch g; the four postings move the same amount a.
     who = f"""
-        'player:p' || mod(g * 7, {PLAYERS}) AS p1,
-        'player:p' || mod(g * 7 + 1, {PLAYERS}) AS p2,
-        'player:p' || mod(g * 7 + 2, {PLAYERS}) AS p3,
-        'bowl:t' || mod(g, {TABLES}) AS bowl,
-        't' || mod(g, {TABLES}) AS tbl,
+        'player:p' || mod(g * 7, {players}) AS p1,
+        'player:p' || mod(g * 7 + 1, {players}) AS p2,
+        'player:p' || mod(g * 7 + 2, {players}) AS p3,
+        'bowl:t' || mod(g, {tables}) AS bowl,
+        't' || mod(g, {tables}) AS tbl,
         1 + mod(g, 50) AS a,
         {START_MS} + g * {step_ms} AS at
     """
@@ -123,9 +126,9 @@ def build(url: str, postings: int) -> dict[str, float]:
             f"""
             INSERT INTO accounts (id, kind, balance, created_ms)
             SELECT 'player:p' || n, 'player', 0, {START_MS}
-            FROM generate_series(0, {PLAYERS - 1}) n
+            FROM generate_series(0, {players - 1}) n
             UNION ALL
-            SELECT 'bowl:t' || n, 'bowl', 0, {START_MS} FROM generate_series(0, {TABLES - 1}) n
+            SELECT 'bowl:t' || n, 'bowl', 0, {START_MS} FROM generate_series(0, {tables - 1}) n
             """  # noqa: S608
         )
         conn.exec_driver_sql(
@@ -201,7 +204,7 @@ async def export_over_grpc(url: str, since_ms: int, until_ms: int) -> tuple[int,
     settings = load_settings("wallet", database_url=url, **SECRETS)
     server = create_wallet_server(settings, address="127.0.0.1:0")
     await server.start()
-    md = bearer_metadata(TokenAuthority.from_settings(settings).issue_service_token("bench").token)
+    md = bearer_metadata(TokenAuthority.from_settings(settings).issue_service_token("worker").token)
     rows = 0
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
