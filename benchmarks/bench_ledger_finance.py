@@ -44,7 +44,7 @@ from services.common.settings import load_settings
 from services.wallet import finance
 from services.wallet.database import create_wallet_engine
 from services.wallet.migrate import upgrade
-from services.wallet.reconcile import reconcile_url
+from services.wallet.reconcile import reconcile, reconcile_url
 from services.wallet.server import create_wallet_server
 
 DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -236,13 +236,30 @@ def timed(what: str, results: dict[str, Any], fn: Any, *args: Any) -> Any:
     return value
 
 
-def run(postings: int, admin_url: str, name: str, keep: bool) -> dict[str, Any]:
+@contextmanager
+def existing_database(admin_url: str, name: str) -> Iterator[str]:
+    yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def run(
+    postings: int,
+    admin_url: str,
+    name: str,
+    keep: bool,
+    *,
+    reuse: bool = False,
+    python_baseline: bool = False,
+) -> dict[str, Any]:
     results: dict[str, Any] = {"postings": postings}
-    with scratch_database(admin_url, name, keep) as url:
-        upgrade(url)
-        print(f"building {postings:,} postings in {name} ...", flush=True)
-        results["build_s"] = {k: round(v, 1) for k, v in build(url, postings).items()}
-        print(f"  build: {results['build_s']}", flush=True)
+    database = (
+        existing_database(admin_url, name) if reuse else scratch_database(admin_url, name, keep)
+    )
+    with database as url:
+        if not reuse:
+            upgrade(url)
+            print(f"building {postings:,} postings in {name} ...", flush=True)
+            results["build_s"] = {k: round(v, 1) for k, v in build(url, postings).items()}
+            print(f"  build: {results['build_s']}", flush=True)
         report = timed("reconcile_s", results, reconcile_url, url)
         assert report.ok, report.discrepancies[:5]
         assert report.postings == postings // POSTINGS_PER_BATCH * POSTINGS_PER_BATCH
@@ -280,6 +297,13 @@ def run(postings: int, admin_url: str, name: str, keep: bool) -> dict[str, Any]:
                 START_MS + 45 * DAY_MS,
                 ["player:p1", "bowl:t1"],
             )
+            if python_baseline:
+                # The same check streaming every posting and result through Python (SQLite's
+                # way, and PostgreSQL's before the in-database comparison): the baseline.
+                slow = timed(
+                    "reconcile_python_s", results, lambda: reconcile(engine, in_database=False)
+                )
+                assert slow.ok
         finally:
             engine.dispose()
     return results
@@ -291,8 +315,23 @@ def main() -> int:
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--database", default="bench_ledger_i24")
     parser.add_argument("--keep", action="store_true", help="do not drop the database")
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure a ledger built (and kept) by an earlier run"
+    )
+    parser.add_argument(
+        "--python-baseline",
+        action="store_true",
+        help="also time the reconciliation streaming through Python (slow on a large ledger)",
+    )
     args = parser.parse_args()
-    results = run(args.postings, args.admin_url, args.database, args.keep)
+    results = run(
+        args.postings,
+        args.admin_url,
+        args.database,
+        args.keep,
+        reuse=args.reuse,
+        python_baseline=args.python_baseline,
+    )
     print(json.dumps(results, indent=2))
     return 0
 
