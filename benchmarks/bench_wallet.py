@@ -135,11 +135,14 @@ async def _wait_serving(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("the wallet server did not start")
 
 
-async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = False) -> Result:
+async def grpc_batches(
+    port: int, count: int, concurrency: int, bank: bool = False, per_call: int = 1
+) -> Result:
     """``count`` 4-posting batches (3 losers pay the winner, 1 bowl contribution), plus one
-    from the bank to the winner with ``bank``."""
+    from the bank to the winner with ``bank``; ``per_call`` > 1 sends them that many a call
+    through ApplyBatches (latencies are then per call)."""
     md = bearer_metadata(
-        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("bench").token
+        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("worker").token
     )
     channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(4)]
     stubs = [wallet_pb2_grpc.WalletServiceStub(c) for c in channels]
@@ -155,7 +158,10 @@ async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = Fal
     per_client = count // concurrency
     run = os.urandom(4).hex()
 
+    applied: list[int] = []
+
     async def client(n: int) -> None:
+        pending: list[wallet_pb2.ApplyBatchRequest] = []
         rng = random.Random(n)
         stub = stubs[n % len(stubs)]
         for i in range(per_client):
@@ -201,23 +207,47 @@ async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = Fal
             request = wallet_pb2.ApplyBatchRequest(
                 request_id=f"bench:{run}:{n}:{i}", postings=postings
             )
+            if per_call > 1:
+                pending.append(request)
+                if len(pending) < per_call and i < per_client - 1:
+                    continue
+                start = time.perf_counter()
+                reply = await stub.ApplyBatches(
+                    wallet_pb2.ApplyBatchesRequest(batches=pending), metadata=md
+                )
+                latencies.append(time.perf_counter() - start)
+                if any(o.HasField("refusal") for o in reply.outcomes):
+                    raise RuntimeError("a benchmark batch was refused")
+                applied.append(len(pending))
+                pending.clear()
+                continue
             start = time.perf_counter()
             await stub.ApplyBatch(request, metadata=md)
             latencies.append(time.perf_counter() - start)
+            applied.append(1)
 
     began = time.perf_counter()
     await asyncio.gather(*(client(n) for n in range(concurrency)))
     elapsed = time.perf_counter() - began
     for c in channels:
         await c.close()
-    return Result(len(latencies), elapsed, latencies)
+    return Result(sum(applied), elapsed, latencies)
 
 
-def serve_and_measure(url: str, count: int, concurrency: int, bank: bool = False) -> Result:
-    """Start ``kishpa serve wallet`` on ``url`` and measure batches through it."""
+def serve_and_measure(
+    url: str,
+    count: int,
+    concurrency: int,
+    bank: bool = False,
+    group_commit: int = 64,
+    per_call: int = 1,
+) -> Result:
+    """Start ``kishpa serve wallet`` on ``url`` and measure batches through it
+    (``group_commit``: its KISHPA_WALLET_GROUP_COMMIT, 0 = one transaction a batch)."""
     port = _free_port()
     env = {
         **os.environ,
+        "KISHPA_WALLET_GROUP_COMMIT": str(group_commit),
         "DATABASE_URL": url,
         "KISHPA_GRPC_HOST": "127.0.0.1",
         "KISHPA_GRPC_PORT": str(port),
@@ -234,7 +264,7 @@ def serve_and_measure(url: str, count: int, concurrency: int, bank: bool = False
             await _wait_serving(port, proc)
             await grpc_batches(port, concurrency * 5, concurrency, bank)  # warm-up
             cpu = _cpu_seconds(proc.pid)
-            result = await grpc_batches(port, count, concurrency, bank)
+            result = await grpc_batches(port, count, concurrency, bank, per_call)
             result.server_cpu_ms = (_cpu_seconds(proc.pid) - cpu) * 1000 / result.count
             return result
 
@@ -251,19 +281,35 @@ def measure(
     concurrency: int,
     say: Callable[[str], None],
     bank: bool = False,
+    rounds: int = 1,
+    per_call: int = 32,
 ) -> None:
-    """Baseline, then batches, then a reconciliation proving the run left the ledger whole."""
+    """Baseline, then batches one transaction each and with group commit, alternating for
+    ``rounds`` rounds, then a reconciliation proving the runs left the ledger whole."""
     upgrade(url)
-    base = insert_baseline(url, count, threads=16)
-    batches = serve_and_measure(url, count, concurrency, bank)
+    postings = 5 if bank else 4
+    for n in range(rounds):
+        base = insert_baseline(url, count, threads=16)
+        alone = serve_and_measure(url, count, concurrency, bank, group_commit=0)
+        grouped = serve_and_measure(url, count, concurrency, bank, group_commit=64)
+        many = serve_and_measure(url, count, concurrency // 4, bank, per_call=per_call)
+        load = os.getloadavg()[0]
+        say(f"{name:10s} round {n + 1} (load {load:.1f}) single-row INSERT baseline  {base}")
+        say(
+            f"{name:10s} ApplyBatch ({postings} postings), one transaction each  {alone}   "
+            f"= {alone.rate / base.rate:.2f}x baseline"
+        )
+        say(
+            f"{name:10s} ApplyBatch ({postings} postings), group commit          {grouped}   "
+            f"= {grouped.rate / base.rate:.2f}x baseline, {grouped.rate / alone.rate:.2f}x alone"
+        )
+        say(
+            f"{name:10s} ApplyBatches, {per_call} batches a call ({concurrency // 4} clients)  "
+            f"{many}   = {many.rate / base.rate:.2f}x baseline, {many.rate / alone.rate:.2f}x alone"
+        )
     report = reconcile_url(url)
-    say(f"{name:10s} single-row INSERT baseline  {base}")
     say(
-        f"{name:10s} ApplyBatch ({5 if bank else 4} postings)    {batches}   "
-        f"= {batches.rate / base.rate:.2f}x baseline"
-    )
-    say(
-        f"{name:10s} reconcile after the run: {'OK' if report.ok else 'FAILED'} "
+        f"{name:10s} reconcile after the runs: {'OK' if report.ok else 'FAILED'} "
         f"({report.batches} batches)"
     )
 
@@ -335,6 +381,8 @@ def main() -> int:
     parser.add_argument("--compare-engines", action="store_true")
     parser.add_argument("--through-bank", action="store_true")
     parser.add_argument("--only", choices=["postgres", "sqlite"])
+    parser.add_argument("--rounds", type=int, default=1, help="alternations of the variants")
+    parser.add_argument("--per-call", type=int, default=32, help="batches per ApplyBatches")
     args = parser.parse_args()
     if args.compare_engines:
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
@@ -348,11 +396,29 @@ def main() -> int:
     bank = args.through_bank
     if args.only != "sqlite":
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
-            measure("postgres", url, args.batches, args.concurrency, print, bank)
+            measure(
+                "postgres",
+                url,
+                args.batches,
+                args.concurrency,
+                print,
+                bank,
+                args.rounds,
+                args.per_call,
+            )
     if args.only != "postgres":
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/wallet.sqlite3"
-            measure("sqlite", url, args.batches, args.concurrency, print, bank)
+            measure(
+                "sqlite",
+                url,
+                args.batches,
+                args.concurrency,
+                print,
+                bank,
+                args.rounds,
+                args.per_call,
+            )
     return 0
 
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from games.kishpa.errors import RulesError
+from games.errors import RulesError
 from games.kishpa.payouts import win_payout
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.solver import (

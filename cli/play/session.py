@@ -112,6 +112,10 @@ class LineReader:
                 return
 
 
+RECONNECTING = "reconnecting…"
+"""What the player sees while the client retries an unreachable server."""
+
+
 class PlaySession:
     """One player at one table of any game, from the keyboard."""
 
@@ -135,6 +139,17 @@ class PlaySession:
         self._told: tuple[object, ...] = ()
         self.witness = RoundWitness()
         self.client_seed: str | None = None
+        # While the services are unreachable the client retries (same request ids, up to
+        # its budget); the player sees that instead of an error.
+        client.on_reconnecting = self.show_reconnecting
+
+    def show_reconnecting(self, reconnecting: bool) -> None:
+        """Say "reconnecting…" when the client starts retrying, and when it got through."""
+        if reconnecting:
+            self.console.print(RECONNECTING, style="yellow")
+        else:
+            self.console.print("Reconnected.", style="green")
+        self._reprompt()
 
     # ---- the loop ----------------------------------------------------------------------
 

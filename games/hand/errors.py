@@ -1,4 +1,4 @@
-"""Typed errors of the Hand engine, built on the Kishpa engine's base classes.
+"""Typed errors of the Hand engine, built on the rules' shared base classes (``games.errors``).
 
 Every refusal carries a machine-readable ``reason`` (the gRPC error reason); the constants
 below are the whole vocabulary of reasons the Hand engine uses.
@@ -6,18 +6,19 @@ below are the whole vocabulary of reasons the Hand engine uses.
 
 from __future__ import annotations
 
-from games.kishpa.errors import IllegalMoveError, RulesError, TileNotationError
+from games.errors import IllegalMoveError, InvalidRecordError, NotationError, RulesError
 
 __all__ = [
     "CardNotationError",
     "HandMoveError",
     "IllegalMoveError",
+    "InvalidRecordError",
     "Reason",
     "RulesError",
 ]
 
 
-class CardNotationError(TileNotationError):
+class CardNotationError(NotationError):
     """A card written in text (``AS``, ``10H``, ``J1``) is malformed or unknown."""
 
     reason = "MALFORMED_CARD"

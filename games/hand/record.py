@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from games.errors import InvalidRecordError
 from games.hand.game import GameState
 from games.hand.ledger import Posting, buy_in_postings, payout_postings
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
-from games.kishpa.errors import InvalidRecordError
 
 BUY_IN = "buy_in"
 PAYOUT = "payout"

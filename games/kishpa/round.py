@@ -27,7 +27,7 @@ from typing import Any
 from games.fair import commitment
 from games.kishpa.deal import deal_round
 from games.kishpa.errors import IllegalMoveError
-from games.kishpa.group_check import is_winning_arrangement
+from games.kishpa.group_check import group_kind, is_winning_arrangement
 from games.kishpa.payouts import win_payout
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict
 from games.kishpa.solver import find_winning_arrangement
@@ -582,10 +582,18 @@ def _win(
             "discard_id": tile,
             "groups": [[str(face_of(t)) for t in g] for g in groups],
             "group_ids": [list(g) for g in groups],
+            "group_kinds": winning_group_kinds(state),
             "payout_per_loser": per_loser,
         },
     )
     return [won, *_open_window(state, "end")]
+
+
+def winning_group_kinds(state: RoundState) -> list[str]:
+    """``run`` or ``set`` for each of the winning groups (in the order of
+    ``state.winning_groups``; empty while nobody has won)."""
+    joker, rules = state.joker, state.ruleset
+    return [group_kind([face_of(t) for t in g], joker, rules) for g in state.winning_groups]
 
 
 def _checked_arrangement(

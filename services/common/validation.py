@@ -41,6 +41,7 @@ from typing import Any, Final
 import grpc
 from google.protobuf import descriptor, descriptor_pool, message, message_factory
 
+from kishpa.table.v1 import table_pb2
 from services.common.errors import InvalidArgument, abort_with
 from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
@@ -150,6 +151,17 @@ ACCOUNT = Text(80, 0, _ID, "`player:<id>`, `bowl:<table>`, `pot:<table>` or `ban
 TILE_ID = Number(0, 255, reason="MALFORMED_TILE")
 TILE_LIST = Items(106)
 
+
+def _table_requests_with(field: str, but: tuple[str, ...] = ()) -> list[str]:
+    """The request types of the ``TableService`` RPCs (all but ``but``) that have ``field``."""
+    service = table_pb2.DESCRIPTOR.services_by_name["TableService"]
+    return [
+        m.input_type.full_name
+        for m in service.methods
+        if field in m.input_type.fields_by_name and m.name not in but
+    ]
+
+
 _T = "kishpa.table.v1."
 _M = "kishpa.matchmaking.v1."
 _W = "kishpa.wallet.v1."
@@ -173,48 +185,14 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         _T + "TableSettings.next_round_pause": Span(0, 60_000, reason="BAD_PAUSE"),
         # Stakes: the services refuse any stake they do not offer (BAD_STAKE, naming the list).
         # -- table: requests
+        # Every table request that names a table or carries an idempotency key, read off the
+        # service's descriptor (a new RPC is covered without being listed here).
+        **{f"{name}.table_id": TABLE_ID for name in _table_requests_with("table_id")},
+        # Matchmaking prefixes a player's 64-character request id when it calls the table;
+        # CloseTable carries an operator's request id, checked by the admin service.
         **{
-            _T + f"{name}Request.table_id": TABLE_ID
-            for name in (
-                "JoinTable",
-                "LeaveTable",
-                "StartGame",
-                "GetTable",
-                "Draw",
-                "Discard",
-                "Win",
-                "RevealKishpa",
-                "DeclineReveal",
-                "PressLastRound",
-                "SetRackOrder",
-                "GetHint",
-                "WatchTable",
-                "LayMelds",
-                "LayOff",
-                "ReleaseJoker",
-                "UndoTurn",
-            )
-        },
-        # Matchmaking prefixes a player's 64-character request id when it calls the table.
-        **{
-            _T + f"{name}Request.request_id": _request_id(128)
-            for name in (
-                "CreateTable",
-                "JoinTable",
-                "LeaveTable",
-                "StartGame",
-                "Draw",
-                "Discard",
-                "Win",
-                "RevealKishpa",
-                "DeclineReveal",
-                "PressLastRound",
-                "SetRackOrder",
-                "LayMelds",
-                "LayOff",
-                "ReleaseJoker",
-                "UndoTurn",
-            )
+            f"{name}.request_id": _request_id(128)
+            for name in _table_requests_with("request_id", but=("CloseTable",))
         },
         _T + "CreateTableRequest.client_seed": CLIENT_SEED,
         _T + "JoinTableRequest.client_seed": CLIENT_SEED,
@@ -268,6 +246,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         # The idempotency-key column holds 200 characters.
         _W + "ApplyBatchRequest.request_id": _request_id(200),
         _W + "ApplyBatchRequest.postings": Items(1000, reason="TOO_MANY_POSTINGS"),
+        _W + "ApplyBatchesRequest.batches": Items(256, reason="INVALID_BATCH_COUNT"),
         _W + "Posting.from_account": ACCOUNT,
         _W + "Posting.to_account": ACCOUNT,
         _W + "Posting.amount": Number(1, 10**12, reason="INVALID_AMOUNT"),
@@ -278,7 +257,10 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
 )
 """Field rules by full proto field name; ``<field>[]`` is the rule of each item."""
 
-REQUEST_BYTES: Final[Mapping[str, int]] = MappingProxyType({_W + "ApplyBatchRequest": 512 * 1024})
+REQUEST_BYTES: Final[Mapping[str, int]] = MappingProxyType(
+    # ApplyBatches: up to 256 batches of a few postings, within the server's 1 MiB receive cap.
+    {_W + "ApplyBatchRequest": 512 * 1024, _W + "ApplyBatchesRequest": 1024 * 1024}
+)
 """Request-size limits other than :data:`MAX_REQUEST_BYTES`, by message full name."""
 
 

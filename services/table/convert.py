@@ -1,7 +1,10 @@
 """Domain values of the table service to and from the kishpa.table.v1 messages.
 
-Only this module and the servicer import the generated code. Game-specific public facts go
-to the game's ``oneof`` branch of the round (Kishpa today).
+The table service meets the generated code in four modules: this one (views, hints,
+settings), ``wire_events`` (the stream's events), ``wire_enums`` (every internal name of a
+wire enum, derived from the descriptors) and the servicer (requests and responses); the
+engines and the store never see a message. Game-specific public facts go to the game's
+``oneof`` branch of the round (``KishpaRound``, ``HandRound``).
 """
 
 from __future__ import annotations
@@ -14,49 +17,22 @@ from google.protobuf import duration_pb2
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
-from services.table.engine import WATCH_ANYONE, GameView, Hint, TableSettings
+from services.table.engine import BOT_NORMAL, WATCH_ANYONE, GameView, Hint, TableSettings
 from services.table.service import TableView
-from services.table.wire_events import (
-    WATCH_POLICIES,
-    duration,
-    event_message,
-    settings_message,
-    timestamp,
+from services.table.wire_enums import (
+    BOT_LEVEL_NAMES,
+    GROUP_KINDS,
+    PLAYER_ACTIONS,
+    ROUND_PHASES,
+    TABLE_STATUSES,
+    WATCH_POLICY_NAMES,
 )
+from services.table.wire_events import duration, event_message, settings_message, timestamp
 from shared.stream import StoredEvent
 
 __all__ = ["GAMES", "GAME_ENUMS", "Converter", "duration", "groups_from", "settings_from"]
 
 DEFAULT_PAUSE_MS = 3000
-
-PHASES = {
-    "start_reveal": table_pb2.ROUND_PHASE_START_REVEAL,
-    "first_discard": table_pb2.ROUND_PHASE_FIRST_DISCARD,
-    "turns": table_pb2.ROUND_PHASE_TURNS,
-    "end_reveal": table_pb2.ROUND_PHASE_END_REVEAL,
-    "ended": table_pb2.ROUND_PHASE_ENDED,
-    "between_rounds": table_pb2.ROUND_PHASE_ENDED,
-    "draw": table_pb2.ROUND_PHASE_TURNS,  # Hand: the seat to act draws ...
-    "play": table_pb2.ROUND_PHASE_TURNS,  # ... then melds, lays off and discards
-}
-STATUSES = {
-    "waiting": table_pb2.TABLE_STATUS_WAITING,
-    "playing": table_pb2.TABLE_STATUS_PLAYING,
-    "closed": table_pb2.TABLE_STATUS_CLOSED,
-}
-GROUP_KINDS = {"run": common_pb2.GROUP_KIND_RUN, "set": common_pb2.GROUP_KIND_SET}
-ACTIONS = {
-    "discard": table_pb2.PLAYER_ACTION_DISCARD,
-    "win": table_pb2.PLAYER_ACTION_WIN,
-    "reveal": table_pb2.PLAYER_ACTION_REVEAL_KISHPA,
-    "decline_reveal": table_pb2.PLAYER_ACTION_DECLINE_REVEAL,
-    "lay_melds": table_pb2.PLAYER_ACTION_LAY_MELDS,
-    "lay_off": table_pb2.PLAYER_ACTION_LAY_OFF,
-    "release_joker": table_pb2.PLAYER_ACTION_RELEASE_JOKER,
-    "undo_turn": table_pb2.PLAYER_ACTION_UNDO_TURN,
-}
-RUN_ENDS = {table_pb2.RUN_END_LOW: "low", table_pb2.RUN_END_HIGH: "high"}
-SOURCES = {table_pb2.DRAW_SOURCE_PILE: "pile", table_pb2.DRAW_SOURCE_DISCARD: "discard"}
 
 
 def _ms(value: duration_pb2.Duration) -> int:
@@ -85,8 +61,9 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
         next_round_pause_ms=pause or DEFAULT_PAUSE_MS,
         stake=msg.stake or defaults.stake,
         bots=msg.bots,
+        bot_level=BOT_LEVEL_NAMES.get(msg.bot_level, BOT_NORMAL),
         options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
-        watch_policy=WATCH_POLICIES.get(msg.watch_policy, WATCH_ANYONE),
+        watch_policy=WATCH_POLICY_NAMES.get(msg.watch_policy, WATCH_ANYONE),
         invited_watchers=tuple(msg.invited_watchers),
     )
 
@@ -131,7 +108,7 @@ class Converter:
         msg = table_pb2.TableView(
             table_id=table.table_id,
             settings=settings,
-            status=STATUSES.get(table.status, table_pb2.TABLE_STATUS_UNSPECIFIED),
+            status=TABLE_STATUSES.get(table.status, table_pb2.TABLE_STATUS_UNSPECIFIED),
             creator_player_id=table.creator,
             seats=seats,
             my_seat=view.my_seat,
@@ -164,8 +141,8 @@ class Converter:
                 out.append(table_pb2.PLAYER_ACTION_DRAW_PILE)
                 if view.game.discards:
                     out.append(table_pb2.PLAYER_ACTION_DRAW_DISCARD)
-            elif action in ACTIONS:
-                out.append(ACTIONS[action])
+            elif action in PLAYER_ACTIONS:
+                out.append(PLAYER_ACTIONS[action])
         pressable = table.game_name == "kishpa"  # a Hand game always plays all its deals
         if creator and pressable and not view.game.public.get("last_round_pressed"):
             out.append(table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND)
@@ -182,7 +159,7 @@ class Converter:
             acting = [view.my_seat]  # who else may reveal is hidden: it shows a hand
         msg = table_pb2.Round(
             round=game.round_no,
-            phase=PHASES.get(game.phase, table_pb2.ROUND_PHASE_UNSPECIFIED),
+            phase=ROUND_PHASES.get(game.phase, table_pb2.ROUND_PHASE_UNSPECIFIED),
             starter_seat=int(public.get("starter", 0)),
             turn_seat=game.turn_seat,
             turn_drew=bool(public.get("drew", False)),
@@ -249,14 +226,26 @@ class Converter:
             winner_seat=None if winner is None else int(winner),
             win_payout=int(public.get("win_payout", 0)),
             bowl_taken=bool(public.get("bowl_taken", False)),
-            winning_groups=[
-                common_pb2.TileGroup(tiles=self.tiles(game, g))
-                for g in public.get("winning_groups", [])
-            ],
+            winning_groups=self.groups(
+                game, public.get("winning_groups", []), public.get("winning_group_kinds", [])
+            ),
         )
         if public.get("final_discard_id") is not None:
             out.final_discard.CopyFrom(self.tile(game, int(public["final_discard_id"])))
         return out
+
+    def groups(
+        self, game: str, groups: Sequence[Sequence[int]], kinds: Sequence[str]
+    ) -> list[common_pb2.TileGroup]:
+        """Groups with their kinds (``run``/``set``; a missing kind stays unspecified)."""
+        named = [*kinds, *[""] * (len(groups) - len(kinds))]
+        return [
+            common_pb2.TileGroup(
+                kind=GROUP_KINDS.get(kind, common_pb2.GROUP_KIND_UNSPECIFIED),
+                tiles=self.tiles(game, g),
+            )
+            for g, kind in zip(groups, named, strict=False)
+        ]
 
     def hint(self, game: str, hint: Hint) -> table_pb2.GetHintResponse:
         return table_pb2.GetHintResponse(

@@ -18,7 +18,8 @@ The engine's part of the table state (``table.game``)::
 
 A turn that times out is played by ``games.hand.autoplay_action`` (the rules' ``TimeOut``:
 draw from the stock and discard the card drawn); a seat on auto-play gets that after a short
-delay instead of a full turn.
+delay instead of a full turn. A house bot's seat is played a whole turn at a time by
+``games.hand.house_bot_turn`` (the solver bot, or draw-and-discard at ``bot_level`` easy).
 """
 
 from __future__ import annotations
@@ -264,7 +265,8 @@ class HandEngine:
         return self._step(table, new, events, now_ms, result=result)
 
     def on_deadline(self, table: Table, seed: bytes, now_ms: int) -> Step:
-        """Deal the next deal, or play a timed-out turn (``games.hand.autoplay_action``: the
+        """Deal the next deal, play a house bot's whole turn (``games.hand.house_bot_turn`` at
+        the table's bot level), or play a timed-out turn (``games.hand.autoplay_action``: the
         rules' timeout, the same whether or not the seat is on auto-play)."""
         deadline = table.deadline
         deal = self._deal(table)
@@ -273,6 +275,9 @@ class HandEngine:
         if deadline.kind == "next_round":
             return self._start_deal(table, seed, now_ms)
         seat = deal.turn
+        if seat in table.bot_seats():
+            new, events = hand.house_bot_turn(deal, seed, table.settings.bot_level)
+            return self._step(table, new, events, now_ms, timed_out_seat=seat)
         move = hand.autoplay_action(deal, seat, NO_STREAM)
         if move is None:
             raise TableError("nothing is due", "NOT_DUE")
@@ -352,10 +357,9 @@ class HandEngine:
         """The melds that would lay down the most cards of the seat's hand now."""
         deal = self._live_deal(table)
         cards = list(deal.hands[seat])
-        melds, _value = hand.best_melds(cards, deal.rules)
-        grouped = {c for m in melds for c in m}
-        kinds = [hand.make_meld(m, seat, deal.rules).kind.value for m in melds]
-        groups = [HintGroup(kind, list(m)) for kind, m in zip(kinds, melds, strict=True)]
+        melds, _value = hand.best_meld_specs(cards, deal.rules)
+        grouped = {c for ids, _kind in melds for c in ids}
+        groups = [HintGroup(kind.value, list(ids)) for ids, kind in melds]
         loose = [c for c in cards if c not in grouped]
         return Hint(groups=groups, loose=loose, winning_discards=[])
 

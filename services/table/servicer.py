@@ -16,14 +16,15 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import Service, current_caller, current_player, require_service
 from services.common.errors import InvalidArgument, PermissionDenied
-from services.table.convert import RUN_ENDS, SOURCES, Converter, groups_from, settings_from
+from services.common.games import GAME_ENUMS
+from services.table.convert import Converter, groups_from, settings_from
 from services.table.engine import Action
 from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
+from services.table.wire_enums import DRAW_SOURCE_NAMES, GROUP_KIND_NAMES, RUN_END_NAMES
 
 MAX_TABLE_ID = 64
 MAX_CLOSE_REASON = 500
-GROUP_KIND_NAMES = {common_pb2.GROUP_KIND_RUN: "run", common_pb2.GROUP_KIND_SET: "set"}
 EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -143,7 +144,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def Draw(
         self, request: table_pb2.DrawRequest, context: Context
     ) -> table_pb2.DrawResponse:
-        source = SOURCES.get(request.source)
+        source = DRAW_SOURCE_NAMES.get(request.source)
         if source is None:
             raise InvalidArgument("BAD_SOURCE", "source must be DRAW_SOURCE_PILE or _DISCARD")
         result = await self._act(request.table_id, "draw", request.request_id, source=source)
@@ -234,7 +235,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             request.request_id,
             meld_id=request.meld_id,
             tile=request.tile_id,
-            end=RUN_ENDS.get(request.end),
+            end=RUN_END_NAMES.get(request.end),
         )
         return table_pb2.LayOffResponse(table=self._view(result))
 
@@ -280,7 +281,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                     table_pb2.PileDraw(tile_id=t, pile_left=n) for t, n in record.pile_draws
                 ],
                 hand_size=record.hand_size,
-                game=common_pb2.GAME_HAND if record.game == "hand" else common_pb2.GAME_KISHPA,
+                game=GAME_ENUMS.get(record.game, common_pb2.GAME_KISHPA),
                 top_discard_id=record.top_discard,
             )
         )

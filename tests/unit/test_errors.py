@@ -7,7 +7,8 @@ import pytest
 import redis.exceptions
 from google.rpc import error_details_pb2, status_pb2
 
-from games.kishpa.errors import IllegalMoveError, InvalidRecordError, RulesError, TileNotationError
+from games.errors import IllegalMoveError, InvalidRecordError, RulesError
+from games.kishpa.errors import TileNotationError
 from services.common.errors import (
     CATEGORY_CODES,
     DOMAIN,

@@ -2,6 +2,7 @@
 
 import pytest
 
+from games.errors import NotationError, RulesError
 from games.hand.cards import (
     CARD_COUNT,
     JOKER_IDS,
@@ -16,7 +17,6 @@ from games.hand.cards import (
     parse_cards,
 )
 from games.hand.errors import CardNotationError
-from games.kishpa.errors import RulesError, TileNotationError
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +68,7 @@ def test_malformed_text_is_refused_with_a_clear_reason(text: str) -> None:
         parse_card(text)
     assert caught.value.reason == "MALFORMED_CARD"
     assert "'AS'" in str(caught.value)
-    assert isinstance(caught.value, TileNotationError)
+    assert isinstance(caught.value, NotationError)
     assert isinstance(caught.value, RulesError)
 
 

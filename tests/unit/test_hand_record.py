@@ -5,12 +5,12 @@ from typing import Any
 
 import pytest
 
+from games.errors import InvalidRecordError
 from games.hand.deal_state import EndReason, Phase
 from games.hand.game import DealResult, start_game
 from games.hand.ledger import POT, Posting, net_movements
 from games.hand.record import buy_in_record, payout_record, postings_for_phase
 from games.hand.ruleset import RuleSet
-from games.kishpa.errors import InvalidRecordError
 
 pytestmark = pytest.mark.unit
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
+from pathlib import Path
 
 import pytest
 from google.protobuf.json_format import MessageToDict
@@ -20,12 +21,14 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from kishpa.wallet.v1 import wallet_pb2
 from services.table.hand_engine import HandEngine
-from services.table.wire_events import KNOWN, event_message
+from services.table.wire_events import EVENT_KINDS, KNOWN, event_message, reference_markdown
 from shared.stream import NO_SEAT, StoredEvent, TableEvent
 from tests.unit.test_hand_engine import new_table, play_game
 from tests.unit.test_table_kishpa_engine import _play_game
 
 pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
 
 VIEWERS = (None, 0, 1, 2, 3)
 
@@ -262,6 +265,24 @@ def test_every_internal_event_type_has_a_wire_message() -> None:
     assert event_message(unknown, kishpa_face) is None
 
 
+def test_every_case_of_the_oneof_has_exactly_one_builder() -> None:
+    """The builders' table and ``TableEvent.event`` are the same set of cases; no internal
+    type is claimed by two of them (an event kind is one builder plus its message)."""
+    cases = {f.name for f in table_pb2.TableEvent.DESCRIPTOR.oneofs_by_name["event"].fields}
+    assert set(EVENT_KINDS) == cases
+    types = [t for k in EVENT_KINDS.values() for t in k.types]
+    assert len(types) == len(set(types)) == len(KNOWN)
+    assert {"drew_from_stock", "drew_from_discard", "timed_out"} <= KNOWN
+
+
+def test_the_event_table_in_api_md_is_the_builders_table() -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    begin, end = "<!-- event-kinds:begin -->\n", "<!-- event-kinds:end -->"
+    shown = text[text.index(begin) + len(begin) : text.index(end)]
+    assert shown == reference_markdown(), "run: python -m services.table.wire_events"
+    assert "| `melds_laid` (`MeldsLaid`) | Hand |" in shown
+
+
 def test_no_struct_no_string_type_and_no_sentinel_in_the_protos() -> None:
     """The contract's shape, read from the compiled descriptors of every package."""
     from kishpa.auth.v1 import auth_pb2
@@ -284,9 +305,7 @@ def test_no_struct_no_string_type_and_no_sentinel_in_the_protos() -> None:
 
 def test_the_deck_numbering_documented_in_api_md_is_the_rules_numbering() -> None:
     """docs/api.md "Tile and card ids": every example row, against both rules packages."""
-    from pathlib import Path
-
-    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    text = (ROOT / "docs" / "api.md").read_text()
     section = text.split("### Tile and card ids", 1)[1].split("\n## ", 1)[0]
     rows = [
         [cell.strip() for cell in line.strip("|").split("|")]

@@ -28,6 +28,7 @@ from services.common.errors import error_reason
 from services.common.settings import Settings
 from shared import keys
 from shared.stream import decode
+from tests.integration.stream_wait import until_delivered
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 
 pytestmark = pytest.mark.integration
@@ -264,7 +265,11 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
                 await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[spy])
             ).table
             assert [t.id for t in again.round.my_rack.tiles] == order
-        await asyncio.sleep(0.2)
+        # Both watches have delivered everything committed before the checks below.
+        await until_delivered(redis, table_id, lambda: [e.event_id for e in watched])
+        await until_delivered(
+            redis, table_id, lambda: [e.event_id for m in batches for e in m.events]
+        )
     finally:
         for task in watchers:
             task.cancel()
