@@ -198,7 +198,7 @@ def test_a_guest_plays_a_round_against_three_bots_in_chromium(web_stack: WebStac
     assert result["stake"] == "stake 10"
     assert int(result["lobbyBalance"]) == 2000  # the opening grant (rules section 5)
     # Keyboard alone, tiles named with their colour, the summary takes the focus.
-    assert result["moves"].get("draw", 0) >= 4
+    assert result["moves"].get("draw", 0) >= 2
     assert all(
         n.split(",")[0].split(" ")[0] in ("red", "blue", "yellow", "black")
         for n in result["tileNames"]

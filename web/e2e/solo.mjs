@@ -40,6 +40,26 @@ try {
   const deadline = Date.now() + 240_000;
   let discards = 0;
   while (Date.now() < deadline) {
+    if (discards >= 1 && !result.outage && (await page.getByTestId("draw").isVisible().catch(() => false))) {
+      // The network goes away just as the player draws: the page says so and keeps trying
+      // (the same request id), and the draw goes through once the network is back.
+      const before = await rackSize(page);
+      await context.setOffline(true);
+      const connection = () => page.evaluate(() => document.querySelector('[data-testid="connection"]')?.textContent ?? "");
+      let shownText = "";
+      for (let press = 0; press < 5 && shownText !== "reconnecting…"; press++) {
+        await page.keyboard.press("d");
+        const until = Date.now() + 3000;
+        while (Date.now() < until && (shownText = await connection()) !== "reconnecting…") await settle(100);
+      }
+      await settle(3000);
+      await context.setOffline(false);
+      await page.waitForFunction((n) => document.querySelectorAll('[data-testid="rack-tile"]').length === n + 1, before, { timeout: 30000 });
+      await page.getByTestId("connection").filter({ hasText: "live" }).waitFor({ timeout: 30000 });
+      result.outage = { shown: shownText, before, after: await rackSize(page), status: await page.evaluate(() => document.querySelector('[data-testid="status"]')?.textContent ?? "") };
+      result.moves.draw = (result.moves.draw ?? 0) + 1;
+      continue;
+    }
     const did = await keyboardMove(page);
     if (did === "summary") break;
     if (did) result.moves[did] = (result.moves[did] ?? 0) + 1;
@@ -64,21 +84,6 @@ try {
       await page.getByTestId("connection").filter({ hasText: "live" }).waitFor({ timeout: 30000 });
       result.rackAfterReload = await page.getByTestId("rack-tile").evaluateAll((els) => els.map((e) => e.getAttribute("data-id")));
       result.reloaded = true;
-    }
-    if (discards >= 4 && !result.outage && (await page.getByTestId("draw").isVisible().catch(() => false))) {
-      // The network goes away just as the player draws: the page says so and keeps trying
-      // (the same request id), and the draw goes through once the network is back.
-      const before = await rackSize(page);
-      await context.setOffline(true);
-      await page.keyboard.press("d");
-      await page.getByTestId("connection").filter({ hasText: "reconnecting…" }).waitFor({ timeout: 10000 });
-      const shownText = await page.getByTestId("connection").textContent();
-      await settle(3000);
-      await context.setOffline(false);
-      await page.waitForFunction((n) => document.querySelectorAll('[data-testid="rack-tile"]').length === n + 1, before, { timeout: 30000 });
-      await page.getByTestId("connection").filter({ hasText: "live" }).waitFor({ timeout: 30000 });
-      result.outage = { shown: shownText, before, after: await rackSize(page), status: await page.evaluate(() => document.querySelector('[data-testid="status"]')?.textContent ?? "") };
-      result.moves.draw = (result.moves.draw ?? 0) + 1;
     }
     if (!did) await settle(150);
   }
