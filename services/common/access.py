@@ -101,6 +101,7 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "ReleaseJoker",
                 "UndoTurn",
                 "GetRoundRecord",
+                "Contribute",
             )
         ),
         PLAYER,

@@ -31,7 +31,7 @@ import {
   type UiEvent,
   type UiPayment,
 } from "./events";
-import { verifyRound, type Verdict } from "./fair";
+import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
 import { OPENING_POINTS, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
 import { rulesDialog } from "./rules";
 import { errorText, h, isRepeat, replace, tileClass, tileLabel, tileTitle, touchOnly, type Attrs } from "./ui";
@@ -58,7 +58,7 @@ interface Summary {
   round: number;
   transfers: Transfer[] | null;
   wallet: bigint | null;
-  fairness: Verdict | "checking" | string;
+  fairness: TableVerdict | "checking" | string;
 }
 
 export function openTable(root: HTMLElement, tableId: string, session: Session): () => void {
@@ -126,6 +126,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (ev.kind === "reveal_window_closed") delete saved.window;
     if (ev.payments?.length) saved.payments[ev.round] = [...(saved.payments[ev.round] ?? []), ...ev.payments];
     persist();
+    if (ev.kind === "seed_committed") void contribute(ev.round);
     if (endsRound(ev)) summaryNeeded = true;
     // Any settlement moves the balances the summary shows (the next round's start can settle
     // while this round's summary is still open), so the wallet is read again after each one.
@@ -188,9 +189,25 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     picked = picked.filter((id) => rack.has(id));
   }
 
+  // ---- fair deals: a random contribution to each deal once its commitment is out ---------
+
+  const contributed: Record<number, string> = {};
+
+  async function contribute(deal: number): Promise<void> {
+    if (deal in contributed || !view || mySeatOf(view) === null) return;
+    const text = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+    contributed[deal] = text;
+    try {
+      await withRetry((requestId) => tables.contribute({ tableId, deal, contribution: text, requestId }), abort.signal);
+    } catch {
+      delete contributed[deal]; // too late (dealt already): the deal uses this seat's default
+    }
+  }
+
   async function refresh(): Promise<void> {
     try {
       takeView((await withRetry(() => tables.getTable({ tableId }), abort.signal)).table);
+      if (view?.nextDeal && !view.contributed) void contribute(view.nextDeal);
     } catch (err) {
       say(errorText(err));
       draw();
@@ -402,9 +419,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const current = summary;
     await readSettlement(current, true);
     if (current.fairness === "checking") {
-      // The browser's deal check (fair.ts) knows Kishpa's deal; a Hand deal's seed and
-      // commitment are published in its round record, checked by `kishpa verify`.
-      current.fairness = isHand() ? "the deal's seed is published: check it with kishpa verify" : await checkFairness(round);
+      current.fairness = await checkFairness(round);
       draw();
     }
   }
@@ -425,27 +440,19 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     draw();
   }
 
-  async function checkFairness(round: number): Promise<Verdict | string> {
+  async function checkFairness(round: number): Promise<TableVerdict | string> {
     try {
       const record = (await withRetry(() => tables.getRoundRecord({ tableId, round }), abort.signal)).record!;
-      return await verifyRound({
-        commitment: record.shuffleCommitment,
-        serverSeed: record.serverSeed,
-        clientSeeds: record.clientSeeds,
-        mySeed: knownSeed(tableId) ?? record.clientSeeds[record.mySeat] ?? "",
-        seats: record.playerIds.length,
-        starter: record.starterSeat,
-        mySeat: record.mySeat,
-        dealt: record.dealtTileIds,
-        kishpaFace: record.kishpa,
-        replacementFace: record.replacedKishpa,
-        pileDraws: record.pileDraws.map((d) => ({ tileId: d.tileId, pileLeft: d.pileLeft })),
-        handSize: record.handSize || 14,
-      });
+      // What this seat handed in for the deal: its contribution (this page's, or after a
+      // reload the one the record shows for it), else its sit-down seed.
+      const mine = record.contributions.find((c) => c.seat === record.mySeat)?.contribution;
+      const mySeed = contributed[round] ?? mine ?? knownSeed(tableId) ?? record.clientSeeds[record.mySeat] ?? "";
+      return await verifyTable(evidenceFromRecord(record, mySeed));
     } catch (err) {
       return `could not check: ${errorText(err)}`;
     }
   }
+
 
   function closeSummary(): void {
     if (!summary) return;
@@ -680,10 +687,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       s.fairness === "checking"
         ? h("span", {}, "checking the deal…")
         : typeof s.fairness === "string"
-          ? h("span", { class: isHand() ? "" : "bad" }, s.fairness)
-          : s.fairness.ok
-            ? h("strong", { class: "good" }, "verified")
-            : h("strong", { class: "bad" }, `NOT verified: ${s.fairness.failed.join(", ")}`);
+          ? h("span", { class: "bad" }, s.fairness)
+          : h("strong", { class: s.fairness.ok ? "good" : "bad", title: tableSummary(s.fairness) }, s.fairness.ok ? (s.fairness.wholeTable ? "table verified" : "deal verified") : `NOT verified: ${s.fairness.failed.map((f) => f.check).join(", ")}`);
     const title = hr
       ? `Deal ${s.round}${hr.dealsPerGame ? ` of ${hr.dealsPerGame}` : ""}: ${winner === null ? "the stock ran out, nobody went out" : `${seatName(winner)} went out${hr.handWin ? " with a hand" : ""}`}`
       : `Round ${s.round}: ${winner === null ? "nobody won (the pile ran out)" : `${seatName(winner)} won`}`;
