@@ -29,6 +29,7 @@ from services.table.engine import GameEngine
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
 from services.table.kishpa_engine import KishpaEngine
+from services.table.metrics import PHASE_DURABLE
 from services.table.service import Tables
 from services.table.servicer import TableServicer
 from services.table.store import TableStore
@@ -107,6 +108,10 @@ async def use_durability(tables: Tables) -> None:
     store = tables.store
     store.durability = await durability.probe(store.redis)
     durability.check_required(store.durability)
+    # Asked again on every new connection: a Redis restarted with weaker settings makes
+    # the service refuse round ends under `required` (and warn under `auto`).
+    if durability.DurabilityWatch(store).install(store.redis):
+        PHASE_DURABLE.set(1 if store.durability.durable else 0)
     if store.durability.durable:
         log.info(
             "phase_durability",
