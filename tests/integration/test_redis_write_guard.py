@@ -63,7 +63,7 @@ class _TornDownWriter:
 ERRORS = [
     AttributeError("'NoneType' object has no attribute 'writelines'"),
     TypeError("'NoneType' object is not callable"),
-    RuntimeError("unable to perform operation on <TCPTransport closed=True>; the handler is closed"),
+    RuntimeError("unable to perform operation on <TCPTransport closed=True>; handler is closed"),
 ]
 
 
