@@ -23,6 +23,8 @@ import redis.cluster
 import redis.exceptions
 from redis._parsers.commands import AsyncCommandsParser
 
+from shared.retry import REDIS_COMMAND_TIMEOUT_S, REDIS_CONNECT_TIMEOUT_S
+
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 
@@ -102,7 +104,13 @@ class _WaitingCluster(redis.asyncio.cluster.RedisCluster):
 
 def async_client(url: str, *, max_connections: int = 32, **kwargs: Any) -> Any:
     """An asyncio client: ``redis.asyncio.Redis`` over a blocking pool of at most
-    ``max_connections``, or ``RedisCluster`` with at most that many per node."""
+    ``max_connections``, or ``RedisCluster`` with at most that many per node.
+
+    Every command has a deadline (``shared.retry.REDIS_COMMAND_TIMEOUT_S``, connecting
+    ``REDIS_CONNECT_TIMEOUT_S``) unless the caller names its own: a Redis that stops
+    answering makes a request fail UNAVAILABLE, never hang."""
+    kwargs.setdefault("socket_timeout", REDIS_COMMAND_TIMEOUT_S)
+    kwargs.setdefault("socket_connect_timeout", REDIS_CONNECT_TIMEOUT_S)
     if is_cluster_url(url):
         cluster = _WaitingCluster.from_url(node_url(url), max_connections=max_connections, **kwargs)
         assert isinstance(cluster, _WaitingCluster)

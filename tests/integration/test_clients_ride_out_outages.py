@@ -7,7 +7,7 @@ files), ``kishpa serve wallet|table|matchmaking``, ``kishpa worker --beat`` and 
 bots``. The table service is SIGKILLed and started again on the same port, as a crashed pod
 comes back behind its Service.
 
-Outages last 3 s in ``make test``; ``KISHPA_FULL_OUTAGES=1`` runs the issue's 10 s ones (the
+Outages last 2 s in ``make test``; ``KISHPA_FULL_OUTAGES=1`` runs the issue's 10 s ones (the
 clients' 30 s budget covers both; the turn timer, 20 s, is longer than either, so no table is
 abandoned because of an outage).
 """
@@ -42,7 +42,7 @@ from tests.integration.workers_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-OUTAGE_S = 10.0 if os.environ.get("KISHPA_FULL_OUTAGES") == "1" else 3.0
+OUTAGE_S = 10.0 if os.environ.get("KISHPA_FULL_OUTAGES") == "1" else 2.0
 
 
 @dataclass

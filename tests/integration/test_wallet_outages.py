@@ -7,7 +7,7 @@ from the wallet), ``kishpa worker --beat`` with the shipped timeouts, a redis-se
 test's own. Phases are written as the table service writes them (outbox record + unsettled
 index) and enqueued, while the database is away.
 
-- Database cut for ``OUTAGE_S`` (8 s in ``make test``; ``KISHPA_FULL_OUTAGES=1``: the
+- Database cut for ``OUTAGE_S`` (5 s in ``make test``; ``KISHPA_FULL_OUTAGES=1``: the
   issue's 30 s): no phase is dead-lettered, every phase is settled within 10 s of the
   database's return, exactly once (balances from the rules, one ``settled`` event each,
   the ledger reconciles).
@@ -56,7 +56,7 @@ from workers.samples import phase_entry, round_record, start_part
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-OUTAGE_S = 30.0 if os.environ.get("KISHPA_FULL_OUTAGES") == "1" else 8.0
+OUTAGE_S = 30.0 if os.environ.get("KISHPA_FULL_OUTAGES") == "1" else 5.0
 CAUGHT_UP_S = 10.0
 PHASES = [(1, "start"), (1, "end"), (2, "start"), (2, "end")]
 
