@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -51,6 +52,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk.errors import KishpaError, retry_after_s
 from sdk.retry import STREAM_RETRYABLE, RetryPolicy, client_backoff, is_retryable
+from shared.tls import ClientTls, aio_channel, client_tls_from_env
 
 R = TypeVar("R")
 
@@ -124,14 +126,21 @@ class KishpaClient:
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
         on_reconnecting: Callable[[bool], None] | None = None,
+        tls: ClientTls | None = None,
+        tls_from_env: bool = True,
     ) -> None:
         """Open (lazy) channels to both services; nothing is sent until the first call.
 
         ``retry``: the retry policy (default: :func:`sdk.retry.client_backoff`, 30 s);
         ``on_reconnecting(True/False)``: told when the client starts retrying an
-        unreachable server and when it got through again."""
-        self._mm_channel = grpc.aio.insecure_channel(matchmaking_addr, options=CHANNEL_OPTIONS)
-        self._table_channel = grpc.aio.insecure_channel(table_addr, options=CHANNEL_OPTIONS)
+        unreachable server and when it got through again. TLS: ``tls`` (the CA to verify
+        the servers against, and a client certificate for mutual TLS), else
+        ``KISHPA_TLS_CA_FILE`` (and ``KISHPA_TLS_CERT_FILE``/``_KEY_FILE``) from the
+        environment unless ``tls_from_env=False``; without either, plaintext."""
+        if tls is None and tls_from_env:
+            tls = client_tls_from_env()
+        self._mm_channel = aio_channel(matchmaking_addr, tls, options=CHANNEL_OPTIONS)
+        self._table_channel = aio_channel(table_addr, tls, options=CHANNEL_OPTIONS)
         self._owns_channels = True
         self._auth = auth_pb2_grpc.AuthServiceStub(self._mm_channel)
         self._mm = mm_grpc.MatchmakingServiceStub(self._mm_channel)
@@ -602,14 +611,30 @@ class KishpaClient:
 
     # ---- Hand (Rummy 51) moves ----------------------------------------------------------
 
-    async def lay_melds(self, table_id: str, melds: Iterable[Sequence[int]]) -> table_pb2.TableView:
-        """Hand: lay new melds (card ids, a run low to high); the first ones must make 51."""
+    async def lay_melds(
+        self,
+        table_id: str,
+        melds: Iterable[Sequence[int]],
+        kinds: Sequence[str | None] = (),
+    ) -> table_pb2.TableView:
+        """Hand: lay new melds (card ids, a run low to high); the first ones must make 51.
+
+        ``kinds`` ("run"/"set", one per meld, None or missing: let the server tell) matter
+        only when jokers make a meld read both ways (``J1 KH J2``: the run Q K A or a set).
+        """
+        named = {"run": common_pb2.GROUP_KIND_RUN, "set": common_pb2.GROUP_KIND_SET}
+        proposed = []
+        for n, meld in enumerate(melds):
+            kind = named.get(kinds[n] or "") if n < len(kinds) else None
+            proposed.append(
+                table_pb2.ProposedMeld(
+                    tile_ids=list(meld), kind=kind or common_pb2.GROUP_KIND_UNSPECIFIED
+                )
+            )
         response: table_pb2.LayMeldsResponse = await self._call(
             self._tables.LayMelds,
             table_pb2.LayMeldsRequest(
-                table_id=table_id,
-                melds=[table_pb2.ProposedMeld(tile_ids=list(m)) for m in melds],
-                request_id=new_request_id(),
+                table_id=table_id, melds=proposed, request_id=new_request_id()
             ),
         )
         return response.table
@@ -653,6 +678,21 @@ class KishpaClient:
             table_pb2.UndoTurnRequest(table_id=table_id, request_id=new_request_id()),
         )
         return response.table
+
+    async def contribute(
+        self, table_id: str, deal: int, contribution: str | None = None
+    ) -> tuple[str, table_pb2.TableView]:
+        """Contribute to the shuffle of the table's coming ``deal`` (``TableView.next_deal``,
+        whose commitment is already published): by default 16 fresh random bytes in hex.
+        Returns what was sent and the table after it (docs/fairness.md)."""
+        text = contribution if contribution is not None else secrets.token_hex(16)
+        response: table_pb2.ContributeResponse = await self._call(
+            self._tables.Contribute,
+            table_pb2.ContributeRequest(
+                table_id=table_id, deal=deal, contribution=text, request_id=new_request_id()
+            ),
+        )
+        return text, response.table
 
     async def round_record(self, table_id: str, round_no: int) -> table_pb2.RoundRecord:
         """An ended round's record with the caller's own tiles (``sdk.fairness`` checks it)."""

@@ -10,13 +10,13 @@ The names below are the package's public API: services (``services/``) import on
   ``apply(state, action) -> (state, events)`` over the ``actions``, emitting ``events``;
 * ``scoring``, ``game`` — a deal's scores, a game of 7 deals (and the table's checks, the
   actions a seat may take, the game's own events);
-* ``autoplay`` — what an absent seat does (the rules' timeout);
+* ``autoplay`` — what an absent seat does (the rules' timeout) and a house bot's turn;
 * ``pot``, ``ledger``, ``record`` — the pot split, its postings, the settlement records;
 * ``meld_search``, ``bot`` — finding melds in a hand, a deterministic bot;
 * ``positions`` — building a position from card text (tests, hints, tooling).
 
-The rules are the shared RULES-HAND.md. Nothing here performs I/O, reads a clock or draws
-randomness it was not handed.
+The rules are the shared RULES-HAND.md, written out in ``docs/rules/hand.md``. Nothing here
+performs I/O, reads a clock or draws randomness it was not handed.
 """
 
 from games.hand.actions import (
@@ -31,7 +31,7 @@ from games.hand.actions import (
     TimeOut,
     UndoTurn,
 )
-from games.hand.autoplay import TIMEOUTS_BEFORE_AUTOPLAY, autoplay_action
+from games.hand.autoplay import TIMEOUTS_BEFORE_AUTOPLAY, autoplay_action, house_bot_turn
 from games.hand.cards import CARD_COUNT, card_text
 from games.hand.deal_state import DealState, Phase
 from games.hand.events import Event
@@ -46,7 +46,7 @@ from games.hand.game import (
     start_game,
     started_event,
 )
-from games.hand.meld_search import best_melds
+from games.hand.meld_search import best_meld_specs, best_melds
 from games.hand.melds import MeldKind, make_meld
 from games.hand.record import BUY_IN, PAYOUT, buy_in_record, payout_record
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
@@ -77,10 +77,12 @@ __all__ = [
     "apply",
     "autoplay_action",
     "available_actions",
+    "best_meld_specs",
     "best_melds",
     "buy_in_record",
     "card_text",
     "check_table",
+    "house_bot_turn",
     "is_last_deal",
     "make_meld",
     "payout_record",

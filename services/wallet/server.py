@@ -14,6 +14,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.server import KishpaServer, ServiceRegistration, create_server, run
 from services.common.settings import Settings, SettingsError, load_settings
+from services.common.tls import client_tls_from_settings
 from services.common.tracing import configure_tracing
 from services.wallet.admin import Administration
 from services.wallet.admin_servicer import AdminServicer, admin_registration
@@ -98,10 +99,11 @@ def admin_servicer(
 ) -> AdminServicer:
     """The audited admin RPCs over this ledger (they reach the table service to close one)."""
     return AdminServicer(
-        Administration(ledger),
+        Administration(ledger, approval_threshold=settings.admin_approval_threshold),
         executor,
         TokenAuthority.from_settings(settings),
         settings.table_addr,
+        tls=client_tls_from_settings(settings),
     )
 
 
@@ -133,6 +135,7 @@ def create_wallet_server(
         [wallet_registration(ledger, executor, committer), admin_registration(admin)],
         settings,
         address=address,
+        on_refusal=admin.refused,
     )
     return WalletServer(server, engine, executor, admin, committer)
 
@@ -165,7 +168,7 @@ def main() -> int:
         wallet_registration(ledger, executor, committer),
         admin_registration(admin),
     ]
-    return run(settings, registrations, cleanup=cleanup)
+    return run(settings, registrations, cleanup=cleanup, on_refusal=admin.refused)
 
 
 if __name__ == "__main__":
