@@ -22,7 +22,7 @@ dependency) and the samples to JSON (``--json``).
     python benchmarks/bench_soak.py                       # short: 8 tables, 2 minutes
     python benchmarks/bench_soak.py --tables 200 --minutes 30 --svg docs/soak.svg
 
-Exit code 0 when flat, 1 when a series grew too much.
+Exit code 0 when flat, 1 when a series grew too much, 2 when bots failed (their log is kept).
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     client = redis.Redis(port=stack.redis_port)
     rows: list[dict[str, float]] = []
     previous: dict[str, float] = {}
-    waves = 0
+    waves = failed_waves = 0
     try:
         end = time.monotonic() + args.minutes * 60
         bots = stack.bots(args.tables, args.rounds)
@@ -274,8 +274,10 @@ def run(args: argparse.Namespace) -> int:
         while time.monotonic() < end:
             if bots.poll() is not None:
                 if bots.returncode != 0:
-                    print(f"a wave of bots failed (exit {bots.returncode}): see {tmp}/bots.log")
-                    return 2
+                    # A table given up (e.g. calls past their deadline on an overloaded
+                    # machine): counted and reported, the soak goes on.
+                    failed_waves += 1
+                    print(f"a wave of bots had failures (exit {bots.returncode}): {tmp}/bots.log")
                 waves += 1
                 bots = stack.bots(args.tables, args.rounds)
             if time.monotonic() >= next_sample:
@@ -284,13 +286,15 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.2)
         bots.wait(timeout=900)
         waves += 1
+        failed_waves += bots.returncode != 0
     finally:
         stack.stop()
     growth = flatness(rows, args.warmup)
     flat = all(g <= args.max_growth for g in growth.values())
     print(
         f"soak: {args.tables} tables at a time, {waves} waves of {args.rounds} rounds, "
-        f"{args.minutes:g} min, {len(rows)} samples (box shared: figures are noisy)"
+        f"{args.minutes:g} min, {len(rows)} samples, {failed_waves} waves with failed tables "
+        "(box shared: figures are noisy)"
     )
     for name, g in growth.items():
         print(f"  {name:20s} first {rows[0][name]:>10g}  last {rows[-1][name]:>10g}  "
@@ -309,8 +313,9 @@ def run(args: argparse.Namespace) -> int:
         )
         write_svg(rows, Path(args.svg), title)
         print(f"curves: {args.svg}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if flat else 1
+    if not failed_waves:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 2 if failed_waves else (0 if flat else 1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ def test_a_short_soak_samples_everything_and_nothing_grows_without_bound(tmp_pat
         text=True,
         timeout=300,
     )  # fmt: skip
-    assert done.returncode in (0, 1), done.stdout + done.stderr  # 2: the bots failed
+    assert done.returncode in (0, 1), done.stdout + done.stderr  # 2: bots failed
     rows = json.loads(out_json.read_text())["rows"]
     assert len(rows) >= 8
     assert all(set(SERIES_CHECKED) <= set(row) for row in rows)
