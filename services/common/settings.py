@@ -105,7 +105,7 @@ class _SecretFiles(PydanticBaseSettingsSource):
         values: dict[str, Any] = {}
         for name, env in SECRET_FIELDS.items():
             path = os.environ.get(env + SECRET_FILE_SUFFIX, "")
-            if not path:
+            if not path or os.environ.get(env):
                 continue
             try:
                 values[name] = Path(path).read_text().rstrip("\r\n")
