@@ -90,10 +90,60 @@ def _labels_match(selector: Mapping[str, str], labels: Mapping[str, str]) -> boo
 # --- schemas -------------------------------------------------------------------------------
 
 
+CERT_MANAGER_API = "cert-manager.io/v1"
+WORKLOAD_URI_PREFIX = "spiffe://kishpa/"
+
+
+def _cert_manager_shape(obj: Manifest) -> list[str]:
+    """cert-manager's kinds have no schema in kubernetes_validate: the fields we rely on."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Issuer":
+        return [] if (spec.get("ca") or {}).get("secretName") else [f"{ref(obj)}: needs spec.ca"]
+    if obj.get("kind") != "Certificate":
+        return [f"{ref(obj)}: schema: unexpected cert-manager kind"]
+    missing = [k for k in ("secretName", "issuerRef", "uris") if not spec.get(k)]
+    return [f"{ref(obj)}: schema: spec.{k} is required" for k in missing]
+
+
+def check_certificates(objects: list[Manifest]) -> list[str]:
+    """A workload with TLS files mounts the certificate Secret that names *it*
+    (``spiffe://kishpa/<workload>``): the services authorize by that identity."""
+    problems = []
+    identity = {
+        (o.get("spec") or {}).get("secretName"): (o.get("spec") or {}).get("uris") or []
+        for o in objects
+        if o.get("apiVersion") == CERT_MANAGER_API and o.get("kind") == "Certificate"
+    }
+    for owner, template in pods(objects):
+        name = app_name(template)
+        container = template["spec"]["containers"][0]
+        values, _, _ = _container_env(owner, container, _config_maps(objects))
+        cert = values.get("KISHPA_TLS_CERT_FILE", "")
+        if not cert or name not in WORKLOADS or WORKLOADS[name].kind != "Deployment":
+            continue
+        directory = cert.rpartition("/")[0]
+        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        mount = next(
+            (m for m in container.get("volumeMounts", []) if m["mountPath"] == directory), None
+        )
+        secret = (volumes.get(mount["name"], {}) if mount else {}).get("secret") or {}
+        uris = identity.get(secret.get("secretName"))
+        if uris is None:
+            problems.append(f"{ref(owner)}: {cert} is not from a cert-manager Certificate's Secret")
+        elif WORKLOAD_URI_PREFIX + name not in uris:
+            problems.append(
+                f"{ref(owner)}: mounts the certificate of {uris}, not {WORKLOAD_URI_PREFIX}{name}"
+            )
+    return problems
+
+
 def check_schemas(objects: list[Manifest]) -> list[str]:
     """Every object validates (strictly: no unknown fields) against the Kubernetes schemas."""
     problems = []
     for obj in objects:
+        if obj.get("apiVersion") == CERT_MANAGER_API:
+            problems.extend(_cert_manager_shape(obj))
+            continue
         try:
             kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
         except kubernetes_validate.ValidationError as exc:
@@ -353,6 +403,8 @@ def _check_workload(
         yield from _check_http_workload(owner, container, workload, values, probes)
     if workload.grpc_port is not None:
         grpc_port = int(values.get(GRPC_PORT_ENV, workload.grpc_port))
+        # With TLS on the gRPC port, kubelet asks the plaintext health-only port instead.
+        grpc_port = int(values.get(HEALTH_PORT_ENV) or grpc_port)
         for kind in ("readinessProbe", "livenessProbe"):
             grpc_probe = probes.get(kind, {}).get("grpc")
             if grpc_probe is None:
@@ -692,11 +744,13 @@ def check_objects(objects: list[Manifest], *, release: bool = False) -> list[str
         check_public_route,
         check_network,
         check_checkov_skips,
+        check_certificates,
     ]
     problems = [p for check in checks for p in check(objects)]
     return problems + check_images(objects, production=is_production(objects), release=release)
 
 
+HEALTH_PORT_ENV = "KISHPA_HEALTH_PORT"
 CHECKOV_SKIP_PREFIX = "checkov.io/skip"
 MIN_SKIP_REASON = 30
 

@@ -55,6 +55,8 @@ EXPECTED_PROBLEMS = {
     "digest",
     "prod-pull-policy": "Deployment/wallet: production pulls must be imagePullPolicy Always",
     "checkov-skip-without-reason": "checkov.io/skip1 must be 'CKV_<id>=<why it does not apply>'",
+    "certificate-wrong-identity": "Deployment/wallet: mounts the certificate of "
+    "['spiffe://kishpa/table'], not spiffe://kishpa/wallet",
 }
 
 
