@@ -578,11 +578,14 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         gc_after = [_metrics(m) for _, m in services]
         sample_ids = [t for r in reports for t in r["tables"]][:20]
         key_bytes = []
+        parts = ("state", "events", "requests", "outbox", "balances")
+        by_part = dict.fromkeys(parts, 0)
         for table_id in sample_ids:
             total = 0
-            for part in ("state", "events", "requests", "outbox", "balances"):
-                used = await redis.memory_usage(f"kishpa:table:{{{table_id}}}:{part}")
-                total += int(used or 0)
+            for part in parts:
+                used = int(await redis.memory_usage(f"kishpa:table:{{{table_id}}}:{part}") or 0)
+                by_part[part] += used
+                total += used
             key_bytes.append(total)
         latencies = [x for r in reports for x in r["latencies"]]
         fanout = [x for r in reports for x in r["fanout"]]
@@ -640,6 +643,12 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         print(
             f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N); "
             f"the table's own keys {sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
+        )
+        print(
+            "  of which "
+            + ", ".join(
+                f"{part} {n / max(1, len(key_bytes)) / 1024:.1f} KiB" for part, n in by_part.items()
+            )
         )
         print(f"GC of the service during the load: {_gc_summary(gc_before, gc_after)}")
         print(f"actions on a kept state (no read first): {_kept_summary(gc_before, gc_after)}")

@@ -44,7 +44,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet.batch import Posting, body_hash, touched_accounts, validate_batch
 from services.wallet.database import create_wallet_engine, temporary_postgres_database
-from services.wallet.ledger import Ledger
+from services.wallet.ledger import BatchResult, Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 
@@ -374,6 +374,50 @@ async def compare_engines(url: str, count: int, concurrency: int) -> None:
     engine.dispose()
 
 
+def in_process(url: str, count: int, threads: int, group: int, rounds: int) -> None:
+    """The ledger without gRPC: ``threads`` threads apply 4-posting batches one transaction
+    each (``Ledger.apply_batch``) or ``group`` to a transaction (``Ledger.apply_group``),
+    alternating, beside the single-row INSERT baseline; the database path's own ceiling."""
+    upgrade(url)
+    engine = create_wallet_engine(url, pool_size=threads)
+    ledger = Ledger(engine)
+    for t in range(TABLES):
+        for s in range(4):
+            ledger.open_wallet(f"e{t}x{s}")
+        ledger.apply_batch(f"seed:{t}", _ledger_postings(t))  # creates the table's bowl
+    run = os.urandom(4).hex()
+
+    def alone(name: str, n: int) -> None:
+        for i in range(n, count, threads):
+            ledger.apply_batch(f"{run}:{name}:{i}", _ledger_postings(i))
+
+    def grouped(name: str, n: int) -> None:
+        mine = list(range(n, count, threads))
+        for at in range(0, len(mine), group):
+            batch = [(f"{run}:{name}:{i}", _ledger_postings(i)) for i in mine[at : at + group]]
+            if not all(isinstance(o, BatchResult) for o in ledger.apply_group(batch)):
+                raise RuntimeError("a benchmark batch was refused")
+
+    def timed(name: str, work: Callable[[str, int], None]) -> float:
+        began = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda n: work(name, n), range(threads)))
+        return count / (time.perf_counter() - began)
+
+    for r in range(rounds):
+        base = insert_baseline(url, count, threads=threads).rate
+        one = timed(f"alone{r}", alone)
+        many = timed(f"group{r}", grouped)
+        print(
+            f"in-process round {r + 1} (load {os.getloadavg()[0]:.1f}): INSERT baseline "
+            f"{base:.0f}/s; apply_batch {one:.0f}/s ({one / base:.2f}x); apply_group x{group} "
+            f"{many:.0f}/s ({many / base:.2f}x baseline, {many / one:.2f}x apply_batch)"
+        )
+    report = reconcile_url(url)
+    print(f"reconcile after the runs: {'OK' if report.ok else 'FAILED'} ({report.batches} batches)")
+    engine.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=3000)
@@ -383,7 +427,14 @@ def main() -> int:
     parser.add_argument("--only", choices=["postgres", "sqlite"])
     parser.add_argument("--rounds", type=int, default=1, help="alternations of the variants")
     parser.add_argument("--per-call", type=int, default=32, help="batches per ApplyBatches")
+    parser.add_argument(
+        "--in-process", action="store_true", help="the ledger without gRPC, on PostgreSQL"
+    )
     args = parser.parse_args()
+    if args.in_process:
+        with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
+            in_process(url, args.batches, 16, args.per_call, args.rounds)
+        return 0
     if args.compare_engines:
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
             upgrade(url)

@@ -191,6 +191,9 @@ class Table:
     """Players who are the service's bots (always on auto-play; marked in every view)."""
     deadline: Deadline | None = None
     game: dict[str, Any] = field(default_factory=dict)
+    fair: dict[str, Any] = field(default_factory=dict)
+    """The coming deal's commitment and contributions (services/table/fair_deals.py); holds
+    the secret server seed of that deal, so it is never part of any view."""
 
     def bot_seats(self) -> list[int]:
         """Seats where the service's bots sit."""
@@ -225,6 +228,7 @@ class Table:
             "bots": self.bots,
             "deadline": None if self.deadline is None else self.deadline.to_dict(),
             "game": self.game,
+            "fair": self.fair,
         }
 
     @classmethod
@@ -246,6 +250,7 @@ class Table:
             bots=list(obj.get("bots", [])),
             deadline=Deadline.from_dict(obj["deadline"]),
             game=dict(obj["game"]),
+            fair=dict(obj.get("fair") or {}),
         )
 
 

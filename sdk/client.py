@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -599,14 +600,30 @@ class KishpaClient:
 
     # ---- Hand (Rummy 51) moves ----------------------------------------------------------
 
-    async def lay_melds(self, table_id: str, melds: Iterable[Sequence[int]]) -> table_pb2.TableView:
-        """Hand: lay new melds (card ids, a run low to high); the first ones must make 51."""
+    async def lay_melds(
+        self,
+        table_id: str,
+        melds: Iterable[Sequence[int]],
+        kinds: Sequence[str | None] = (),
+    ) -> table_pb2.TableView:
+        """Hand: lay new melds (card ids, a run low to high); the first ones must make 51.
+
+        ``kinds`` ("run"/"set", one per meld, None or missing: let the server tell) matter
+        only when jokers make a meld read both ways (``J1 KH J2``: the run Q K A or a set).
+        """
+        named = {"run": common_pb2.GROUP_KIND_RUN, "set": common_pb2.GROUP_KIND_SET}
+        proposed = []
+        for n, meld in enumerate(melds):
+            kind = named.get(kinds[n] or "") if n < len(kinds) else None
+            proposed.append(
+                table_pb2.ProposedMeld(
+                    tile_ids=list(meld), kind=kind or common_pb2.GROUP_KIND_UNSPECIFIED
+                )
+            )
         response: table_pb2.LayMeldsResponse = await self._call(
             self._tables.LayMelds,
             table_pb2.LayMeldsRequest(
-                table_id=table_id,
-                melds=[table_pb2.ProposedMeld(tile_ids=list(m)) for m in melds],
-                request_id=new_request_id(),
+                table_id=table_id, melds=proposed, request_id=new_request_id()
             ),
         )
         return response.table
@@ -650,6 +667,21 @@ class KishpaClient:
             table_pb2.UndoTurnRequest(table_id=table_id, request_id=new_request_id()),
         )
         return response.table
+
+    async def contribute(
+        self, table_id: str, deal: int, contribution: str | None = None
+    ) -> tuple[str, table_pb2.TableView]:
+        """Contribute to the shuffle of the table's coming ``deal`` (``TableView.next_deal``,
+        whose commitment is already published): by default 16 fresh random bytes in hex.
+        Returns what was sent and the table after it (docs/fairness.md)."""
+        text = contribution if contribution is not None else secrets.token_hex(16)
+        response: table_pb2.ContributeResponse = await self._call(
+            self._tables.Contribute,
+            table_pb2.ContributeRequest(
+                table_id=table_id, deal=deal, contribution=text, request_id=new_request_id()
+            ),
+        )
+        return text, response.table
 
     async def round_record(self, table_id: str, round_no: int) -> table_pb2.RoundRecord:
         """An ended round's record with the caller's own tiles (``sdk.fairness`` checks it)."""

@@ -166,6 +166,8 @@ class RoundState:
     last_round: bool = False
     timeouts: list[int] = field(default_factory=list)
     turns_played: int = 0
+    replacement_dolls: list[int] = field(default_factory=list)
+    """Dolls turned back while the (still hidden) replacement was turned; published with it."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (a deep copy)."""
@@ -218,6 +220,7 @@ _LISTS: tuple[str, ...] = (
     "dolls_returned",
     "window_acted",
     "timeouts",
+    "replacement_dolls",
 )
 _NESTED_LISTS = ("hands", "start_hands", "winning_groups")
 
@@ -259,6 +262,7 @@ def new_round(
         previous_winner=previous_winner,
         last_round=last_round,
         timeouts=[0] * len(players),
+        replacement_dolls=[] if deal.replacement is None else list(deal.replacement.dolls_returned),
     )
     events = [
         Event(
@@ -684,6 +688,7 @@ def _close_window(state: RoundState) -> list[Event]:
                     "kishpa": str(state.kishpa),
                     "kishpa_id": state.kishpa_tiles[-1],
                     "joker": str(state.joker),
+                    "dolls_returned_ids": list(state.replacement_dolls),
                 },
             )
         )

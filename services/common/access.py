@@ -100,6 +100,7 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "ReleaseJoker",
                 "UndoTurn",
                 "GetRoundRecord",
+                "Contribute",
             )
         ),
         PLAYER,

@@ -63,6 +63,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "ReleaseJoker",
             "UndoTurn",
             "GetRoundRecord",
+            "Contribute",
         ),
     ),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).

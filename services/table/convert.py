@@ -14,6 +14,7 @@ from typing import Any
 
 from google.protobuf import duration_pb2
 
+from games.contributions import contributed, next_deal
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
@@ -118,6 +119,9 @@ class Converter:
             last_event_id=view.last_event_id,
             version=view.version,
         )
+        msg.next_deal, msg.next_deal_commitment = next_deal(table)
+        if view.my_seat is not None:
+            msg.contributed = contributed(table, table.players[view.my_seat])
         if game is not None and game.round_no > 0:
             msg.round.CopyFrom(self._round(view, game))
         return msg
@@ -187,6 +191,7 @@ class Converter:
             )
             if len(ids) > 1:
                 kishpa.replaced_kishpa.CopyFrom(self.tile(name, ids[0]))
+                kishpa.first_kishpa.CopyFrom(self.tile(name, ids[0]))
             msg.kishpa.CopyFrom(kishpa)
         elif name == "hand":
             msg.hand.CopyFrom(self._hand_round(name, public))

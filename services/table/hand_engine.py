@@ -29,6 +29,7 @@ from typing import Any
 
 import games.hand as hand
 from games import table as rules_table
+from games.contributions import deal_seeds
 from games.fair import SERVER_SEED_BYTES, FairStream
 from services.table.engine import (
     BETWEEN_ROUNDS,
@@ -108,6 +109,15 @@ def _table_event(round_no: int, event: hand.Event) -> TableEvent:
     )
 
 
+def _seeds_used(table: Table) -> list[str | None]:
+    """The client seeds the current deal was shuffled with (its contributions, else the
+    sit-down seeds; a deal stored before contributions existed: the sit-down seeds)."""
+    used = table.game.get("client_seeds")
+    if used is None:
+        return [table.client_seeds.get(p) for p in table.players]
+    return [None if s is None else str(s) for s in used]
+
+
 def _rules(settings: TableSettings) -> hand.RuleSet:
     """The rules a table plays by (Hand's turn timer is the table's; the rulings are fixed)."""
     del settings
@@ -161,7 +171,7 @@ class HandEngine:
         if deal.phase is hand.Phase.ENDED:
             game, scored = hand.record_deal(hand.GameState.from_dict(game_dict["game"]), deal)
             game_dict["game"] = game.to_dict()
-            seeds = [table.client_seeds.get(p) for p in table.players]
+            seeds = _seeds_used(table)
             seed = hand.seed_revealed_event(
                 str(game_dict.get("server_seed", "")), deal.commitment, seeds
             )
@@ -198,13 +208,13 @@ class HandEngine:
         phases: list[Phase] | None = None,
     ) -> Step:
         game = self._game(table)
-        deal, events = hand.start_deal(
-            game, seed, [table.client_seeds.get(p) for p in table.players]
-        )
+        seeds = deal_seeds(table)
+        deal, events = hand.start_deal(game, seed, seeds)
         table.game = {
             **table.game,
             "round_no": game.deals_played + 1,
             "server_seed": seed.hex(),
+            "client_seeds": seeds,
         }
         table.deadline = None
         return self._step(table, deal, events, now_ms, before=before, phases=phases)
@@ -333,7 +343,7 @@ class HandEngine:
             "hands": [list(h) for h in hands] if ended else None,
             "payouts": game.payouts() if game.finished else None,
             "last_round": hand.is_last_deal(game, ended),
-            "client_seeds": [table.client_seeds.get(p) for p in table.players],
+            "client_seeds": _seeds_used(table),
         }
         return GameView(
             round_no=int(table.game["round_no"]),

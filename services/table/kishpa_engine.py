@@ -16,6 +16,7 @@ from typing import Any
 
 import games.kishpa as kishpa
 from games import table as rules_table
+from games.contributions import deal_seeds
 from services.table.engine import (
     BETWEEN_ROUNDS,
     Action,
@@ -158,7 +159,7 @@ class KishpaEngine:
     def _start_round(self, table: Table, seed: bytes, now_ms: int) -> Step:
         game = self._game(table)
         assert game is not None
-        seeds = [table.client_seeds.get(p) for p in table.players]
+        seeds = deal_seeds(table)
         new, events = kishpa.start_round(game, seed, seeds, abandoned=rules_table.abandoned(table))
         before: list[TableEvent] = []
         if events and events[0].type == "last_round_pressed":

@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 
+from games import contributions as fair_order
 from games import table as rules_table
 from services.common.errors import AlreadyExists, Category
 from services.common.redis_client import pubsub_source
@@ -32,6 +33,7 @@ from services.table.engine import (
     WATCH_PLAYERS,
     Action,
     BadRequestError,
+    Deadline,
     GameEngine,
     GameView,
     Hint,
@@ -40,6 +42,7 @@ from services.table.engine import (
     Table,
     TableError,
     TableSettings,
+    announce_deadline,
 )
 from services.table.fanout import StreamHub, parse_id
 from services.table.metrics import DEADLINES, ENQUEUE_FAILURES, PHASES
@@ -69,6 +72,11 @@ WAITING_TABLE_TTL_S = 24 * 3600
 """A table that never starts is forgotten a day after its last join or leave."""
 READ_BATCH = 200
 """Events read from the stream per read."""
+CONTRIBUTION_WAIT_MS = 3_000
+"""How long a due deal waits for the contributions of seats that contribute
+(games/contributions.py); a deal nobody is awaited for is dealt at once."""
+REVEALS = frozenset({"round_ended", "seed_revealed"})
+"""Events that reveal a deal's seed: the next deal's commitment is published with them."""
 SETTLEMENT_WAIT_MS = 30_000
 """How long a WatchTable stream waits after ``table_closed`` for the last settlement (when
 the service enqueues settlements)."""
@@ -212,8 +220,10 @@ class Tables:
         hub: StreamHub[StoredEvent] | None = None,
         stakes: Mapping[str, Sequence[int]] | None = None,
         balances: BalanceSource | None = None,
+        contribution_wait_ms: int = CONTRIBUTION_WAIT_MS,
     ) -> None:
         self.store = store
+        self.contribution_wait_ms = contribution_wait_ms
         # Where seated players' wallet balances are read (services/table/wallet_balances.py).
         self.balances = balances
         self.hub = hub
@@ -255,6 +265,8 @@ class Tables:
             table.game = step.game
             table.deadline = step.deadline
             events = step.events
+            if not step.closed:
+                events = [*events, *self._commit_after_reveal(table, events)]
             for phase in step.phases:
                 phases.append(
                     PhaseRecord(
@@ -444,6 +456,7 @@ class Tables:
                 TableEvent(
                     "table_created", 0, 0, {"creator": creator, "game": game, **settings.to_dict()}
                 ),
+                self._commit_event(table, 1),
                 *(
                     TableEvent(
                         "player_joined",
@@ -474,9 +487,73 @@ class Tables:
         if not rules_table.starts_by_itself(table):
             return step
         rules_table.start_playing(table)
-        started = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
+        started = self._deal(table, fair_order.START)
         started.events = [*step.events, *started.events]
         return started
+
+    # ---- the commitment order (docs/fairness.md, games/contributions.py) ---------------
+
+    def _commit_event(self, table: Table, deal: int) -> TableEvent:
+        """Commit the table to a fresh seed for ``deal``; its ``seed_committed`` event."""
+        data = fair_order.commit(table, deal, new_server_seed())
+        return TableEvent(fair_order.SEED_COMMITTED, deal, NO_SEAT, data)
+
+    def _commit_after_reveal(self, table: Table, events: Sequence[TableEvent]) -> list[TableEvent]:
+        """With a deal's reveal, the commitment to the next deal's seed (before anyone can
+        contribute to it)."""
+        revealed = [e.round for e in events if e.type in REVEALS]
+        if not revealed or not table.fair:
+            return []
+        return [self._commit_event(table, max(revealed) + 1)]
+
+    def _deal(self, table: Table, how: str) -> Step:
+        """Deal the committed deal (``start``: the first, ``next``: the next one) now, or
+        wait a short while for the seats that contribute and have not yet."""
+        engine = self._engine(table.game_name)
+        now = self.clock()
+        if fair_order.awaited(table) and not table.fair.get("waiting"):
+            table.fair["waiting"] = how
+            deadline = Deadline(now + self.contribution_wait_ms, fair_order.CONTRIBUTIONS)
+            events: list[TableEvent] = []
+            announce_deadline(table, int(table.fair["deal"]), deadline, events)
+            return Step(game=table.game, events=events, deadline=deadline)
+        seed = fair_order.take_seed(table) or new_server_seed()
+        if how == fair_order.START:
+            return engine.start(table, seed, now)
+        table.deadline = Deadline(now, rules_table.NEXT_ROUND)
+        return engine.on_deadline(table, seed, now)
+
+    async def contribute(
+        self,
+        player_id: str,
+        table_id: str,
+        deal: int,
+        contribution: str,
+        *,
+        request_id: str = "",
+    ) -> ActResult:
+        """Accept the player's contribution to the coming deal; deal it when it was only
+        waiting for this one."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            seat, new = fair_order.accept(table, player_id, deal, contribution)
+            if not new:
+                return None, {}
+            event = TableEvent(
+                fair_order.CONTRIBUTION_ACCEPTED,
+                deal,
+                seat,
+                {"deal": deal, "contribution": contribution},
+            )
+            step = Step(game=table.game, events=[event], deadline=table.deadline)
+            waiting = table.fair.get("waiting")
+            if waiting and not fair_order.awaited(table):
+                dealt = self._deal(table, str(waiting))
+                dealt.events = [event, *dealt.events]
+                step = dealt
+            return step, {}
+
+        return await self._mutate(player_id, table_id, request_id, compute)
 
     async def join(
         self,
@@ -518,8 +595,7 @@ class Tables:
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
             rules_table.check_start(table, player_id)
             rules_table.start_playing(table)
-            step = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
-            return step, {}
+            return self._deal(table, fair_order.START), {}
 
         return await self._mutate(player_id, table_id, request_id, compute)
 
@@ -752,8 +828,14 @@ class Tables:
             if table.status != "playing" or table.deadline is None or table.deadline.at_ms > now:
                 raise NotDueError
             engine = self._engine(table.game_name)
-            applied.append(table.deadline.kind)
-            step = engine.on_deadline(table, new_server_seed(), now)
+            kind = table.deadline.kind
+            applied.append(kind)
+            if kind == fair_order.CONTRIBUTIONS:
+                step = self._deal(table, str(table.fair.get("waiting") or fair_order.NEXT))
+            elif kind == rules_table.NEXT_ROUND:
+                step = self._deal(table, fair_order.NEXT)
+            else:
+                step = engine.on_deadline(table, new_server_seed(), now)
             if step.timed_out_seat is not None:
                 limit = engine.timeouts_before_autoplay
                 fact = rules_table.record_timeout(table, step.timed_out_seat, limit)

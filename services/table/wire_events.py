@@ -319,6 +319,20 @@ def _table_closed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
     )
 
 
+@kind(
+    "seed_committed",
+    BOTH,
+    "the commitment to a coming deal's server seed, before any contribution (docs/fairness.md)",
+)
+def _seed_committed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
+    return table_pb2.SeedCommitted(deal=int(d["deal"]), shuffle_commitment=str(d["commitment"]))
+
+
+@kind("contribution_accepted", BOTH, "a seat's contribution to a coming deal's shuffle")
+def _contribution_accepted(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
+    return table_pb2.ContributionAccepted(deal=int(d["deal"]), contribution=str(d["contribution"]))
+
+
 # ---- Kishpa ----
 
 
@@ -365,12 +379,16 @@ def _reveal_window_closed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.
     return table_pb2.RevealWindowClosed(moment=REVEAL_MOMENTS[str(d["moment"])])
 
 
-@kind("kishpa_replaced", KISHPA, "the new kishpa and joker face")
+@kind("kishpa_replaced", KISHPA, "the new kishpa, joker face and the dolls it turned back")
 def _kishpa_replaced(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
-    return table_pb2.KishpaReplaced(kishpa=b.tile(d["kishpa_id"]), joker_face=str(d["joker"]))
+    return table_pb2.KishpaReplaced(
+        kishpa=b.tile(d["kishpa_id"]),
+        joker_face=str(d["joker"]),
+        dolls_returned=b.tiles(d.get("dolls_returned_ids", [])),
+    )
 
 
-@kind("won", KISHPA, "winner, final discard, the 14 tiles in groups, payout per loser")
+@kind("won", KISHPA, "winner, final discard, the 14 tiles as runs and sets, payout per loser")
 def _won(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
     return table_pb2.Won(
         player_id=str(d["player"]),

@@ -202,6 +202,8 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
         # A doll turned as kishpa and put back is announced (a doll has one copy: its face
         # always named its id); that it is somewhere in the pile is public.
         public |= set(round_state.dolls_returned)
+        if len(round_state.kishpa_tiles) > 1:  # the replacement and the dolls it turned back
+            public |= set(round_state.replacement_dolls)
         public |= {t for g in round_state.winning_groups for t in g}
         if round_state.final_discard is not None:
             public.add(round_state.final_discard)
