@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -82,7 +82,7 @@ def _default_broker_url(data: dict[str, Any]) -> str:
     return str(data["redis_url"])
 
 
-SECRET_FILE_SUFFIX = "_FILE"
+SECRET_FILE_SUFFIX = "_FILE"  # noqa: S105 - a suffix of variable names, not a secret
 SECRET_FIELDS: Mapping[str, str] = {
     "token_secret": TOKEN_SECRET_ENV,
     "service_secret": SERVICE_SECRET_ENV,
