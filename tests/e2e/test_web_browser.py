@@ -196,9 +196,7 @@ def test_a_guest_plays_a_round_against_three_bots_in_chromium(web_stack: WebStac
 # --- decoding what each page received -------------------------------------------------------
 
 TILE_KEYS = frozenset({"tile_id", "tile_ids", "dealt_tile_ids", "discard_tile_id", "group_ids"})
-END_OF_ROUND = frozenset(
-    {"result", "won", "round_ended", "winning_groups", "dealt_hands", "draws"}
-)
+END_OF_ROUND = frozenset({"result", "won", "round_ended", "winning_groups", "dealt_hands", "draws"})
 """Facts made public when the round ends (the winner's hand; a round record, served only once
 the seed is revealed, holds every seat's deal and draws for the whole-table check):
 checked apart from the rest."""
