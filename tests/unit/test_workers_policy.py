@@ -173,8 +173,8 @@ def test_wallet_postings_are_the_rules_postings_mapped_to_accounts() -> None:
         for w, r in zip(wallet, expected, strict=True):
             assert w.from_account == wallet_account("t-2", r.from_account)
             assert w.to_account == wallet_account("t-2", r.to_account)
-            assert (w.amount, w.reason) == (r.amount, r.reason.value)
-            assert (w.table_id, w.round_no, w.phase) == ("t-2", 5, phase)
+            assert (w.amount, w.reason) == (r.amount, r.reason)
+            assert (w.table_id, w.round, w.phase) == ("t-2", 5, phase)
 
 
 def test_a_record_the_rules_reject_is_a_permanent_error() -> None:
