@@ -22,6 +22,7 @@ import pytest
 import redis
 from celery import Celery
 
+from devkit.phase_samples import phase_entry, poisoned_end_record, round_record, start_part
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from shared import keys, stream
@@ -38,7 +39,6 @@ from tests.integration.workers_support import (
 )
 from workers.deadletter import list_dead_letters, release_dead_letter
 from workers.outbox import index_unsettled, read_settlement
-from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
 from workers.wallet_client import WalletClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
