@@ -523,8 +523,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             gen.stdin.flush()
         await asyncio.sleep(max(0.0, plan["load_at"] - time.time()))
         cpu1 = sum(cpu_seconds(p) for p in pids)
+        commands0 = int((await redis.info("stats"))["total_commands_processed"])
         await asyncio.sleep(args.seconds)
         load_cpu = sum(cpu_seconds(p) for p in pids) - cpu1
+        commands = int((await redis.info("stats"))["total_commands_processed"]) - commands0
         service_clients = await _service_clients(redis)
         connections_load = len(service_clients)
         clients = collections.Counter(
@@ -543,11 +545,14 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         gc_after = [_metrics(m) for _, m in services]
         sample_ids = [t for r in reports for t in r["tables"]][:20]
         key_bytes = []
+        parts = ("state", "events", "requests", "outbox", "balances")
+        by_part = dict.fromkeys(parts, 0)
         for table_id in sample_ids:
             total = 0
-            for part in ("state", "events", "requests", "outbox", "balances"):
-                used = await redis.memory_usage(f"kishpa:table:{{{table_id}}}:{part}")
-                total += int(used or 0)
+            for part in parts:
+                used = int(await redis.memory_usage(f"kishpa:table:{{{table_id}}}:{part}") or 0)
+                by_part[part] += used
+                total += used
             key_bytes.append(total)
         latencies = [x for r in reports for x in r["latencies"]]
         fanout = [x for r in reports for x in r["fanout"]]
@@ -606,8 +611,43 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N); "
             f"the table's own keys {sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
         )
+        print(
+            "  of which "
+            + ", ".join(
+                f"{part} {n / max(1, len(key_bytes)) / 1024:.1f} KiB" for part, n in by_part.items()
+            )
+        )
         print(f"GC of the service during the load: {_gc_summary(gc_before, gc_after)}")
         print(f"actions on a kept state (no read first): {_kept_summary(gc_before, gc_after)}")
+        print(f"redis commands per action: {commands / max(1, actions):.2f}")
+        if args.json:
+            # The per-unit costs benchmarks/capacity_model.py turns into fleet sizes.
+            _append_json(
+                Path(args.json),
+                {
+                    "bench": "capacity",
+                    "tables": tables,
+                    "watchers": watchers,
+                    "processes": args.processes,
+                    "batched": not args.unbatched,
+                    "seconds": args.seconds,
+                    "load_average": os.getloadavg()[0],
+                    "actions_per_s": actions / args.seconds,
+                    "action_p50_ms": a50,
+                    "action_p99_ms": a99,
+                    "fanout_p99_ms": f99,
+                    "cpu_ms_per_action": 1000 * load_cpu / max(1, actions),
+                    "service_cpu_cores": load_cpu / args.seconds,
+                    "idle_cpu_cores_per_watcher": max(0.0, idle_cpu - base_cpu)
+                    / args.idle_seconds
+                    / watchers,
+                    "redis_bytes_per_table": memory_per_table,
+                    "redis_key_bytes_per_table": sum(key_bytes) / max(1, len(key_bytes)),
+                    "redis_commands_per_action": commands / max(1, actions),
+                    "redis_connections_per_process": connections_load / args.processes,
+                    "errors": len(errors),
+                },
+            )
     finally:
         for gen in generators:
             gen.kill()
@@ -620,6 +660,13 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                 process.kill()
         await redis.aclose()
         stop_redis(redis_server)
+
+
+def _append_json(path: Path, record: dict[str, Any]) -> None:
+    """Add one step's figures to the JSON list in ``path`` (created if missing)."""
+    records = json.loads(path.read_text()) if path.exists() else []
+    records.append(record)
+    path.write_text(json.dumps(records, indent=1) + "\n")
 
 
 def main() -> None:
@@ -639,6 +686,9 @@ def main() -> None:
         "--unbatched",
         action="store_true",
         help="watch one event per message (clients that do not ask for batched events)",
+    )
+    parser.add_argument(
+        "--json", default="", help="append each step's per-unit costs to this JSON file"
     )
     parser.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tables", type=int, default=0, help=argparse.SUPPRESS)

@@ -90,7 +90,7 @@ async def create_directly(
     stub: Any, authority: TokenAuthority, players: list[str], concurrency: int
 ) -> tuple[float, set[str]]:
     """Wall seconds to create the same tables with CreateTable (service credential)."""
-    md = bearer_metadata(authority.issue_service_token("bench").token)
+    md = bearer_metadata(authority.issue_service_token("matchmaking").token)
     tables: set[str] = set()
     settings = table_settings(common_pb2.GAME_KISHPA, 4, turn_seconds=600)
 

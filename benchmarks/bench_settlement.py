@@ -192,7 +192,7 @@ def _run(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
         ),
     ):
         wallet = WalletClient(
-            f"127.0.0.1:{wallet_port}", ServiceCredentials(TokenAuthority(None, SECRET), "bench")
+            f"127.0.0.1:{wallet_port}", ServiceCredentials(TokenAuthority(None, SECRET), "worker")
         )
         _wait(_wallet_ready(wallet), 30, "the wallet")
         sender = create_app(
@@ -405,7 +405,7 @@ def _chaos(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
         ):
             wallet = WalletClient(
                 f"127.0.0.1:{wallet_port}",
-                ServiceCredentials(TokenAuthority(None, SECRET), "bench"),
+                ServiceCredentials(TokenAuthority(None, SECRET), "worker"),
             )
             _wait(_wallet_ready(wallet), 30, "the wallet")
             worker.start()

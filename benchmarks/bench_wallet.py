@@ -44,7 +44,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet.batch import Posting, body_hash, touched_accounts, validate_batch
 from services.wallet.database import create_wallet_engine, temporary_postgres_database
-from services.wallet.ledger import Ledger
+from services.wallet.ledger import BatchResult, Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 
@@ -135,11 +135,14 @@ async def _wait_serving(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("the wallet server did not start")
 
 
-async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = False) -> Result:
+async def grpc_batches(
+    port: int, count: int, concurrency: int, bank: bool = False, per_call: int = 1
+) -> Result:
     """``count`` 4-posting batches (3 losers pay the winner, 1 bowl contribution), plus one
-    from the bank to the winner with ``bank``."""
+    from the bank to the winner with ``bank``; ``per_call`` > 1 sends them that many a call
+    through ApplyBatches (latencies are then per call)."""
     md = bearer_metadata(
-        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("bench").token
+        TokenAuthority(TOKEN_SECRET, SERVICE_SECRET).issue_service_token("worker").token
     )
     channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(4)]
     stubs = [wallet_pb2_grpc.WalletServiceStub(c) for c in channels]
@@ -155,7 +158,10 @@ async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = Fal
     per_client = count // concurrency
     run = os.urandom(4).hex()
 
+    applied: list[int] = []
+
     async def client(n: int) -> None:
+        pending: list[wallet_pb2.ApplyBatchRequest] = []
         rng = random.Random(n)
         stub = stubs[n % len(stubs)]
         for i in range(per_client):
@@ -201,23 +207,47 @@ async def grpc_batches(port: int, count: int, concurrency: int, bank: bool = Fal
             request = wallet_pb2.ApplyBatchRequest(
                 request_id=f"bench:{run}:{n}:{i}", postings=postings
             )
+            if per_call > 1:
+                pending.append(request)
+                if len(pending) < per_call and i < per_client - 1:
+                    continue
+                start = time.perf_counter()
+                reply = await stub.ApplyBatches(
+                    wallet_pb2.ApplyBatchesRequest(batches=pending), metadata=md
+                )
+                latencies.append(time.perf_counter() - start)
+                if any(o.HasField("refusal") for o in reply.outcomes):
+                    raise RuntimeError("a benchmark batch was refused")
+                applied.append(len(pending))
+                pending.clear()
+                continue
             start = time.perf_counter()
             await stub.ApplyBatch(request, metadata=md)
             latencies.append(time.perf_counter() - start)
+            applied.append(1)
 
     began = time.perf_counter()
     await asyncio.gather(*(client(n) for n in range(concurrency)))
     elapsed = time.perf_counter() - began
     for c in channels:
         await c.close()
-    return Result(len(latencies), elapsed, latencies)
+    return Result(sum(applied), elapsed, latencies)
 
 
-def serve_and_measure(url: str, count: int, concurrency: int, bank: bool = False) -> Result:
-    """Start ``kishpa serve wallet`` on ``url`` and measure batches through it."""
+def serve_and_measure(
+    url: str,
+    count: int,
+    concurrency: int,
+    bank: bool = False,
+    group_commit: int = 64,
+    per_call: int = 1,
+) -> Result:
+    """Start ``kishpa serve wallet`` on ``url`` and measure batches through it
+    (``group_commit``: its KISHPA_WALLET_GROUP_COMMIT, 0 = one transaction a batch)."""
     port = _free_port()
     env = {
         **os.environ,
+        "KISHPA_WALLET_GROUP_COMMIT": str(group_commit),
         "DATABASE_URL": url,
         "KISHPA_GRPC_HOST": "127.0.0.1",
         "KISHPA_GRPC_PORT": str(port),
@@ -234,7 +264,7 @@ def serve_and_measure(url: str, count: int, concurrency: int, bank: bool = False
             await _wait_serving(port, proc)
             await grpc_batches(port, concurrency * 5, concurrency, bank)  # warm-up
             cpu = _cpu_seconds(proc.pid)
-            result = await grpc_batches(port, count, concurrency, bank)
+            result = await grpc_batches(port, count, concurrency, bank, per_call)
             result.server_cpu_ms = (_cpu_seconds(proc.pid) - cpu) * 1000 / result.count
             return result
 
@@ -251,19 +281,35 @@ def measure(
     concurrency: int,
     say: Callable[[str], None],
     bank: bool = False,
+    rounds: int = 1,
+    per_call: int = 32,
 ) -> None:
-    """Baseline, then batches, then a reconciliation proving the run left the ledger whole."""
+    """Baseline, then batches one transaction each and with group commit, alternating for
+    ``rounds`` rounds, then a reconciliation proving the runs left the ledger whole."""
     upgrade(url)
-    base = insert_baseline(url, count, threads=16)
-    batches = serve_and_measure(url, count, concurrency, bank)
+    postings = 5 if bank else 4
+    for n in range(rounds):
+        base = insert_baseline(url, count, threads=16)
+        alone = serve_and_measure(url, count, concurrency, bank, group_commit=0)
+        grouped = serve_and_measure(url, count, concurrency, bank, group_commit=64)
+        many = serve_and_measure(url, count, concurrency // 4, bank, per_call=per_call)
+        load = os.getloadavg()[0]
+        say(f"{name:10s} round {n + 1} (load {load:.1f}) single-row INSERT baseline  {base}")
+        say(
+            f"{name:10s} ApplyBatch ({postings} postings), one transaction each  {alone}   "
+            f"= {alone.rate / base.rate:.2f}x baseline"
+        )
+        say(
+            f"{name:10s} ApplyBatch ({postings} postings), group commit          {grouped}   "
+            f"= {grouped.rate / base.rate:.2f}x baseline, {grouped.rate / alone.rate:.2f}x alone"
+        )
+        say(
+            f"{name:10s} ApplyBatches, {per_call} batches a call ({concurrency // 4} clients)  "
+            f"{many}   = {many.rate / base.rate:.2f}x baseline, {many.rate / alone.rate:.2f}x alone"
+        )
     report = reconcile_url(url)
-    say(f"{name:10s} single-row INSERT baseline  {base}")
     say(
-        f"{name:10s} ApplyBatch ({5 if bank else 4} postings)    {batches}   "
-        f"= {batches.rate / base.rate:.2f}x baseline"
-    )
-    say(
-        f"{name:10s} reconcile after the run: {'OK' if report.ok else 'FAILED'} "
+        f"{name:10s} reconcile after the runs: {'OK' if report.ok else 'FAILED'} "
         f"({report.batches} batches)"
     )
 
@@ -328,6 +374,50 @@ async def compare_engines(url: str, count: int, concurrency: int) -> None:
     engine.dispose()
 
 
+def in_process(url: str, count: int, threads: int, group: int, rounds: int) -> None:
+    """The ledger without gRPC: ``threads`` threads apply 4-posting batches one transaction
+    each (``Ledger.apply_batch``) or ``group`` to a transaction (``Ledger.apply_group``),
+    alternating, beside the single-row INSERT baseline; the database path's own ceiling."""
+    upgrade(url)
+    engine = create_wallet_engine(url, pool_size=threads)
+    ledger = Ledger(engine)
+    for t in range(TABLES):
+        for s in range(4):
+            ledger.open_wallet(f"e{t}x{s}")
+        ledger.apply_batch(f"seed:{t}", _ledger_postings(t))  # creates the table's bowl
+    run = os.urandom(4).hex()
+
+    def alone(name: str, n: int) -> None:
+        for i in range(n, count, threads):
+            ledger.apply_batch(f"{run}:{name}:{i}", _ledger_postings(i))
+
+    def grouped(name: str, n: int) -> None:
+        mine = list(range(n, count, threads))
+        for at in range(0, len(mine), group):
+            batch = [(f"{run}:{name}:{i}", _ledger_postings(i)) for i in mine[at : at + group]]
+            if not all(isinstance(o, BatchResult) for o in ledger.apply_group(batch)):
+                raise RuntimeError("a benchmark batch was refused")
+
+    def timed(name: str, work: Callable[[str, int], None]) -> float:
+        began = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda n: work(name, n), range(threads)))
+        return count / (time.perf_counter() - began)
+
+    for r in range(rounds):
+        base = insert_baseline(url, count, threads=threads).rate
+        one = timed(f"alone{r}", alone)
+        many = timed(f"group{r}", grouped)
+        print(
+            f"in-process round {r + 1} (load {os.getloadavg()[0]:.1f}): INSERT baseline "
+            f"{base:.0f}/s; apply_batch {one:.0f}/s ({one / base:.2f}x); apply_group x{group} "
+            f"{many:.0f}/s ({many / base:.2f}x baseline, {many / one:.2f}x apply_batch)"
+        )
+    report = reconcile_url(url)
+    print(f"reconcile after the runs: {'OK' if report.ok else 'FAILED'} ({report.batches} batches)")
+    engine.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=3000)
@@ -335,7 +425,16 @@ def main() -> int:
     parser.add_argument("--compare-engines", action="store_true")
     parser.add_argument("--through-bank", action="store_true")
     parser.add_argument("--only", choices=["postgres", "sqlite"])
+    parser.add_argument("--rounds", type=int, default=1, help="alternations of the variants")
+    parser.add_argument("--per-call", type=int, default=32, help="batches per ApplyBatches")
+    parser.add_argument(
+        "--in-process", action="store_true", help="the ledger without gRPC, on PostgreSQL"
+    )
     args = parser.parse_args()
+    if args.in_process:
+        with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
+            in_process(url, args.batches, 16, args.per_call, args.rounds)
+        return 0
     if args.compare_engines:
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
             upgrade(url)
@@ -348,11 +447,29 @@ def main() -> int:
     bank = args.through_bank
     if args.only != "sqlite":
         with temporary_postgres_database(ADMIN_URL, prefix="kishpa_bench") as url:
-            measure("postgres", url, args.batches, args.concurrency, print, bank)
+            measure(
+                "postgres",
+                url,
+                args.batches,
+                args.concurrency,
+                print,
+                bank,
+                args.rounds,
+                args.per_call,
+            )
     if args.only != "postgres":
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/wallet.sqlite3"
-            measure("sqlite", url, args.batches, args.concurrency, print, bank)
+            measure(
+                "sqlite",
+                url,
+                args.batches,
+                args.concurrency,
+                print,
+                bank,
+                args.rounds,
+                args.per_call,
+            )
     return 0
 
 

@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 DEFAULT_WALLET_ADDR = "127.0.0.1:50051"
+NEEDED_ROLE = {"credit": "finance", "debit": "finance", "approve": "finance", "close-table": "ops"}
+"""The operator role each mutating command needs (services/common/access.py)."""
 
 
 def register(subparsers: Any) -> None:
@@ -33,6 +35,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--token", default="", help="admin token (default KISHPA_ADMIN_TOKEN)")
     parser.add_argument(
         "--as", dest="operator", default="", help="operator id when minting a token here"
+    )
+    parser.add_argument(
+        "--role",
+        dest="roles",
+        action="append",
+        choices=("support", "finance", "ops"),
+        help="operator role of a token minted here (repeatable; default: the one the "
+        "command needs: finance for credit/debit/approve, ops for close-table, else support)",
     )
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
     commands = parser.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
@@ -48,6 +58,14 @@ def register(subparsers: Any) -> None:
         cmd.add_argument("--amount", type=int, required=True, help="whole tokens")
         justified(cmd)
         cmd.set_defaults(handler=_handler(_credit if name == "credit" else _debit))
+
+    approve = commands.add_parser(
+        "approve", help="approve a credit or debit above the threshold (another operator's)"
+    )
+    approve.add_argument("--request-id", required=True, help="the request id to approve")
+    approve.add_argument("--reason", required=True, help="why you agree (audit log)")
+    approve.add_argument("--ticket", required=True, help="support ticket / incident reference")
+    approve.set_defaults(handler=_handler(_approve))
 
     close = commands.add_parser(
         "close-table", help="close a stuck table and refund its bowl or pot to who paid it"
@@ -93,7 +111,8 @@ def _token(args: argparse.Namespace) -> str:
     from services.common.auth import TokenAuthority
 
     operator = args.operator or getpass.getuser()
-    return TokenAuthority(None, secret).issue_admin_token(operator, operator).token
+    roles = args.roles or [NEEDED_ROLE.get(args.admin_command, "support")]
+    return TokenAuthority(None, secret).issue_admin_token(operator, operator, roles=roles).token
 
 
 def _print_token(args: argparse.Namespace) -> int:
@@ -129,7 +148,9 @@ async def _run(call: Call, args: argparse.Namespace, token: str) -> int:
 
     address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
     metadata = (("authorization", "Bearer " + token),)
-    async with grpc.aio.insecure_channel(address) as channel:
+    from shared.tls import aio_channel, client_tls_from_env
+
+    async with aio_channel(address, client_tls_from_env()) as channel:
         stub = admin_pb2_grpc.AdminServiceStub(channel)
         try:
             response = await call(stub, args, metadata)
@@ -178,6 +199,15 @@ async def _debit(stub: Any, args: argparse.Namespace, md: Any) -> Any:
         request_id=_request_id(args),
     )
     return await stub.DebitPlayer(request, metadata=md, timeout=30)
+
+
+async def _approve(stub: Any, args: argparse.Namespace, md: Any) -> Any:
+    from kishpa.admin.v1 import admin_pb2
+
+    request = admin_pb2.ApproveAdjustmentRequest(
+        request_id=args.request_id, reason=args.reason, ticket=args.ticket
+    )
+    return await stub.ApproveAdjustment(request, metadata=md, timeout=30)
 
 
 async def _close(stub: Any, args: argparse.Namespace, md: Any) -> Any:
@@ -232,7 +262,15 @@ def _show(args: argparse.Namespace, response: Any) -> None:
     command = args.admin_command
     if command in ("credit", "debit"):
         print(_entry_line(response.entry))
+        if response.pending_approval:
+            print(
+                f"above the approval threshold: nothing moved yet; another operator runs "
+                f"`kishpa admin approve --request-id {args.request_id} ...`"
+            )
         print(f"balance of {args.player}: {response.balance} (request id {args.request_id})")
+    elif command == "approve":
+        print(_entry_line(response.entry))
+        print(f"balance of {response.entry.player_id}: {response.balance}")
     elif command == "close-table":
         for entry in response.entries:
             print(_entry_line(entry))

@@ -83,6 +83,11 @@ class TableRun:
     error: str = ""
     live: list[BotStats] = field(default_factory=list)
     """The seats' stats while they play (the live summary reads them)."""
+    clients: list[KishpaClient] = field(default_factory=list)
+    """The seats' clients (the live summary says which are reconnecting)."""
+    reconnects: int = 0
+    """Outages the table's clients rode out (each client's retries after an unreachable
+    server, counted once per outage)."""
 
     @property
     def closed(self) -> bool:
@@ -103,6 +108,7 @@ async def _run_table(
     clients: list[KishpaClient] = []
     try:
         clients = await logged_in_bots(names, mm_addr, table_addr)
+        run.clients = clients
         creator, *others = clients
         hand = args.game == "hand"
         private = await creator.create_private_table(
@@ -135,6 +141,7 @@ async def _run_table(
     except KishpaError as exc:
         run.error = str(exc)
     finally:
+        run.reconnects = sum(c.reconnects for c in clients)
         for client in clients:
             await client.close()
 
@@ -171,6 +178,8 @@ def _update_summary(runs: list[TableRun], progress: Progress, task: Any) -> None
     errors = sum(len(s.errors) for s in seats) + sum(bool(r.error) for r in runs)
     summary = f"tables closed {closed}/{len(runs)} · moves {sum(s.moves for s in seats)}"
     summary += f" · [red]errors {errors}[/red]" if errors else " · errors 0"
+    if any(c.reconnecting for r in runs for c in r.clients):
+        summary += " · [yellow]reconnecting…[/yellow]"
     progress.update(task, summary=summary)
 
 
@@ -194,6 +203,7 @@ def _summary(runs: list[TableRun], seconds: float, console: Console) -> bool:
     table.add_row("won / no winner", f"{wins} / {rounds - wins}")
     table.add_row("moves", f"{moves} ({moves / max(seconds, 0.001):.0f}/s)")
     table.add_row("lost races with a timer", str(races))
+    table.add_row("reconnects (outages ridden out)", str(sum(r.reconnects for r in runs)))
     table.add_row("time", f"{seconds:.1f}s")
     table.add_row("errors", f"[red]{len(failed)} tables[/red]" if failed else "[green]none[/green]")
     console.print(table)

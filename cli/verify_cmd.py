@@ -1,10 +1,12 @@
 """``kishpa verify --table T --round R``: check that a past round was dealt from its seeds.
 
 Signs in with the saved token of ``kishpa play`` (or ``KISHPA_TOKEN`` / ``--token``), asks
-the table service for the round's record (its public facts plus this player's own dealt
-tiles and pile draws) and recomputes the deal with the SDK's own implementation of
-docs/fairness.md. Exit status: 0 verified, 1 not verified (each failed check is printed),
-2 the record could not be had (not signed in, no such round, not one of its players).
+the table service for the round's record (once the seed is revealed: every seat's dealt
+tiles, every draw, the kishpa, dolls and replacement, and the order of the commitment and the
+contributions) and recomputes the whole table with the SDK's own implementation of
+docs/fairness.md: "table verified" or each failed check. Exit status: 0 verified, 1 not
+verified (each failed check is printed), 2 the record could not be had (not signed in, no
+such round, not one of its players).
 """
 
 from __future__ import annotations

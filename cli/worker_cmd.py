@@ -103,8 +103,7 @@ def run_worker(args: argparse.Namespace) -> int:
     ]
     if args.beat:
         argv += ["--beat", "--scheduler=celery.beat:Scheduler"]
-    app.worker_main(argv=argv)
-    return 0
+    return run_celery(app, argv)
 
 
 def run_beat(args: argparse.Namespace) -> int:
@@ -115,14 +114,38 @@ def run_beat(args: argparse.Namespace) -> int:
     from workers.config import worker_config
 
     quiet_routine_logs()
-    app.start(
-        argv=[
-            "beat",
-            "--scheduler=celery.beat:Scheduler",
-            f"--loglevel={worker_config().settings.log_level}",
-        ]
-    )
-    return 0
+    argv = [
+        "beat",
+        "--scheduler=celery.beat:Scheduler",
+        f"--loglevel={worker_config().settings.log_level}",
+    ]
+    return run_celery(app, argv)
+
+
+def run_celery(app: Any, argv: list[str]) -> int:
+    """Run a Celery command for ``app`` and return its exit code.
+
+    ``Celery.worker_main`` and ``Celery.start`` throw the code away: they run Celery's click
+    command with ``standalone_mode=False``, under which click *returns* the code of
+    ``ctx.exit(worker.exitcode)``, and they return nothing. So a worker that stopped on an
+    unrecoverable error exited 0 and its supervisor saw a clean exit. This runs the same
+    command the way ``Celery.start`` does (the app as the ``--app`` default) and keeps the
+    code; a command that raised (beat logs it at critical level) exits 1.
+    """
+    from celery.bin.celery import celery as celery_command
+    from click.exceptions import Exit
+
+    celery_command.params[0].default = app  # what Celery.start does: the app to run
+    try:
+        code = celery_command.main(args=argv, standalone_mode=False)
+    except Exit as exc:
+        code = exc.exit_code
+    except Exception as exc:
+        print(f"kishpa {argv[0]}: stopped on {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        celery_command.params[0].default = None
+    return code if isinstance(code, int) else 0
 
 
 def list_dead_letters(args: argparse.Namespace) -> int:

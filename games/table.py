@@ -38,6 +38,14 @@ BOT_NAMES = ("Bot Noa", "Bot Eitan", "Bot Maya")
 AUTOPLAY_DELAY_MS = 1000
 """A seat on auto-play is played this soon (never later than its turn timer)."""
 
+BOT_EASY = "easy"
+"""House bots that draw from the stock and throw the drawn card away (they still take a win
+the drawn card completes): a table for learning the rules."""
+BOT_NORMAL = "normal"
+"""House bots that play with the solver (the default)."""
+BOT_LEVELS = (BOT_EASY, BOT_NORMAL)
+"""A seat on auto-play is played this soon (never later than its turn timer)."""
+
 WAITING = "waiting"
 PLAYING = "playing"
 CLOSED = "closed"
@@ -95,6 +103,8 @@ class TableSettings:
     stake: int = 1
     bots: int = 0
     """Seats the service fills with its own bots at creation (played on auto-play)."""
+    bot_level: str = BOT_NORMAL
+    """How the house bots play: ``easy`` (draw and discard) or ``normal`` (the solver)."""
     options: Mapping[str, bool] = field(default_factory=dict)
     """Game-specific switches (Kishpa: ``allow_high_wrap``, the 12-13-1 run)."""
     watch_policy: str = WATCH_ANYONE
@@ -118,13 +128,15 @@ class TableSettings:
             "next_round_pause_ms": self.next_round_pause_ms,
             "stake": self.stake,
             "bots": self.bots,
+            "bot_level": self.bot_level,
             "options": dict(self.options),
         }
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> TableSettings:
         # Only known fields: a replica running older code must still read newer tables.
-        known = {f.name for f in fields(cls)} - {"options", "watch_policy", "invited_watchers"}
+        texts = {"options", "watch_policy", "invited_watchers", "bot_level"}
+        known = {f.name for f in fields(cls)} - texts
         numbers = {k: int(v) for k, v in obj.items() if k in known}
         options = {str(k): bool(v) for k, v in obj.get("options", {}).items()}
         return cls(
@@ -132,6 +144,7 @@ class TableSettings:
             options=options,
             watch_policy=str(obj.get("watch_policy", WATCH_ANYONE)),
             invited_watchers=tuple(str(p) for p in obj.get("invited_watchers", ())),
+            bot_level=str(obj.get("bot_level", BOT_NORMAL)),
         )
 
 
@@ -178,6 +191,9 @@ class Table:
     """Players who are the service's bots (always on auto-play; marked in every view)."""
     deadline: Deadline | None = None
     game: dict[str, Any] = field(default_factory=dict)
+    fair: dict[str, Any] = field(default_factory=dict)
+    """The coming deal's commitment and contributions (services/table/fair_deals.py); holds
+    the secret server seed of that deal, so it is never part of any view."""
 
     def bot_seats(self) -> list[int]:
         """Seats where the service's bots sit."""
@@ -212,6 +228,7 @@ class Table:
             "bots": self.bots,
             "deadline": None if self.deadline is None else self.deadline.to_dict(),
             "game": self.game,
+            "fair": self.fair,
         }
 
     @classmethod
@@ -233,6 +250,7 @@ class Table:
             bots=list(obj.get("bots", [])),
             deadline=Deadline.from_dict(obj["deadline"]),
             game=dict(obj["game"]),
+            fair=dict(obj.get("fair") or {}),
         )
 
 
@@ -264,6 +282,8 @@ def check_settings(settings: TableSettings) -> None:
     low, high = PAUSE_MS
     if not low <= settings.next_round_pause_ms <= high:
         raise BadTableRequest(f"next_round_pause must be 0-{high // 1000} s", "BAD_PAUSE")
+    if settings.bot_level not in BOT_LEVELS:
+        raise BadTableRequest(f"bot_level must be one of {', '.join(BOT_LEVELS)}", "BAD_BOT_LEVEL")
 
 
 def check_players(creator: str, players: Sequence[str], settings: TableSettings) -> None:

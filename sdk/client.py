@@ -16,10 +16,14 @@ What it does for you:
   it is refreshed (``RefreshToken``) shortly before it expires.
 * **request ids** — every mutation gets a fresh ``request_id`` (pass your own to make a
   retry of *your* operation idempotent too).
-* **retries** — a call whose server was unreachable (``UNAVAILABLE``) is retried with the
-  same request, so the server applies it at most once.
+* **retries** — a call whose server was unreachable (``UNAVAILABLE``, a passed deadline, a
+  persisting conflict: the platform's one policy, :mod:`shared.retry`) is retried with the
+  same request, so the server applies it at most once, with capped jittered pauses for up to
+  30 s (``KISHPA_RETRY_BUDGET_S``, or ``retry=RetryPolicy(budget_s=...)``). While it retries
+  the client is *reconnecting*: ``on_reconnecting(True)`` is called once, and
+  ``on_reconnecting(False)`` when a call gets through again (``kishpa play`` shows it).
 * **resuming** — ``watch_table`` reconnects after a dropped stream from the last event it
-  delivered: nothing is lost and nothing is delivered twice.
+  delivered, for the same budget: nothing is lost and nothing is delivered twice.
 * **errors** — a refused call raises :class:`~sdk.errors.KishpaError` (code, reason, message).
 
 Messages are the generated ones (``kishpa.table.v1.table_pb2.TableView``...): their fields
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -46,7 +51,8 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk.errors import KishpaError, retry_after_s
-from sdk.retry import RETRYABLE, STREAM_RETRYABLE, RetryPolicy
+from sdk.retry import STREAM_RETRYABLE, RetryPolicy, client_backoff, is_retryable
+from shared.tls import ClientTls, aio_channel, client_tls_from_env
 
 R = TypeVar("R")
 
@@ -59,6 +65,11 @@ CHANNEL_OPTIONS = (
     # Keep long WatchTable streams alive through idle NATs (the server allows 20 s pings).
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
+    # Reconnect to a restarted server as often as the retry policy tries (gRPC's default
+    # backoff grows to 120 s: a client could sit out a server's return for a minute).
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
 )
 TABLE_CLOSED = "table_closed"
 
@@ -114,18 +125,34 @@ class KishpaClient:
         *,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        on_reconnecting: Callable[[bool], None] | None = None,
+        tls: ClientTls | None = None,
+        tls_from_env: bool = True,
     ) -> None:
-        """Open (lazy) channels to both services; nothing is sent until the first call."""
-        self._mm_channel = grpc.aio.insecure_channel(matchmaking_addr, options=CHANNEL_OPTIONS)
-        self._table_channel = grpc.aio.insecure_channel(table_addr, options=CHANNEL_OPTIONS)
+        """Open (lazy) channels to both services; nothing is sent until the first call.
+
+        ``retry``: the retry policy (default: :func:`sdk.retry.client_backoff`, 30 s);
+        ``on_reconnecting(True/False)``: told when the client starts retrying an
+        unreachable server and when it got through again. TLS: ``tls`` (the CA to verify
+        the servers against, and a client certificate for mutual TLS), else
+        ``KISHPA_TLS_CA_FILE`` (and ``KISHPA_TLS_CERT_FILE``/``_KEY_FILE``) from the
+        environment unless ``tls_from_env=False``; without either, plaintext."""
+        if tls is None and tls_from_env:
+            tls = client_tls_from_env()
+        self._mm_channel = aio_channel(matchmaking_addr, tls, options=CHANNEL_OPTIONS)
+        self._table_channel = aio_channel(table_addr, tls, options=CHANNEL_OPTIONS)
         self._owns_channels = True
         self._auth = auth_pb2_grpc.AuthServiceStub(self._mm_channel)
         self._mm = mm_grpc.MatchmakingServiceStub(self._mm_channel)
         self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or client_backoff()
         self._clock = clock
         self._session: Session | None = None
         self._device_id = uuid.uuid4().hex
+        self.on_reconnecting = on_reconnecting
+        self.reconnecting = False
+        self.reconnects = 0
+        """How many times the client started reconnecting (outages it rode out or not)."""
 
     @classmethod
     def over_channel(
@@ -139,9 +166,13 @@ class KishpaClient:
         client._auth = auth_pb2_grpc.AuthServiceStub(channel)
         client._mm = mm_grpc.MatchmakingServiceStub(channel)
         client._tables = table_pb2_grpc.TableServiceStub(channel)
-        client.retry = retry or RetryPolicy()
+        client.retry = retry or client_backoff()
         client._clock = time.time
         client._session = None
+        client._device_id = uuid.uuid4().hex
+        client.on_reconnecting = None
+        client.reconnecting = False
+        client.reconnects = 0
         return client
 
     @classmethod
@@ -202,23 +233,38 @@ class KishpaClient:
         """One unary call with the token, retried (same request) while unreachable, and
         after the wait the server names when it refuses a call as rate-limited (a refused
         call changed nothing, so sending it again is safe)."""
+        deadline = self.retry.deadline()
         attempt = 0
         while True:
             metadata = await self._metadata() if authenticated else None
-            wait: float | None = None
             try:
-                return await method(request, metadata=metadata, timeout=CALL_TIMEOUT_S)
+                response = await method(request, metadata=metadata, timeout=CALL_TIMEOUT_S)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
                 wait = retry_after_s(exc) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
-                attempt += 1
-                retryable = code in RETRYABLE or wait is not None
-                if not retryable or attempt >= self.retry.attempts:
+                pause = wait if wait is not None else self.retry.delay(attempt)
+                if not is_retryable(code, hinted=wait is not None) or not self.retry.may_retry(
+                    attempt, deadline, pause
+                ):
                     raise KishpaError.from_rpc(exc) from None
-            if wait is not None:
-                await asyncio.sleep(min(wait, self.retry.max_delay_s))
-            else:
-                await self.retry.sleep(attempt - 1)
+                if wait is None:
+                    self._set_reconnecting(True)
+                await asyncio.sleep(pause)
+                attempt += 1
+                continue
+            self._set_reconnecting(False)
+            return response
+
+    def _set_reconnecting(self, reconnecting: bool) -> None:
+        """Note (and tell ``on_reconnecting``) that the services became unreachable, or
+        reachable again."""
+        if reconnecting == self.reconnecting:
+            return
+        self.reconnecting = reconnecting
+        if reconnecting:
+            self.reconnects += 1
+        if self.on_reconnecting is not None:
+            self.on_reconnecting(reconnecting)
 
     # ---- sign-in -----------------------------------------------------------------------
 
@@ -341,22 +387,28 @@ class KishpaClient:
         A dropped stream is reopened (the server sends the current state first).
         """
         attempt = 0
+        deadline = self.retry.deadline()
         while True:
             call = self._mm.WatchQueue(
                 mm_pb2.WatchQueueRequest(ticket_id=ticket_id), metadata=await self._metadata()
             )
             try:
                 async for message in call:
-                    attempt = 0
+                    attempt, deadline = 0, self.retry.deadline()
+                    self._set_reconnecting(False)
                     yield message.ticket
                 return
             except grpc.RpcError as exc:
-                attempt += 1
-                if exc.code() not in STREAM_RETRYABLE or attempt >= self.retry.attempts:
+                pause = self.retry.delay(attempt)
+                if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
+                    attempt, deadline, pause
+                ):
                     raise KishpaError.from_rpc(exc) from None
             finally:
                 call.cancel()
-            await self.retry.sleep(attempt - 1)
+            self._set_reconnecting(True)
+            await asyncio.sleep(pause)
+            attempt += 1
 
     async def wait_for_table(self, ticket_id: str) -> mm_pb2.QueueTicket:
         """Wait until the ticket is matched and return it (``table_id`` and ``seat`` set).
@@ -548,14 +600,30 @@ class KishpaClient:
 
     # ---- Hand (Rummy 51) moves ----------------------------------------------------------
 
-    async def lay_melds(self, table_id: str, melds: Iterable[Sequence[int]]) -> table_pb2.TableView:
-        """Hand: lay new melds (card ids, a run low to high); the first ones must make 51."""
+    async def lay_melds(
+        self,
+        table_id: str,
+        melds: Iterable[Sequence[int]],
+        kinds: Sequence[str | None] = (),
+    ) -> table_pb2.TableView:
+        """Hand: lay new melds (card ids, a run low to high); the first ones must make 51.
+
+        ``kinds`` ("run"/"set", one per meld, None or missing: let the server tell) matter
+        only when jokers make a meld read both ways (``J1 KH J2``: the run Q K A or a set).
+        """
+        named = {"run": common_pb2.GROUP_KIND_RUN, "set": common_pb2.GROUP_KIND_SET}
+        proposed = []
+        for n, meld in enumerate(melds):
+            kind = named.get(kinds[n] or "") if n < len(kinds) else None
+            proposed.append(
+                table_pb2.ProposedMeld(
+                    tile_ids=list(meld), kind=kind or common_pb2.GROUP_KIND_UNSPECIFIED
+                )
+            )
         response: table_pb2.LayMeldsResponse = await self._call(
             self._tables.LayMelds,
             table_pb2.LayMeldsRequest(
-                table_id=table_id,
-                melds=[table_pb2.ProposedMeld(tile_ids=list(m)) for m in melds],
-                request_id=new_request_id(),
+                table_id=table_id, melds=proposed, request_id=new_request_id()
             ),
         )
         return response.table
@@ -600,6 +668,21 @@ class KishpaClient:
         )
         return response.table
 
+    async def contribute(
+        self, table_id: str, deal: int, contribution: str | None = None
+    ) -> tuple[str, table_pb2.TableView]:
+        """Contribute to the shuffle of the table's coming ``deal`` (``TableView.next_deal``,
+        whose commitment is already published): by default 16 fresh random bytes in hex.
+        Returns what was sent and the table after it (docs/fairness.md)."""
+        text = contribution if contribution is not None else secrets.token_hex(16)
+        response: table_pb2.ContributeResponse = await self._call(
+            self._tables.Contribute,
+            table_pb2.ContributeRequest(
+                table_id=table_id, deal=deal, contribution=text, request_id=new_request_id()
+            ),
+        )
+        return text, response.table
+
     async def round_record(self, table_id: str, round_no: int) -> table_pb2.RoundRecord:
         """An ended round's record with the caller's own tiles (``sdk.fairness`` checks it)."""
         response: table_pb2.GetRoundRecordResponse = await self._call(
@@ -620,6 +703,7 @@ class KishpaClient:
         """
         cursor = after_event_id
         attempt = 0
+        deadline = self.retry.deadline()
         closed = False
         while True:
             call = self._tables.WatchTable(
@@ -628,7 +712,9 @@ class KishpaClient:
             )
             try:
                 async for message in call:
-                    attempt = 0
+                    # Something arrived: the budget counts from here again.
+                    attempt, deadline = 0, self.retry.deadline()
+                    self._set_reconnecting(False)
                     for event in message.events:
                         cursor = event.event_id
                         yield event
@@ -636,13 +722,17 @@ class KishpaClient:
                 if closed:
                     return
                 # Ended before the table closed (a server going away): reopen, bounded.
-                attempt += 1
-                if attempt >= self.retry.attempts:
+                pause = self.retry.delay(attempt)
+                if not self.retry.may_retry(attempt, deadline, pause):
                     return
             except grpc.RpcError as exc:
-                attempt += 1
-                if exc.code() not in STREAM_RETRYABLE or attempt >= self.retry.attempts:
+                pause = self.retry.delay(attempt)
+                if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
+                    attempt, deadline, pause
+                ):
                     raise KishpaError.from_rpc(exc) from None
             finally:
                 call.cancel()
-            await self.retry.sleep(attempt - 1)
+            self._set_reconnecting(True)
+            await asyncio.sleep(pause)
+            attempt += 1

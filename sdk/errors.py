@@ -6,6 +6,7 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 
 from kishpa.common.v1 import errors_pb2
+from shared.retry import is_retryable
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 """Trailing metadata holding the serialized ``google.rpc.Status`` of a failed call."""
@@ -77,5 +78,6 @@ class KishpaError(Exception):
 
     @property
     def retryable(self) -> bool:
-        """True when the same request may succeed later (the server was unreachable)."""
-        return self.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        """True when the same request may succeed later (the platform's retry policy,
+        :mod:`shared.retry`: the server was unreachable, a deadline passed, a conflict)."""
+        return is_retryable(self.code)

@@ -36,7 +36,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 SERVER_SEED_BYTES = 80
@@ -57,6 +57,9 @@ DRAW_MISMATCH = "DRAW_MISMATCH"
 KISHPA_MISMATCH = "KISHPA_MISMATCH"
 REPLACEMENT_MISMATCH = "REPLACEMENT_MISMATCH"
 RECORD_INCOMPLETE = "RECORD_INCOMPLETE"
+DOLLS_MISMATCH = "DOLLS_MISMATCH"
+COMMITMENT_LATE = "COMMITMENT_LATE"
+CONTRIBUTION_MISMATCH = "CONTRIBUTION_MISMATCH"
 
 
 # --- the algorithm (docs/fairness.md) ---------------------------------------------------
@@ -180,6 +183,24 @@ class PileDraw:
     pile_left: int
 
 
+@dataclass(frozen=True, slots=True)
+class TableDraw:
+    """A draw from the pile (stock) by any seat: who, which tile, tiles left after."""
+
+    seat: int
+    tile_id: int
+    pile_left: int
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """A contribution accepted for the deal: the seat, its text, its stream event id."""
+
+    seat: int
+    contribution: str
+    event_id: str = ""
+
+
 @dataclass(slots=True)
 class RoundEvidence:
     """What one player knows of an ended round (public facts plus his own tiles)."""
@@ -206,6 +227,25 @@ class RoundEvidence:
     """``kishpa`` or ``hand`` (a Hand deal: ``dealt`` holds card ids, draws are from the stock)."""
     top_discard: int | None = None
     """Hand: the card id turned to start the discard pile, if known."""
+    # ---- the whole table (a record served after the reveal; None: not known) ----------
+    hands: dict[int, list[int]] | None = None
+    """Every seat's dealt tiles (cards), bots included: set to check the whole table."""
+    draws: list[TableDraw] = field(default_factory=list)
+    """Every draw from the pile (stock) by any seat, in order."""
+    kishpa_id: int | None = None
+    replacement_id: int | None = None
+    dolls_returned: list[int] | None = None
+    """Kishpa: dolls turned as kishpa and put back, in the order turned (start, then the
+    replacement's)."""
+    precommitment: str | None = None
+    """The commitment published in advance (``seed_committed``); "" when none was."""
+    precommitment_event_id: str = ""
+    contributions: list[Contribution] = field(default_factory=list)
+    deal_event_id: str = ""
+    seat_client_seeds: list[str] | None = None
+    """Each seat's sit-down client seed ("" none): its default when it did not contribute."""
+    order_failures: list[str] = field(default_factory=list)
+    """What a live witness saw out of order (commitment after a contribution...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,16 +262,27 @@ class Verification:
 
     failures: tuple[Failure, ...]
     checked: tuple[str, ...]
+    whole_table: bool = False
+    """Every seat and every public fact was checked (not only the caller's own tiles)."""
+    contributed: bool = False
+    """At least one seat contributed after the commitment (the server could not choose)."""
 
     @property
     def ok(self) -> bool:
         return not self.failures
 
     def summary(self) -> str:
-        """One line for people: ``deal verified (...)`` or what failed."""
+        """One line for people: ``table verified (...)`` / ``deal verified (...)`` (own
+        tiles only) or what failed."""
+        scope = "table" if self.whole_table else "deal"
         if self.ok:
-            return "deal verified (" + ", ".join(self.checked) + ")"
-        return "deal NOT verified: " + "; ".join(f"{f.check}: {f.message}" for f in self.failures)
+            note = ""
+            if self.whole_table and not self.contributed:
+                note = "; no contribution: the server alone chose this deal"
+            return f"{scope} verified (" + ", ".join(self.checked) + note + ")"
+        return f"{scope} NOT verified: " + "; ".join(
+            f"{f.check}: {f.message}" for f in self.failures
+        )
 
 
 def _client_seeds(seeds: Sequence[str | None]) -> list[str | None]:
@@ -302,7 +353,7 @@ def verify_round(evidence: RoundEvidence) -> Verification:
         checked.append("your client seed")
     if e.game == "hand":
         _check_hand_deal(e, seed, seeds, failures, checked)
-        return Verification(tuple(failures), tuple(checked))
+        return _with_table(e, seed, seeds, failures, checked)
     dealt = deal(
         seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
     )
@@ -364,7 +415,242 @@ def verify_round(evidence: RoundEvidence) -> Verification:
             )
     if e.pile_draws and draws_ok:
         checked.append(f"your {len(e.pile_draws)} pile draws")
-    return Verification(tuple(failures), tuple(checked))
+    return _with_table(e, seed, seeds, failures, checked)
+
+
+# --- the whole table --------------------------------------------------------------------
+
+
+def _with_table(
+    e: RoundEvidence,
+    seed: bytes,
+    seeds: list[str | None],
+    failures: list[Failure],
+    checked: list[str],
+) -> Verification:
+    """The own-seat checks' verdict, with the whole-table checks when the evidence has every
+    seat's hand (a record served after the reveal)."""
+    if e.hands is None:
+        return Verification(tuple(failures), tuple(checked))
+    _check_order(e, failures, checked)
+    _check_contributions(e, seeds, failures, checked)
+    if e.game == "hand":
+        dealt_h = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
+        _check_hands(e, dealt_h.hands, card_text, DEALT_CARDS_MISMATCH, failures, checked)
+        _check_draws(e, len(dealt_h.stock), dealt_h.stock_card, card_text, failures, checked)
+    else:
+        dealt_k = deal(
+            seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
+        )
+        _check_hands(e, dealt_k.hands, face, DEALT_TILES_MISMATCH, failures, checked)
+        _check_kishpa_ids(e, dealt_k, failures, checked)
+        pile = dealt_k.pile
+        _check_draws(
+            e,
+            len(pile),
+            lambda left: pile[left] if 0 <= left < len(pile) else None,
+            face,
+            failures,
+            checked,
+        )
+    return Verification(
+        tuple(failures), tuple(checked), whole_table=True, contributed=bool(e.contributions)
+    )
+
+
+def _event_order(event_id: str) -> tuple[int, int]:
+    """A stream id ``ms-seq`` as a sortable pair ((-1, -1) when missing or malformed)."""
+    ms, _, seq = event_id.partition("-")
+    if not (ms.isdigit() and seq.isdigit()):
+        return (-1, -1)
+    return (int(ms), int(seq))
+
+
+def _check_order(e: RoundEvidence, failures: list[Failure], checked: list[str]) -> None:
+    """The deal's commitment was published before every contribution, which came before
+    the deal; and the deal used the very commitment published in advance."""
+    before = len(failures)
+    for problem in e.order_failures:
+        failures.append(Failure(COMMITMENT_LATE, problem))
+    pre = (e.precommitment or "").strip().lower()
+    if not pre:
+        failures.append(
+            Failure(COMMITMENT_LATE, "no commitment to this deal was published before it")
+        )
+    elif pre != e.commitment.strip().lower():
+        failures.append(
+            Failure(
+                COMMITMENT_LATE,
+                f"the deal used commitment {e.commitment[:16]}…, not {pre[:16]}… published in"
+                " advance: the server changed its seed after committing",
+            )
+        )
+    committed_at = _event_order(e.precommitment_event_id)
+    dealt_at = _event_order(e.deal_event_id)
+    if pre and e.precommitment_event_id and e.deal_event_id and not committed_at < dealt_at:
+        failures.append(Failure(COMMITMENT_LATE, "the commitment came after the deal"))
+    for c in e.contributions:
+        at = _event_order(c.event_id)
+        if e.precommitment_event_id and not committed_at < at:
+            failures.append(
+                Failure(
+                    COMMITMENT_LATE,
+                    f"seat {c.seat + 1}'s contribution (event {c.event_id}) was accepted "
+                    f"before the commitment (event {e.precommitment_event_id})",
+                )
+            )
+        if e.deal_event_id and not at < dealt_at:
+            failures.append(
+                Failure(
+                    CONTRIBUTION_MISMATCH,
+                    f"seat {c.seat + 1}'s contribution (event {c.event_id}) was accepted after"
+                    f" the deal (event {e.deal_event_id})",
+                )
+            )
+    if len(failures) == before:
+        checked.append(
+            "commitment before "
+            + (f"{len(e.contributions)} contributions" if e.contributions else "the deal")
+        )
+
+
+def _check_contributions(
+    e: RoundEvidence, seeds: list[str | None], failures: list[Failure], checked: list[str]
+) -> None:
+    """Each seat's client seed is its accepted contribution, else its sit-down default."""
+    given = {c.seat: c.contribution for c in e.contributions}
+    defaults = e.seat_client_seeds
+    before = len(failures)
+    for seat in range(e.seats):
+        if seat in given:
+            want: str | None = given[seat] or None
+            why = "its contribution"
+        elif defaults is not None and seat < len(defaults):
+            want = defaults[seat] or None
+            why = "its sit-down seed (it did not contribute)"
+        else:
+            continue
+        if seeds[seat] != want:
+            failures.append(
+                Failure(
+                    CONTRIBUTION_MISMATCH,
+                    f"seat {seat + 1}: the deal mixed {seeds[seat]!r}, not {why} {want!r}",
+                )
+            )
+    if len(failures) == before:
+        checked.append("every seat's seed")
+
+
+def _check_hands(
+    e: RoundEvidence,
+    expected: Sequence[Sequence[int]],
+    text: Any,
+    check: str,
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    hands = e.hands or {}
+    ok = True
+    for seat in range(e.seats):
+        got = hands.get(seat)
+        if got is None:
+            ok = False
+            failures.append(Failure(RECORD_INCOMPLETE, f"no dealt hand for seat {seat + 1}"))
+        elif sorted(got) != sorted(expected[seat]):
+            ok = False
+            missing = sorted(set(expected[seat]) - set(got))
+            extra = sorted(set(got) - set(expected[seat]))
+            failures.append(
+                Failure(
+                    check,
+                    f"seat {seat + 1} was dealt {len(got)}: missing "
+                    f"{_texts(missing, text)}, not from the seeds {_texts(extra, text)}",
+                )
+            )
+    if ok:
+        checked.append(f"all {e.seats} hands")
+
+
+def _texts(ids: Sequence[int], text: Any) -> str:
+    out = []
+    for i in ids:
+        try:
+            out.append(str(text(i)))
+        except ValueError:
+            out.append(f"#{i}")
+    return "[" + " ".join(out) + "]"
+
+
+def _check_kishpa_ids(
+    e: RoundEvidence, dealt: Dealt, failures: list[Failure], checked: list[str]
+) -> None:
+    before = len(failures)
+    if e.kishpa_id is None:
+        failures.append(Failure(RECORD_INCOMPLETE, "the record has no kishpa tile id"))
+    elif e.kishpa_id != dealt.kishpa:
+        failures.append(
+            Failure(
+                KISHPA_MISMATCH,
+                f"the seeds turn tile {dealt.kishpa} ({face(dealt.kishpa)}) as kishpa; the "
+                f"table turned tile {e.kishpa_id}",
+            )
+        )
+    if e.replacement_id != dealt.replacement:
+        want = "none" if dealt.replacement is None else f"tile {dealt.replacement}"
+        got = "none" if e.replacement_id is None else f"tile {e.replacement_id}"
+        failures.append(
+            Failure(REPLACEMENT_MISMATCH, f"the seeds give replacement {want}; the table {got}")
+        )
+    if e.dolls_returned is None:
+        failures.append(Failure(RECORD_INCOMPLETE, "the record does not say which dolls"))
+    elif list(e.dolls_returned) != list(dealt.dolls_returned):
+        failures.append(
+            Failure(
+                DOLLS_MISMATCH,
+                f"the seeds turn back dolls {_texts(dealt.dolls_returned, face)}; the table "
+                f"{_texts(e.dolls_returned, face)}",
+            )
+        )
+    if len(failures) == before:
+        checked.append("kishpa, replacement and dolls")
+
+
+def _check_draws(
+    e: RoundEvidence,
+    start: int,
+    tile_at: Any,
+    text: Any,
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    """Every draw took the next tile: the pile went down one at a time from ``start`` and
+    each tile is the one the seeds put there."""
+    before = len(failures)
+    expected_left = start - 1
+    for n, draw in enumerate(e.draws, start=1):
+        if draw.pile_left != expected_left:
+            failures.append(
+                Failure(
+                    DRAW_MISMATCH,
+                    f"draw {n} (seat {draw.seat + 1}) left {draw.pile_left}; the pile should "
+                    f"have had {expected_left} left",
+                )
+            )
+        expected_left = draw.pile_left - 1
+        want = tile_at(draw.pile_left)
+        if draw.tile_id < 0:
+            failures.append(Failure(RECORD_INCOMPLETE, f"draw {n} has no tile"))
+        elif want != draw.tile_id:
+            failures.append(
+                Failure(
+                    DRAW_MISMATCH,
+                    f"draw {n} (seat {draw.seat + 1}, leaving {draw.pile_left}): the seeds put "
+                    f"{_texts([want] if want is not None else [], text)} there; the table "
+                    f"dealt {_texts([draw.tile_id], text)}",
+                )
+            )
+    if len(failures) == before:
+        checked.append(f"all {len(e.draws)} draws")
 
 
 # --- Hand (Rummy 51) deals -------------------------------------------------------------
@@ -513,6 +799,15 @@ def _faces(tiles: Sequence[int]) -> str:
 # --- evidence from table events ---------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Coming:
+    """What a witness saw of a deal before it was dealt."""
+
+    precommitment: str = ""
+    contributions: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
 class RoundWitness:
     """Collects one player's evidence of each round from the table events he receives.
 
@@ -524,6 +819,52 @@ class RoundWitness:
     def __init__(self, my_client_seed: str | None = None) -> None:
         self.my_client_seed = my_client_seed
         self._rounds: dict[int, RoundEvidence] = {}
+        self._coming: dict[int, _Coming] = {}
+        self._mine: dict[int, str] = {}
+        self._done: dict[int, RoundEvidence] = {}
+
+    def ended(self, round_no: int) -> RoundEvidence | None:
+        """What this witness saw live of an ended round (for :func:`with_record`)."""
+        return self._done.get(round_no)
+
+    def _ended(self, evidence: RoundEvidence) -> None:
+        self._done[evidence.round_no] = evidence
+        for old in [r for r in self._done if r < evidence.round_no - 4]:
+            del self._done[old]
+
+    def contributed(self, deal: int, contribution: str) -> None:
+        """This player's contribution to ``deal`` was accepted: its seat entry must be it."""
+        self._mine[deal] = contribution
+
+    def _before_deal(self, kind: str, round_no: int, data: Mapping[str, Any]) -> None:
+        coming = self._coming.setdefault(round_no, _Coming())
+        if kind == "seed_committed":
+            if coming.contributions:
+                coming.problems.append(
+                    f"deal {round_no}'s commitment arrived after {coming.contributions} "
+                    "contribution(s) to it had been accepted"
+                )
+            coming.precommitment = str(data.get("commitment") or "")
+        else:
+            coming.contributions += 1
+
+    def _opened(self, evidence: RoundEvidence) -> None:
+        """A deal started: what this witness saw before it goes into its evidence."""
+        coming = self._coming.pop(evidence.round_no, None)
+        mine = self._mine.pop(evidence.round_no, None)
+        if mine is not None:
+            evidence.my_client_seed = mine
+        if coming is None:
+            return
+        evidence.order_failures = list(coming.problems)
+        if coming.precommitment:
+            evidence.precommitment = coming.precommitment
+            if coming.precommitment != evidence.commitment:
+                evidence.order_failures.append(
+                    f"deal {evidence.round_no} was dealt under commitment "
+                    f"{evidence.commitment[:16]}…, not {coming.precommitment[:16]}… published"
+                    " before it"
+                )
 
     def observe(
         self,
@@ -534,6 +875,9 @@ class RoundWitness:
         private: Mapping[str, Any] | None = None,
     ) -> Verification | None:
         """Take one event in; the verification of its round when the event ended it."""
+        if kind in ("seed_committed", "contribution_accepted"):
+            self._before_deal(kind, round_no, data)
+            return None
         if kind == "round_started":
             players = list(data.get("players") or [])
             self._rounds[round_no] = RoundEvidence(
@@ -548,6 +892,7 @@ class RoundWitness:
                 my_client_seed=self.my_client_seed,
                 round_no=round_no,
             )
+            self._opened(self._rounds[round_no])
             return None
         if kind == "deal_started":  # Hand
             sizes = list(data.get("hand_sizes") or [])
@@ -567,6 +912,7 @@ class RoundWitness:
                 game="hand",
                 top_discard=None if data.get("top_discard") is None else int(data["top_discard"]),
             )
+            self._opened(self._rounds[round_no])
             return None
         evidence = self._rounds.get(round_no)
         if evidence is None:
@@ -587,6 +933,7 @@ class RoundWitness:
             evidence.server_seed_hex = str(data.get("server_seed") or "")
             evidence.client_seeds = list(data.get("client_seeds") or [])
             evidence.commitment = str(data.get("commitment") or evidence.commitment)
+            self._ended(evidence)
             return verify_round(evidence)
         return None
 
@@ -622,6 +969,7 @@ class RoundWitness:
             evidence.server_seed_hex = str(data.get("server_seed") or "")
             evidence.client_seeds = list(data.get("client_seeds") or [])
             evidence.commitment = str(data.get("commitment") or evidence.commitment)
+            self._ended(evidence)
             return verify_round(evidence)
         return None
 
@@ -668,6 +1016,10 @@ class RoundWitness:
                 "client_seeds": list(revealed.client_seeds),
                 "commitment": revealed.shuffle_commitment,
             }
+        elif kind == "seed_committed":
+            data = {"commitment": event.seed_committed.shuffle_commitment}
+        elif kind == "contribution_accepted":
+            data = {"contribution": event.contribution_accepted.contribution}
         elif kind == "round_ended":
             ended = event.round_ended
             data = {
@@ -693,20 +1045,79 @@ def evidence_from_record(record: Any, my_client_seed: str | None = None) -> Roun
         dealt=list(record.dealt_tile_ids),
         pile_draws=[PileDraw(d.tile_id, d.pile_left) for d in record.pile_draws],
         kishpa=record.kishpa or None,
-        replaced_kishpa=record.replaced_kishpa or None,
+        # replacement_kishpa is the clear name; records of older servers have only the
+        # deprecated replaced_kishpa (the same face).
+        replaced_kishpa=(record.replacement_kishpa or record.replaced_kishpa) or None,
         my_client_seed=my_client_seed,
         hand_size=record.hand_size or HAND_SIZE,
         round_no=record.round,
         table_id=record.table_id,
         game="hand" if hand else "kishpa",
-        top_discard=record.top_discard_id if hand else None,
+        top_discard=_top_discard(record) if hand else None,
+        hands=(
+            {d.seat: list(d.tile_ids) for d in record.dealt_hands} if record.dealt_hands else None
+        ),
+        draws=[TableDraw(d.seat, d.tile_id, d.pile_left) for d in record.draws],
+        kishpa_id=record.kishpa_tile_id if record.HasField("kishpa_tile_id") else None,
+        replacement_id=(
+            record.replacement_kishpa_tile_id
+            if record.HasField("replacement_kishpa_tile_id")
+            else None
+        ),
+        dolls_returned=None if hand else list(record.dolls_returned_ids),
+        precommitment=record.precommitment,
+        precommitment_event_id=record.precommitment_event_id,
+        contributions=[
+            Contribution(c.seat, c.contribution, c.event_id) for c in record.contributions
+        ],
+        deal_event_id=record.deal_event_id,
+        seat_client_seeds=list(record.seat_client_seeds) or None,
     )
+
+
+def _top_discard(record: Any) -> int | None:
+    """Hand's turned card: top_discard_card_id, else (older servers) the deprecated
+    top_discard_id, where 0 is a real card (AS)."""
+    if record.HasField("top_discard_card_id"):
+        return int(record.top_discard_card_id)
+    return int(record.top_discard_id)
+
+
+def with_record(live: RoundEvidence | None, record: RoundEvidence) -> RoundEvidence:
+    """The whole-table evidence of a record, with what this player saw live in place of
+    what the record says of him: his own tiles and draws, the faces shown, the commitment
+    at the deal, the order he saw. A server that rewrote the record after the round
+    contradicts either the seeds or what was shown live."""
+    if live is None or live.my_seat < 0:
+        return record
+    merged = replace(
+        record,
+        dealt=list(live.dealt),
+        pile_draws=list(live.pile_draws),
+        kishpa=live.kishpa if live.kishpa is not None else record.kishpa,
+        replaced_kishpa=live.replaced_kishpa,
+        commitment=live.commitment or record.commitment,
+        my_client_seed=(
+            live.my_client_seed if live.my_client_seed is not None else record.my_client_seed
+        ),
+        top_discard=live.top_discard if live.top_discard is not None else record.top_discard,
+        order_failures=[*record.order_failures, *live.order_failures],
+    )
+    if live.precommitment and live.precommitment != record.precommitment:
+        merged.order_failures.append(
+            "the record's advance commitment is not the one published live"
+        )
+    if live.my_seat != record.my_seat:
+        merged.order_failures.append("the record puts you in another seat")
+    return merged
 
 
 def verification_to_dict(result: Verification) -> dict[str, Any]:
     """The verdict as JSON-able data (``kishpa verify --json``)."""
     return {
         "verified": result.ok,
+        "whole_table": result.whole_table,
+        "contributed": result.contributed,
         "checked": list(result.checked),
         "failures": [{"check": f.check, "message": f.message} for f in result.failures],
     }

@@ -5,6 +5,8 @@
 - ``stream``: the table event stream's entry format (the workers append ``settled``);
 - ``phase_record``: the outbox record of one round phase, written by one side, read by the
   other, with one type for both;
+- ``tls``: how every gRPC client (services, workers, SDK, CLI) verifies its server and
+  presents its own certificate;
 - ``tasks``: the settlement task's name, its queue and the :class:`~shared.tasks.Enqueue`
   port; ``celery_enqueue`` is that port over Celery.
 

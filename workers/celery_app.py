@@ -17,53 +17,26 @@ from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 import grpc
-import redis.exceptions
 from celery import Celery, signals
 
 from services.common.tracing import configure_tracing
+from shared import retry as retry_policy
+from workers.broker import AMQP as BROKER_AMQP
+from workers.broker import TRANSPORT as BROKER_TRANSPORT
 from workers.config import WorkerConfig, worker_config
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-TRANSIENT_GRPC_CODES = frozenset(
-    {
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.ABORTED,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-    }
-)
-
-# A transient failure is retried inside the task (sleeping between tries, never a countdown
-# retry: a countdown task waits unacknowledged in its worker, and is lost with it until the
-# broker's visibility timeout), for at most the task budget; then the sweeper takes over.
-RETRY_FIRST_S = 0.25
-RETRY_MAX_S = 2.0
 
 
 class TransientError(Exception):
     """A failure that is expected to go away (a server restarting, a dropped connection)."""
 
 
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    TransientError,
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    # A Redis Cluster answers these while a master restarts or fails over (CLUSTERDOWN,
-    # MASTERDOWN), while a slot migrates (TRYAGAIN), or the client's slot map has a hole
-    # until it is refreshed: the same command succeeds a moment later.
-    redis.exceptions.ClusterDownError,
-    redis.exceptions.TryAgainError,
-    redis.exceptions.SlotNotCoveredError,
-)
-
-
 def is_transient(exc: BaseException) -> bool:
-    """Whether retrying later may succeed where this attempt failed."""
-    if isinstance(exc, grpc.RpcError) and isinstance(exc, grpc.Call):
-        return exc.code() in TRANSIENT_GRPC_CODES
-    return isinstance(exc, TRANSIENT_ERRORS)
+    """Whether retrying later may succeed where this attempt failed (the platform's one
+    policy, :mod:`shared.retry`)."""
+    return isinstance(exc, TransientError) or retry_policy.is_transient(exc)
 
 
 def _result_backend(config: WorkerConfig) -> str:
@@ -92,6 +65,9 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "task_track_started": False,
         "broker_connection_retry_on_startup": True,
+        # Wait for the broker as long as it takes (reconnecting every 2 s at most, see
+        # workers/broker.py): a worker that gave up would only be restarted to wait again.
+        "broker_connection_max_retries": None,
         "worker_hijack_root_logger": False,
         "timezone": "UTC",
         "enable_utc": True,
@@ -124,12 +100,16 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
             "unacked_restore_throttle": 1,
             "unacked_mutex_expire": max(1, min(60, config.visibility_timeout_s)),
         }
+        # kombu's Redis transport with a guard that keeps the worker alive when Redis dies
+        # while a task holds a message (workers/broker.py explains the defect).
+        settings["broker_transport"] = BROKER_TRANSPORT
     return settings
 
 
 def create_app(config: WorkerConfig) -> Celery:
     """A configured Celery application; ``app`` below is the process's one instance."""
-    application = Celery("kishpa", set_as_current=False)
+    # The AMQP class names the broker Connection: one that reconnects at least every 2 s.
+    application = Celery("kishpa", set_as_current=False, amqp=BROKER_AMQP)
     application.conf.update(celery_settings(config))
     return application
 

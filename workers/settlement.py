@@ -37,9 +37,10 @@ from services.common.errors import error_reason
 from services.common.logging import get_logger
 from services.common.redis_client import sync_client
 from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef
+from shared.retry import task_backoff
 from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
-from workers.celery_app import RETRY_FIRST_S, RETRY_MAX_S, is_transient, kishpa_task
+from workers.celery_app import is_transient, kishpa_task
 from workers.config import worker_config
 from workers.deadletter import index_field, index_of, is_dead_lettered, push_dead_letter
 from workers.enqueue import enqueue_settlement
@@ -324,10 +325,6 @@ def wallet_client() -> WalletClient:
     return WalletClient.from_settings(config.settings, timeout_s=config.task_budget_s)
 
 
-def _backoff(attempt: int) -> float:
-    return float(min(RETRY_MAX_S, RETRY_FIRST_S * 2**attempt))
-
-
 def settle_within_budget(
     client: redis.Redis,
     wallet: WalletClient,
@@ -343,7 +340,8 @@ def settle_within_budget(
     after its deadline) and ``failed`` for a non-transient gRPC error (e.g. a wrong service
     secret). Anything else that raises is a bug and propagates.
     """
-    deadline = time.monotonic() + budget_s
+    backoff = task_backoff(budget_s)
+    deadline = backoff.deadline()
     order_wait_s = min(ORDER_WAIT_S, budget_s / 2)
     attempt = 0
     while True:
@@ -357,9 +355,9 @@ def settle_within_budget(
             if not is_transient(exc):
                 raise
             metrics.SETTLEMENTS.labels(phase=ref.phase, outcome="retry").inc()
-            pause = _backoff(attempt)
+            pause = backoff.delay(attempt)
             attempt += 1
-            if time.monotonic() + pause > deadline:
+            if not backoff.may_retry(attempt - 1, deadline, pause):
                 log.warning(
                     "settlement_handed_to_sweeper",
                     **_ids(ref),

@@ -12,12 +12,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import grpc
-
 from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
+from services.common.tls import ClientTls, client_tls_from_settings, sync_channel
 
 CALL_TIMEOUT_S = 10.0
 REASON_PREFIX = "TRANSFER_REASON_"
@@ -49,10 +48,15 @@ class WalletClient:
     """A blocking wallet client with the worker's service credential."""
 
     def __init__(
-        self, address: str, credentials: ServiceCredentials, *, timeout_s: float = CALL_TIMEOUT_S
+        self,
+        address: str,
+        credentials: ServiceCredentials,
+        *,
+        timeout_s: float = CALL_TIMEOUT_S,
+        tls: ClientTls | None = None,
     ) -> None:
         self._timeout_s = timeout_s
-        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._channel = sync_channel(address, tls, options=CHANNEL_OPTIONS)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._credentials = credentials
         self._opened: set[str] = set()
@@ -66,7 +70,12 @@ class WalletClient:
         every call gives up after ``timeout_s`` (DEADLINE_EXCEEDED)."""
         authority = TokenAuthority.from_settings(settings)
         credentials = ServiceCredentials(authority, SERVICE_NAME)
-        return cls(settings.wallet_addr, credentials, timeout_s=timeout_s)
+        return cls(
+            settings.wallet_addr,
+            credentials,
+            timeout_s=timeout_s,
+            tls=client_tls_from_settings(settings),
+        )
 
     def close(self) -> None:
         """Close the channel."""

@@ -227,7 +227,8 @@ class HandAdapter:
                 said = Text("took " if took else "drew ").append_text(hand_card(drawn.tile.face))
                 return drawn.table, said
             case ha.LayMelds(melds=melds):
-                laid = await client.lay_melds(table_id, [m.cards for m in melds])
+                kinds = [None if m.kind is None else m.kind.value for m in melds]
+                laid = await client.lay_melds(table_id, [m.cards for m in melds], kinds)
                 return laid, Text("laid melds")
             case ha.LayOff(meld_id=meld_id, card=card, end=end):
                 off = await client.lay_off(table_id, meld_id, card, end=end or "")

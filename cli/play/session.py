@@ -31,7 +31,13 @@ from cli.play.render import payments_text, seat_name
 from games.fair import SERVER_SEED_BYTES, FairStream
 from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError, events
-from sdk.fairness import RoundWitness, Verification, evidence_from_record, verify_round
+from sdk.fairness import (
+    RoundWitness,
+    Verification,
+    evidence_from_record,
+    verify_round,
+    with_record,
+)
 from sdk.views import my_seat
 
 PROMPT = "kishpa> "
@@ -112,6 +118,10 @@ class LineReader:
                 return
 
 
+RECONNECTING = "reconnecting…"
+"""What the player sees while the client retries an unreachable server."""
+
+
 class PlaySession:
     """One player at one table of any game, from the keyboard."""
 
@@ -135,12 +145,26 @@ class PlaySession:
         self._told: tuple[object, ...] = ()
         self.witness = RoundWitness()
         self.client_seed: str | None = None
+        self._sent: set[int] = set()
+        """Deals this session contributed to (or tried to)."""
+        # While the services are unreachable the client retries (same request ids, up to
+        # its budget); the player sees that instead of an error.
+        client.on_reconnecting = self.show_reconnecting
+
+    def show_reconnecting(self, reconnecting: bool) -> None:
+        """Say "reconnecting…" when the client starts retrying, and when it got through."""
+        if reconnecting:
+            self.console.print(RECONNECTING, style="yellow")
+        else:
+            self.console.print("Reconnected.", style="green")
+        self._reprompt()
 
     # ---- the loop ----------------------------------------------------------------------
 
     async def run(self) -> int:
         """Play until the player quits or the table closes; returns the exit code."""
         self.view = await self.client.get_table(self.table_id)
+        await self.contribute(self.view.next_deal)
         self.show_board()
         self.tell_what_to_do()
         watcher = asyncio.create_task(self._watch(self.view.last_event_id))
@@ -229,21 +253,36 @@ class PlaySession:
         self.client_seed = seed
         self.witness = RoundWitness(seed)
 
-    async def say_verdict(self, round_no: int, verdict: Verification | None) -> None:
-        """Whether the round's deal matches its seeds (docs/fairness.md).
+    async def contribute(self, deal: int) -> None:
+        """Send this player's random contribution to the coming deal, once its commitment
+        is out (docs/fairness.md): a deal he contributed to is one the server could not
+        choose. Too late (already dealt) is no error: that deal is checked all the same."""
+        if deal <= 0 or deal in self._sent or my_seat(self.view) is None:
+            return
+        self._sent.add(deal)
+        try:
+            text, view = await self.client.contribute(self.table_id, deal)
+        except KishpaError:
+            return
+        self.witness.contributed(deal, text)
+        self.view = view
 
-        A round whose start this session did not see (it joined a running table) is
-        checked from the server's record of it instead, as ``kishpa verify`` does.
-        """
+    async def say_verdict(self, round_no: int, verdict: Verification | None) -> None:
+        """Whether the round's deal matches its seeds, the whole table (docs/fairness.md):
+        the server's record of the round (every hand, every draw) checked against the seeds
+        and against what this session saw live. Without a record, the live check of his own
+        tiles is said."""
         if verdict is None and my_seat(self.view) is None:
             return  # a watcher without a seat has no tiles of his own to check
-        if verdict is None:
-            try:
-                record = await self.client.round_record(self.table_id, round_no)
-            except KishpaError as exc:
+        try:
+            record = await self.client.round_record(self.table_id, round_no)
+        except KishpaError as exc:
+            if verdict is None:
                 self.console.print(Text(f"Round {round_no}: not checked ({exc.message})"))
                 return
-            verdict = verify_round(evidence_from_record(record, self.client_seed))
+        else:
+            evidence = evidence_from_record(record, self.client_seed)
+            verdict = verify_round(with_record(self.witness.ended(round_no), evidence))
         line = Text(
             f"Round {round_no}: {verdict.summary()}",
             style="green" if verdict.ok else "bold red",
@@ -364,6 +403,8 @@ class PlaySession:
             self.console.print(
                 "You timed out repeatedly: the server plays for you until you act.", style="yellow"
             )
+        elif kind == "seed_committed":
+            await self.contribute(event.seed_committed.deal)
         elif kind == "settled":
             self.show_payments(event)
         elif kind == "last_round_pressed":

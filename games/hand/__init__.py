@@ -10,7 +10,7 @@ The names below are the package's public API: services (``services/``) import on
   ``apply(state, action) -> (state, events)`` over the ``actions``, emitting ``events``;
 * ``scoring``, ``game`` — a deal's scores, a game of 7 deals (and the table's checks, the
   actions a seat may take, the game's own events);
-* ``autoplay`` — what an absent seat does (the rules' timeout);
+* ``autoplay`` — what an absent seat does (the rules' timeout) and a house bot's turn;
 * ``pot``, ``ledger``, ``record`` — the pot split, its postings, the settlement records;
 * ``flow`` — a game at a table: opening it, closing each deal, the settlement phases due;
 * ``view`` — what each viewer sees (and never sees) of a table, and a seat's advice;
@@ -33,7 +33,7 @@ from games.hand.actions import (
     TimeOut,
     UndoTurn,
 )
-from games.hand.autoplay import TIMEOUTS_BEFORE_AUTOPLAY, autoplay_action
+from games.hand.autoplay import TIMEOUTS_BEFORE_AUTOPLAY, autoplay_action, house_bot_turn
 from games.hand.cards import CARD_COUNT, card_text
 from games.hand.deal_state import DealState, Phase
 from games.hand.events import Event
@@ -49,7 +49,7 @@ from games.hand.game import (
     start_game,
     started_event,
 )
-from games.hand.meld_search import best_melds
+from games.hand.meld_search import best_meld_specs, best_melds
 from games.hand.melds import MeldKind, make_meld
 from games.hand.record import BUY_IN, PAYOUT, buy_in_record, payout_record
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
@@ -86,11 +86,13 @@ __all__ = [
     "apply",
     "autoplay_action",
     "available_actions",
+    "best_meld_specs",
     "best_melds",
     "buy_in_record",
     "card_text",
     "check_table",
     "close_deal",
+    "house_bot_turn",
     "is_last_deal",
     "make_meld",
     "open_game",

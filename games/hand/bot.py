@@ -1,9 +1,14 @@
-"""A pure bot for Hand: it sees only one seat's view and picks that seat's next action.
+"""Pure bots for Hand: each sees only one seat's view and picks that seat's next action.
 
-It opens as soon as its melds reach 51, takes the top discard only when it can use it at
-once, releases jokers whenever it holds the cards, lays new melds and lays off, and
-otherwise discards its highest-value card that is not part of a partial meld (ties broken
-by the handed-in random stream, so a bot is deterministic given its stream).
+Two levels (a table's ``bot_level``):
+
+* ``normal`` (:func:`next_action`, the meld search): it opens as soon as its melds reach 51,
+  takes the top discard only when it can use it at once, releases jokers whenever it holds
+  the cards, lays new melds and lays off, and otherwise discards its highest-value card that
+  is not part of a partial meld (ties broken by the handed-in random stream, so a bot is
+  deterministic given its stream);
+* ``easy`` (:func:`draw_and_discard`): draw from the stock and throw the drawn card away (the
+  rules' timeout), going out only when the drawn card lets it lay its whole hand at once.
 """
 
 from __future__ import annotations
@@ -26,12 +31,24 @@ from games.hand.cards import SUITS, Face, face_of, is_joker
 from games.hand.deal_state import DealState, Phase, seat_view
 from games.hand.errors import HandMoveError
 from games.hand.events import Event
-from games.hand.meld_search import best_melds, best_opening, in_partial_meld
+from games.hand.meld_search import (
+    KindedMeld,
+    best_meld_specs,
+    best_melds,
+    best_opening,
+    best_opening_specs,
+    in_partial_meld,
+)
 from games.hand.melds import Meld, MeldKind, card_penalty, lay_off
 from games.hand.ruleset import RuleSet
 from games.hand.turns import apply
 
 MAX_ACTIONS_PER_TURN = 60
+BOT_TAG = "hand/table/v1/bot"
+"""Stream tag of the house bots' tie-breaks (seeded by the service, never the deal's deck)."""
+EASY = "easy"
+NORMAL = "normal"
+"""The bot levels (``games.table.BOT_LEVELS``)."""
 
 
 class RandomSource(Protocol):
@@ -71,6 +88,11 @@ def _release(hand: Sequence[int], melds: Sequence[Meld]) -> tuple[int, tuple[int
     return None
 
 
+def _lay(seat: int, melds: Sequence[KindedMeld]) -> LayMelds:
+    """Lay the melds found, each with the kind it was found as (which places its jokers)."""
+    return LayMelds(seat, tuple(MeldSpec(ids, kind) for ids, kind in melds))
+
+
 def choose_discard(hand: Sequence[int], rules: RuleSet, stream: RandomSource) -> int:
     """The highest-value card outside any partial meld (a joker only if nothing else)."""
     real = [c for c in hand if not is_joker(c)]
@@ -107,17 +129,17 @@ def next_action(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> A
         return _choose_draw(view, rules, melds)
     must_use: int | None = view["must_use"]
     if not view["opened"][seat]:
-        opening = best_opening(hand, rules, must_include=must_use)
+        opening = best_opening_specs(hand, rules, must_include=must_use)
         if opening is not None:
-            return LayMelds(seat, tuple(MeldSpec(m) for m in opening))
+            return _lay(seat, opening)
         if must_use is not None:
             return UndoTurn(seat)
         return Discard(seat, choose_discard(hand, rules, stream))
     may_add = rules.layoff_on_opening_turn or view["opened_turn"][seat] != view["turn_no"]
     if must_use is not None:
-        with_card, _ = best_melds(hand, rules, must_include=must_use)
+        with_card, _ = best_meld_specs(hand, rules, must_include=must_use)
         if with_card:
-            return LayMelds(seat, tuple(MeldSpec(m) for m in with_card))
+            return _lay(seat, with_card)
         target = _layoff_target(must_use, melds, rules) if may_add else None
         if target is not None and len(hand) > 1:
             return LayOff(seat, target, must_use)
@@ -126,9 +148,9 @@ def next_action(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> A
         release = _release(hand, melds)
         if release is not None:
             return ReleaseJoker(seat, *release)
-    new_melds, _ = best_melds(hand, rules)
+    new_melds, _ = best_meld_specs(hand, rules)
     if new_melds:
-        return LayMelds(seat, tuple(MeldSpec(m) for m in new_melds))
+        return _lay(seat, new_melds)
     if may_add and len(hand) > 1:
         # Real cards first, the most valuable first; a joker only when it nearly goes out.
         order = sorted(hand, key=lambda c: (is_joker(c), -card_penalty(c, rules), c))
@@ -141,14 +163,41 @@ def next_action(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> A
     return Discard(seat, choose_discard(hand, rules, stream))
 
 
-def play_bot_turn(state: DealState, stream: RandomSource) -> tuple[DealState, list[Event]]:
-    """Play the whole turn of the seat to act with the bot; returns the state after it."""
+def draw_and_discard(view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> Action:
+    """The easy bot's next action: draw from the stock; lay the whole hand but one card when
+    the melds allow it (a *hand*, or going out once opened); else discard the last card (the
+    one drawn; on the starter's first turn, the last dealt). ``stream`` is unused."""
+    del stream
+    seat = view["seat"]
+    if view["phase"] == Phase.DRAW.value:
+        return DrawStock(seat)
+    hand: list[int] = list(view["hand"])
+    if len(hand) > 1:
+        melds, value = best_meld_specs(hand, rules)
+        laid = sum(len(ids) for ids, _kind in melds)
+        if laid == len(hand) - 1 and (view["opened"][seat] or value >= rules.opening_minimum):
+            return _lay(seat, melds)
+    return Discard(seat, hand[-1])
+
+
+def action_at(level: str, view: dict[str, Any], rules: RuleSet, stream: RandomSource) -> Action:
+    """The next action of a bot of this level (``easy``; anything else: ``normal``)."""
+    if level == EASY:
+        return draw_and_discard(view, rules, stream)
+    return next_action(view, rules, stream)
+
+
+def play_bot_turn(
+    state: DealState, stream: RandomSource, level: str = NORMAL
+) -> tuple[DealState, list[Event]]:
+    """Play the whole turn of the seat to act with a bot of ``level``; returns the state
+    after it."""
     seat = state.turn
     events: list[Event] = []
     for _ in range(MAX_ACTIONS_PER_TURN):
         if state.phase is Phase.ENDED or state.turn != seat:
             return state, events
-        action = next_action(seat_view(state, seat), state.rules, stream)
+        action = action_at(level, seat_view(state, seat), state.rules, stream)
         state, new_events = apply(state, action)
         events.extend(new_events)
     raise HandMoveError(f"the bot did not finish seat {seat}'s turn", "BOT_STUCK")

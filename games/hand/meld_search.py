@@ -20,6 +20,9 @@ JOKER = -1
 
 DEFAULT_NODE_LIMIT = 20_000
 
+KindedMeld = tuple[tuple[int, ...], MeldKind]
+"""A meld found in a hand: its card ids (a run low to high) and its kind."""
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -100,8 +103,12 @@ def _choose(
     must_include: int | None,
     node_limit: int,
     by_value: bool,
-) -> tuple[list[tuple[int, ...]], int]:
-    """Depth-first search over disjoint candidates; the best by cards (or value) first."""
+) -> tuple[list[KindedMeld], int]:
+    """Depth-first search over disjoint candidates; the best by cards (or value) first.
+
+    Each meld comes with the kind it was found as: one real card and jokers can read as a
+    set or a run of another value (``J1 KH J2``: the run Q K A is 31, the set of kings 30),
+    so the kind must travel with the cards to the rules."""
     candidates = candidate_melds(hand, rules)
     if by_value:
         candidates.sort(key=lambda c: (-c.value, -len(c.tokens), c.tokens))
@@ -144,7 +151,7 @@ def _choose(
             ids = _prefer(ids, must_include)
         for card in ids:
             pool.remove(card)
-        melds.append(ids)
+        melds.append((ids, cand.kind))
     return melds, sum(c.value for c in best[1])
 
 
@@ -156,6 +163,23 @@ def _prefer(ids: tuple[int, ...], card: int) -> tuple[int, ...]:
     return tuple(card if i == twin else i for i in ids)
 
 
+def best_meld_specs(
+    hand: Sequence[int],
+    rules: RuleSet,
+    *,
+    keep: int = 1,
+    must_include: int | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
+) -> tuple[list[KindedMeld], int]:
+    """The disjoint melds that lay down the most cards (then the most value).
+
+    Leaves at least ``keep`` cards in hand; with ``must_include`` only choices using that
+    card count. Returns the melds as (id tuple in run order, kind) and their total value; the
+    search stops after ``node_limit`` steps with the best found so far.
+    """
+    return _choose(hand, rules, keep, must_include, node_limit, by_value=False)
+
+
 def best_melds(
     hand: Sequence[int],
     rules: RuleSet,
@@ -164,13 +188,28 @@ def best_melds(
     must_include: int | None = None,
     node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> tuple[list[tuple[int, ...]], int]:
-    """The disjoint melds that lay down the most cards (then the most value).
+    """:func:`best_meld_specs` without the kinds (the melds as id tuples, run order)."""
+    specs, value = best_meld_specs(
+        hand, rules, keep=keep, must_include=must_include, node_limit=node_limit
+    )
+    return [ids for ids, _kind in specs], value
 
-    Leaves at least ``keep`` cards in hand; with ``must_include`` only choices using that
-    card count. Returns the melds as id tuples (run order) and their total value; the search
-    stops after ``node_limit`` steps with the best found so far.
+
+def best_opening_specs(
+    hand: Sequence[int],
+    rules: RuleSet,
+    *,
+    must_include: int | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
+) -> list[KindedMeld] | None:
+    """Melds (ids, kind) worth at least the opening minimum, leaving a card to discard, or
+    None.
+
+    Maximises the value laid (then the cards), so a reachable 51 is found when one exists
+    within the search limit.
     """
-    return _choose(hand, rules, keep, must_include, node_limit, by_value=False)
+    melds, value = _choose(hand, rules, 1, must_include, node_limit, by_value=True)
+    return melds if value >= rules.opening_minimum else None
 
 
 def best_opening(
@@ -180,13 +219,9 @@ def best_opening(
     must_include: int | None = None,
     node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> list[tuple[int, ...]] | None:
-    """Melds worth at least the opening minimum, leaving a card to discard, or None.
-
-    Maximises the value laid (then the cards), so a reachable 51 is found when one exists
-    within the search limit.
-    """
-    melds, value = _choose(hand, rules, 1, must_include, node_limit, by_value=True)
-    return melds if value >= rules.opening_minimum else None
+    """:func:`best_opening_specs` without the kinds."""
+    specs = best_opening_specs(hand, rules, must_include=must_include, node_limit=node_limit)
+    return None if specs is None else [ids for ids, _kind in specs]
 
 
 def in_partial_meld(card: int, hand: Sequence[int]) -> bool:
@@ -210,8 +245,11 @@ def in_partial_meld(card: int, hand: Sequence[int]) -> bool:
 
 __all__ = [
     "Candidate",
+    "KindedMeld",
+    "best_meld_specs",
     "best_melds",
     "best_opening",
+    "best_opening_specs",
     "candidate_melds",
     "concrete",
     "in_partial_meld",

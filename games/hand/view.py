@@ -19,8 +19,7 @@ from typing import Any
 
 from games.hand.deal_state import DealState, Phase
 from games.hand.game import GameState, available_actions, is_last_deal
-from games.hand.meld_search import best_melds
-from games.hand.melds import make_meld
+from games.hand.meld_search import best_meld_specs
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +127,12 @@ class Advice:
 
 
 def advice_for(deal: DealState, seat: int) -> Advice:
-    """The advice for the seat's hand in a deal being played."""
+    """The advice for the seat's hand in a deal being played (each meld with the kind it
+    was found as: ``J1 KH J2`` is a run Q K A, not a set of kings)."""
     cards = list(deal.hands[seat])
-    melds, _value = best_melds(cards, deal.rules)
-    grouped = {c for m in melds for c in m}
+    melds, _value = best_meld_specs(cards, deal.rules)
+    grouped = {c for ids, _kind in melds for c in ids}
     return Advice(
-        groups=tuple((make_meld(m, seat, deal.rules).kind.value, tuple(m)) for m in melds),
+        groups=tuple((kind.value, tuple(ids)) for ids, kind in melds),
         loose=tuple(c for c in cards if c not in grouped),
     )

@@ -44,6 +44,7 @@ from games.kishpa.round import (
     start_record,
     view_for,
     waiting_for,
+    winning_group_kinds,
 )
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.tiles import TILE_COUNT, face_of
@@ -91,4 +92,5 @@ __all__ = [
     "start_round",
     "view_for",
     "waiting_for",
+    "winning_group_kinds",
 ]

@@ -18,10 +18,13 @@ AUTOPLAY_TAG = "kishpa/table/v1/autoplay"
 
 
 def autoplay_action(
-    state: kround.RoundState, seat: int, stream: FairStream
+    state: kround.RoundState, seat: int, stream: FairStream, level: str = bot.NORMAL
 ) -> kround.Action | None:
-    """The next move of an auto-played seat, or ``None`` when it is not the seat's turn."""
+    """The next move of an auto-played seat, or ``None`` when it is not the seat's turn.
+
+    ``level`` is the house bots' level (``easy``/``normal``); an absent player is always
+    played at ``normal``."""
     if state.phase not in (kround.FIRST_DISCARD, kround.TURNS) or state.turn != seat:
         return None
-    move = bot.choose_action(kround.view_for(state, seat), stream, state.ruleset)
+    move = bot.action_at(level, kround.view_for(state, seat), stream, state.ruleset)
     return move if move is not None else kround.TurnTimeout(seat)

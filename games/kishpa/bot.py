@@ -1,8 +1,16 @@
-"""A pure bot strategy for one seat, working from that seat's view (``round.view_for``).
+"""Pure bot strategies for one seat, working from that seat's view (``round.view_for``).
 
-Win when possible (the best-paying winning discard); take the top discard only when it adds
-to the tiles in groups; discard the tile that least belongs to groups; always reveal the
-kishpa when allowed. Deterministic: ties are broken by a handed-in :class:`FairStream`.
+Two levels (a table's ``bot_level``):
+
+* ``normal`` (:func:`choose_action`, the solver): win when possible (the best-paying winning
+  discard); take the top discard only when it adds to the tiles in groups; discard the tile
+  that least belongs to groups;
+* ``easy`` (:func:`draw_and_discard`): draw from the pile and throw the drawn tile away,
+  winning only when the drawn tile completes the hand (what a timed-out turn does, plus the
+  win it would otherwise miss).
+
+Both always reveal the kishpa when allowed. Deterministic: ties are broken by a handed-in
+:class:`FairStream`.
 """
 
 from __future__ import annotations
@@ -31,6 +39,41 @@ from games.kishpa.tiles import Face, parse_face
 
 BOT_TAG = "kishpa/fair/v1/bot"
 """Stream tag for bots' tie-breaks (bots seeded from a round seed never touch its deck)."""
+EASY = "easy"
+NORMAL = "normal"
+"""The bot levels (``games.table.BOT_LEVELS``)."""
+
+
+def action_at(
+    level: str, view: Mapping[str, Any], stream: FairStream, rules: RuleSet = DEFAULT_RULES
+) -> Action | None:
+    """The next action of a bot of this level (``easy`` or anything else: ``normal``)."""
+    if level == EASY:
+        return draw_and_discard(view, stream, rules)
+    return choose_action(view, stream, rules)
+
+
+def draw_and_discard(
+    view: Mapping[str, Any], stream: FairStream, rules: RuleSet = DEFAULT_RULES
+) -> Action | None:
+    """The easy bot: draw from the pile, win if the hand now wins, else discard the tile
+    drawn (on the starter's first discard, the last tile dealt). ``stream`` is unused."""
+    del stream
+    seat = int(view["seat"])
+    phase = view["phase"]
+    if phase in (START_REVEAL, END_REVEAL):
+        if view.get("may_reveal"):
+            return Reveal(seat)
+        return Pass(seat) if view.get("window_waits_for_me") else None
+    if phase not in (FIRST_DISCARD, TURNS) or view.get("turn") != seat:
+        return None
+    if phase == TURNS and not view.get("drew"):
+        return Draw(seat, PILE)
+    ids = [int(t["id"]) for t in view["hand"]]
+    faces = [parse_face(t["tile"]) for t in view["hand"]]
+    win = _best_win(seat, ids, faces, parse_face(view["kishpa"]), rules)
+    # The drawn tile is always the last in hand (the deal appends it).
+    return win if win is not None else Discard(seat, ids[-1])
 
 
 def choose_action(

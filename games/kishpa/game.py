@@ -222,16 +222,17 @@ def apply_action(game: GameState, action: kround.Action) -> tuple[GameState, lis
 
 
 def autoplay_turn(
-    game: GameState, seat: int, seed: bytes
+    game: GameState, seat: int, seed: bytes, level: str = bot.NORMAL
 ) -> tuple[GameState, list[kround.Event]]:
     """Play the whole turn of a seat on auto-play (draw, then discard or win; else the turn
-    times out), with the policy of :func:`games.kishpa.autoplay.autoplay_action`."""
+    times out), with the policy of :func:`games.kishpa.autoplay.autoplay_action` at the bots'
+    ``level`` (``easy``/``normal``)."""
     stream = FairStream(seed, (), AUTOPLAY_TAG)
     events: list[kround.Event] = []
     for _ in range(MAX_AUTOPLAY_MOVES):
         if game.round is None:
             break
-        move = autoplay_action(game.round, seat, stream)
+        move = autoplay_action(game.round, seat, stream, level)
         if move is None:
             break
         game, more = apply_action(game, move)

@@ -7,6 +7,7 @@ the joker's face (RULES.md section 2). The solver finds arrangements; this only 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.tiles import Face
@@ -48,6 +49,17 @@ def is_valid_run(faces: Sequence[Face], joker: Face, rules: RuleSet = DEFAULT_RU
         if all((start + i - 1) % 13 + 1 == f.number for i, f in placed):
             return True
     return False
+
+
+def group_kind(
+    faces: Sequence[Face], joker: Face, rules: RuleSet = DEFAULT_RULES
+) -> Literal["run", "set"]:
+    """The kind of a valid group in play order: ``run`` when it is a valid run, else ``set``.
+
+    Only a group of one real tile and jokers can be both (``R5 R6* R7*`` or ``R5 B5* K5*``);
+    it is called a run, as :func:`is_winning_arrangement` counts it.
+    """
+    return "run" if is_valid_run(faces, joker, rules) else "set"
 
 
 def is_winning_arrangement(

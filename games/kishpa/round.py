@@ -27,7 +27,7 @@ from typing import Any
 from games.fair import commitment
 from games.kishpa.deal import deal_round
 from games.kishpa.errors import IllegalMoveError
-from games.kishpa.group_check import is_winning_arrangement
+from games.kishpa.group_check import group_kind, is_winning_arrangement
 from games.kishpa.payouts import win_payout
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict
 from games.kishpa.solver import find_winning_arrangement
@@ -166,6 +166,8 @@ class RoundState:
     last_round: bool = False
     timeouts: list[int] = field(default_factory=list)
     turns_played: int = 0
+    replacement_dolls: list[int] = field(default_factory=list)
+    """Dolls turned back while the (still hidden) replacement was turned; published with it."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (a deep copy)."""
@@ -218,6 +220,7 @@ _LISTS: tuple[str, ...] = (
     "dolls_returned",
     "window_acted",
     "timeouts",
+    "replacement_dolls",
 )
 _NESTED_LISTS = ("hands", "start_hands", "winning_groups")
 
@@ -259,6 +262,7 @@ def new_round(
         previous_winner=previous_winner,
         last_round=last_round,
         timeouts=[0] * len(players),
+        replacement_dolls=[] if deal.replacement is None else list(deal.replacement.dolls_returned),
     )
     events = [
         Event(
@@ -582,10 +586,18 @@ def _win(
             "discard_id": tile,
             "groups": [[str(face_of(t)) for t in g] for g in groups],
             "group_ids": [list(g) for g in groups],
+            "group_kinds": winning_group_kinds(state),
             "payout_per_loser": per_loser,
         },
     )
     return [won, *_open_window(state, "end")]
+
+
+def winning_group_kinds(state: RoundState) -> list[str]:
+    """``run`` or ``set`` for each of the winning groups (in the order of
+    ``state.winning_groups``; empty while nobody has won)."""
+    joker, rules = state.joker, state.ruleset
+    return [group_kind([face_of(t) for t in g], joker, rules) for g in state.winning_groups]
 
 
 def _checked_arrangement(
@@ -676,6 +688,7 @@ def _close_window(state: RoundState) -> list[Event]:
                     "kishpa": str(state.kishpa),
                     "kishpa_id": state.kishpa_tiles[-1],
                     "joker": str(state.joker),
+                    "dolls_returned_ids": list(state.replacement_dolls),
                 },
             )
         )

@@ -39,10 +39,12 @@ import jwt
 import structlog
 from pydantic import SecretStr
 
-from services.common.errors import PermissionDenied, Unauthenticated, abort_with
+from services.common.access import OPERATOR_ROLES, allowed, refusal
+from services.common.errors import PermissionDenied, Unauthenticated, Unavailable, abort_with
 from services.common.handlers import wrap_handler
 from services.common.oidc import OidcVerifier, oidc_verifier_from_settings
 from services.common.settings import Settings
+from services.common.tls import peer_identity
 
 ISSUER: Final = "kishpa"
 ALGORITHM: Final = "HS256"
@@ -92,10 +94,15 @@ class Service:
 
 @dataclass(frozen=True, slots=True)
 class Admin:
-    """An operator: may call the audited admin RPCs, never play or move money silently."""
+    """An operator: may call the audited admin RPCs his roles allow, never play.
+
+    ``roles`` are among ``support`` (read), ``finance`` (credit, debit, approve) and ``ops``
+    (close tables); a token that names none is read-only (``support``).
+    """
 
     admin_id: str
     name: str = ""
+    roles: frozenset[str] = frozenset({"support"})
 
 
 Caller = Player | Service | Admin
@@ -221,16 +228,22 @@ class TokenAuthority:
 
     # -- admin tokens --------------------------------------------------------------------
 
-    def issue_admin_token(self, admin_id: str, name: str = "") -> IssuedToken:
-        """Sign a short-lived admin token for the operator ``admin_id`` (service key)."""
+    def issue_admin_token(
+        self, admin_id: str, name: str = "", *, roles: Collection[str] = ("support",)
+    ) -> IssuedToken:
+        """Sign a short-lived admin token for the operator ``admin_id`` with his ``roles``."""
         if not admin_id:
             raise ValueError("admin id must not be empty")
+        unknown = set(roles) - set(OPERATOR_ROLES)
+        if unknown or not roles:
+            raise ValueError(f"operator roles are among {', '.join(OPERATOR_ROLES)}")
         return self._sign(
             {
                 "sub": ADMIN_SUBJECT_PREFIX + admin_id,
                 "name": name[:MAX_NAME_LENGTH],
                 "typ": ADMIN_TYP,
                 "role": ADMIN_TYP,
+                "roles": sorted(set(roles)),
             },
             self._key(self._service_secret, "admin tokens"),
             self.service_token_ttl_seconds,
@@ -246,14 +259,21 @@ class TokenAuthority:
         subject = str(claims["sub"])
         if not subject.startswith(ADMIN_SUBJECT_PREFIX) or claims.get("role") != ADMIN_TYP:
             raise Unauthenticated("TOKEN_INVALID", "the admin token is malformed")
-        admin = Admin(subject.removeprefix(ADMIN_SUBJECT_PREFIX), str(claims.get("name", "")))
+        roles = claims.get("roles", ["support"])
+        if not isinstance(roles, list) or not roles or not set(roles) <= set(OPERATOR_ROLES):
+            raise Unauthenticated("TOKEN_INVALID", "the admin token's roles are malformed")
+        admin = Admin(
+            subject.removeprefix(ADMIN_SUBJECT_PREFIX),
+            str(claims.get("name", "")),
+            frozenset(str(r) for r in roles),
+        )
         return admin, int(claims["exp"])
 
     def _external_caller(self, token: str) -> tuple[Caller, int]:
         assert self._external is not None
         who = self._external.verify(token)
-        if who.admin:
-            return Admin(ADMIN_OIDC_PREFIX + who.subject, who.name), who.expires_at
+        if who.roles:
+            return Admin(ADMIN_OIDC_PREFIX + who.subject, who.name, who.roles), who.expires_at
         return Player(player_id=who.player_id, name=who.name), who.expires_at
 
     def verify(self, token: str) -> Caller:
@@ -377,6 +397,17 @@ def caller_label(caller: Caller | None) -> str:
     return SERVICE_SUBJECT_PREFIX + caller.name
 
 
+def identities(caller: Caller | None) -> frozenset[str]:
+    """The identities of :mod:`services.common.access` a caller has."""
+    if caller is None:
+        return frozenset()
+    if isinstance(caller, Player):
+        return frozenset({"player"})
+    if isinstance(caller, Admin):
+        return frozenset(f"admin:{role}" for role in caller.roles)
+    return frozenset({f"service:{caller.name}"})
+
+
 def current_caller() -> Caller | None:
     """Who is calling the current RPC (``None`` on a public method without a token)."""
     return _caller.get()
@@ -471,16 +502,31 @@ class CallerVerifier(Protocol):
         ...
 
 
+RefusalHook = Callable[[str, Caller, PermissionDenied], Awaitable[None]]
+"""Called with (method, caller, refusal) when the access table refuses a caller."""
+
+
 class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Verifies the bearer token of every call except ``public_methods``; sets the caller."""
+    """Verifies the bearer token of every call except ``public_methods``, checks the caller
+    against :data:`services.common.access.ACCESS`, and sets the caller for the servicer.
+
+    With ``require_service_certificate`` (mutual TLS) a service credential is accepted only
+    over a connection whose client certificate names the same workload: the shared service
+    key alone no longer makes anyone the settlement worker.
+    """
 
     def __init__(
         self,
         authority: CallerVerifier,
         public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
+        *,
+        require_service_certificate: bool = False,
+        on_refusal: RefusalHook | None = None,
     ) -> None:
         self._authority = authority
         self._public = frozenset(public_methods)
+        self._require_certificate = require_service_certificate
+        self._on_refusal = on_refusal
 
     async def intercept_service(
         self,
@@ -495,6 +541,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             return handler
         metadata = handler_call_details.invocation_metadata
         authority = self._authority
+        require_certificate = self._require_certificate
+        on_refusal = self._on_refusal
 
         @contextlib.asynccontextmanager
         async def authenticated(
@@ -507,9 +555,17 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                         "TOKEN_MISSING", "missing 'authorization: Bearer <token>' metadata"
                     )
                 caller = authority.verify(token)
-            except Unauthenticated as exc:
+            except (Unauthenticated, Unavailable) as exc:
+                # Unavailable: an identity provider whose keys cannot be fetched now.
                 await abort_with(context, exc)
                 raise  # abort_with always raises; this tells the type checker so
+            try:
+                _check_access(method, caller, context, require_certificate)
+            except PermissionDenied as exc:
+                if on_refusal is not None:
+                    await on_refusal(method, caller, exc)
+                await abort_with(context, exc)
+                raise
             _caller.set(caller)
             # Every log line of the call names its caller (ids only, never the token).
             structlog.contextvars.bind_contextvars(caller=caller_label(caller))
@@ -523,6 +579,29 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 structlog.contextvars.unbind_contextvars("caller")
 
         return wrap_handler(handler, method, authenticated)
+
+
+def _check_access(method: str, caller: Caller, context: Any, require_certificate: bool) -> None:
+    """Refuse ``caller`` on ``method`` unless the access table and his certificate allow it."""
+    if isinstance(caller, Service):
+        peer = peer_identity(context)
+        if peer is None and require_certificate:
+            raise PermissionDenied(
+                "PEER_CERTIFICATE_REQUIRED",
+                "a service credential is accepted only with its workload's client certificate",
+            )
+        if peer is not None and peer != caller.name:
+            raise PermissionDenied(
+                "PEER_IDENTITY_MISMATCH",
+                f"the credential names {caller.name} but the certificate names {peer}",
+            )
+    who = identities(caller)
+    verdict = allowed(method, who)
+    if verdict is None:
+        return  # not an RPC of the contract (a test's own service): a valid token suffices
+    if not verdict:
+        reason, message = refusal(method, who)
+        raise PermissionDenied(reason, message)
 
 
 # -- client side --------------------------------------------------------------------------

@@ -91,7 +91,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         """
         player = current_player()
         issued = self._authority.issue_player_token(player.player_id, player.name)
-        return auth_pb2.RefreshTokenResponse(token=issued.token, expire_time=_expiry(issued))
+        return auth_pb2.RefreshTokenResponse(
+            token=issued.token, expire_time=_expiry(issued), player_id=player.player_id
+        )
 
 
 def auth_registration(

@@ -29,7 +29,6 @@ from types import MappingProxyType
 from typing import Any, Final, NoReturn
 
 import grpc
-import redis.exceptions
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
@@ -38,6 +37,7 @@ from games.errors import RulesError
 from kishpa.common.v1 import errors_pb2
 from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
+from shared.retry import TRANSIENT_REDIS_ERRORS, UNREACHABLE_CODES
 
 DOMAIN: Final = "kishpa.dev"
 STATUS_DETAILS_KEY: Final = "grpc-status-details-bin"
@@ -112,14 +112,14 @@ _TRANSLATED_CODES: Final = frozenset(
     )
 )
 
-# A backing store that cannot be reached: the request may succeed if retried.
-_DEPENDENCY_ERRORS = (
+# A backing store that cannot be reached: the request may succeed if retried (the
+# platform's one policy, shared.retry: dropped connections, a cluster electing a master).
+_DEPENDENCY_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError,
     TimeoutError,
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
+    *TRANSIENT_REDIS_ERRORS,
 )
-_UNREACHABLE_RPC_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+_UNREACHABLE_RPC_CODES = UNREACHABLE_CODES
 
 _log = get_logger(__name__)
 

@@ -13,6 +13,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from shared.tls import ClientTls, aio_channel
+
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
@@ -28,11 +30,15 @@ async def check_health(
 
 
 async def wait_until_serving(
-    address: str, service: str = "", deadline_seconds: float = 30.0
+    address: str,
+    service: str = "",
+    deadline_seconds: float = 30.0,
+    *,
+    tls: ClientTls | None = None,
 ) -> None:
     """Return once ``service`` at ``address`` reports SERVING; else ``TimeoutError``."""
     deadline = time.monotonic() + deadline_seconds
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with aio_channel(address, tls) as channel:
         while True:
             try:
                 if await check_health(channel, service) == SERVING:

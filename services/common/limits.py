@@ -195,12 +195,27 @@ class Limiter:
         key = f"{self.config.key_prefix}:grant:{{{hashed(device_key)}}}"
         return bool(await self.redis.set(key, player_id, nx=True))
 
-    async def forget_grant(self, device_key: str, player_id: str) -> None:
-        """Undo :meth:`grant_once` when the grant could not be given after all."""
+    async def grant_holder(self, device_key: str) -> str | None:
+        """The player the device's starting grant was claimed for, if any."""
         key = f"{self.config.key_prefix}:grant:{{{hashed(device_key)}}}"
-        with contextlib.suppress(Exception):
-            if (await self.redis.get(key)) == player_id.encode():
-                await self.redis.delete(key)
+        value = await self.redis.get(key)
+        return None if value is None else value.decode()
+
+    async def move_grant(self, device_key: str, holder: str, player_id: str) -> bool:
+        """Move the device's grant from ``holder`` (whose wallet was never opened) to
+        ``player_id``; False when another login moved it first."""
+        key = f"{self.config.key_prefix}:grant:{{{hashed(device_key)}}}"
+        moved = await self.redis.eval(_MOVE_GRANT, 1, key, holder, player_id)
+        return bool(moved)
+
+
+_MOVE_GRANT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
 
 
 def limiter_from_settings(settings: Settings) -> Limiter | None:

@@ -21,6 +21,7 @@ the provider's; everything else still goes to our own HS256 keys.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any, Final
 
 import jwt
 
+from services.common.access import OPERATOR_ROLES
 from services.common.errors import Unauthenticated, Unavailable
 from services.common.settings import Settings
 
@@ -35,6 +37,15 @@ PLAYER_ID_PREFIX: Final = "o"
 ALLOWED_ALGORITHMS: Final = frozenset({"RS256", "ES256"})
 LEEWAY_SECONDS: Final = 5
 MAX_NAME_LENGTH: Final = 64
+
+
+def operator_roles(granted: list[Any], config: OidcConfig) -> frozenset[str]:
+    """Our operator roles from the provider's roles claim."""
+    names = {str(g) for g in granted}
+    roles = {r for r in OPERATOR_ROLES if config.role_prefix + r in names}
+    if config.admin_role in names:
+        roles.add("support")
+    return frozenset(roles)
 
 
 def player_id_for(issuer: str, subject: str) -> str:
@@ -55,6 +66,9 @@ class OidcConfig:
     jwks_cooldown_seconds: float = 30.0
     roles_claim: str = "roles"
     admin_role: str = "kishpa-admin"
+    """The provider's older single admin role: read-only (``support``) since roles exist."""
+    role_prefix: str = "kishpa-"
+    """The provider's role ``<prefix><role>`` grants our operator role (``kishpa-finance``)."""
     fetch_timeout_seconds: float = 5.0
 
     def __post_init__(self) -> None:
@@ -72,8 +86,14 @@ class OidcIdentity:
     player_id: str
     name: str
     subject: str
-    admin: bool
+    roles: frozenset[str]
+    """Operator roles (``support``, ``finance``, ``ops``); empty for a player."""
     expires_at: int
+
+    @property
+    def admin(self) -> bool:
+        """Whether the bearer is an operator (has any operator role)."""
+        return bool(self.roles)
 
 
 class OidcVerifier:
@@ -109,14 +129,7 @@ class OidcVerifier:
             raise Unauthenticated(
                 "TOKEN_INVALID", f"tokens of this provider must be signed with {self._algs()}"
             )
-        try:
-            key = self._keys.get_signing_key_from_jwt(token)
-        except jwt.PyJWKClientConnectionError:
-            raise Unavailable(
-                "IDENTITY_PROVIDER_UNAVAILABLE", "the identity provider's keys cannot be fetched"
-            ) from None
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated("TOKEN_INVALID", f"no key of the provider fits: {exc}") from None
+        key = self._signing_key(token)
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -139,8 +152,8 @@ class OidcVerifier:
         if not subject:
             raise Unauthenticated("TOKEN_INVALID", "the token names no subject")
         name = str(claims.get("name") or claims.get("preferred_username") or "")
-        roles = claims.get(self.config.roles_claim) or []
-        admin = isinstance(roles, list) and self.config.admin_role in roles
+        granted = claims.get(self.config.roles_claim) or []
+        roles = operator_roles(granted, self.config) if isinstance(granted, list) else frozenset()
         try:
             expires_at = int(claims["exp"])
         except (TypeError, ValueError):
@@ -149,12 +162,52 @@ class OidcVerifier:
             player_id=player_id_for(self.config.issuer, subject),
             name=name[:MAX_NAME_LENGTH],
             subject=subject,
-            admin=admin,
+            roles=roles,
             expires_at=expires_at,
         )
 
+    def _signing_key(self, token: str) -> jwt.PyJWK:
+        """The provider's key for ``token``; a provider that cannot say is UNAVAILABLE.
+
+        Whatever the key endpoint does wrong (an error status, a timeout, a dropped
+        connection, an HTML page, JSON that is not a key set) is the provider's outage, not
+        the caller's fault: ``UNAVAILABLE`` ``IDENTITY_PROVIDER_UNAVAILABLE``, with a message
+        naming no internals. Only a well-formed set without the token's key id (after the
+        one refetch) refuses the token itself.
+        """
+        try:
+            return self._keys.get_signing_key_from_jwt(token)
+        except jwt.PyJWKClientConnectionError:
+            raise _provider_unavailable("cannot be reached") from None
+        except jwt.PyJWKSetError:
+            raise _provider_unavailable("published no usable key") from None
+        except jwt.PyJWKClientError as exc:
+            if str(exc).startswith(UNKNOWN_KEY_MESSAGE):
+                raise Unauthenticated(
+                    "TOKEN_INVALID", "no key of the provider fits the token"
+                ) from None
+            raise _provider_unavailable("answered with something other than a key set") from None
+        except jwt.PyJWTError:
+            raise Unauthenticated(
+                "TOKEN_INVALID", "no key of the provider fits the token"
+            ) from None
+        except (OSError, ValueError, http.client.HTTPException):
+            # ValueError: a body that is not JSON; OSError: the connection broke mid-read.
+            raise _provider_unavailable("answered with something other than a key set") from None
+
     def _algs(self) -> str:
         return "/".join(self.config.algorithms)
+
+
+UNKNOWN_KEY_MESSAGE: Final = "Unable to find a signing key"
+"""How PyJWT starts the message of a key id missing from a well-formed key set."""
+
+
+def _provider_unavailable(what: str) -> Unavailable:
+    return Unavailable(
+        "IDENTITY_PROVIDER_UNAVAILABLE",
+        f"the identity provider's key endpoint {what}: sign-in works again once it answers",
+    )
 
 
 def oidc_verifier_from_settings(settings: Settings) -> OidcVerifier | None:
@@ -173,5 +226,6 @@ def oidc_verifier_from_settings(settings: Settings) -> OidcVerifier | None:
             algorithms=algorithms,
             jwks_cache_seconds=settings.oidc_jwks_cache_seconds,
             admin_role=settings.oidc_admin_role,
+            role_prefix=settings.oidc_role_prefix,
         )
     )

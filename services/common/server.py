@@ -20,12 +20,23 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from services.common.auth import DEFAULT_PUBLIC_METHODS, AuthInterceptor, TokenAuthority
+from services.common.auth import (
+    DEFAULT_PUBLIC_METHODS,
+    AuthInterceptor,
+    RefusalHook,
+    TokenAuthority,
+)
 from services.common.errors import ErrorInterceptor
 from services.common.limits import Limiter, LimitsInterceptor
 from services.common.logging import configure_logging, get_logger
 from services.common.metrics import GrpcMetrics, MetricsInterceptor
 from services.common.settings import Settings
+from services.common.tls import (
+    CertificateFiles,
+    grpc_server_credentials,
+    reloading_ssl_context,
+    server_files_from_settings,
+)
 from services.common.tracing import configure_tracing, server_interceptors
 from services.common.validation import ValidationInterceptor
 
@@ -77,15 +88,20 @@ class KishpaServer:
         health: health_aio.HealthServicer,
         port: int,
         names: Sequence[str],
+        probe: tuple[grpc.aio.Server, int] | None = None,
     ) -> None:
         self.server = server
         self.health = health
         self.port = port
         self.service_names = tuple(names)
+        self.probe_server: grpc.aio.Server | None = probe[0] if probe is not None else None
+        self.probe_port = probe[1] if probe is not None else 0
 
     async def start(self) -> None:
         """Start serving and report SERVING for every hosted service and the server."""
         await self.server.start()
+        if self.probe_server is not None:
+            await self.probe_server.start()
         for name in (OVERALL_HEALTH, *self.service_names):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
@@ -93,6 +109,8 @@ class KishpaServer:
         """Report NOT_SERVING, then stop, letting in-flight calls run for ``grace`` seconds."""
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        if self.probe_server is not None:
+            await self.probe_server.stop(0)
 
     async def wait_for_termination(self) -> None:
         """Block until the server has stopped."""
@@ -109,6 +127,8 @@ def create_server(
     metrics: GrpcMetrics | None = None,
     options: Sequence[tuple[str, Any]] = (),
     limiter: Limiter | None = None,
+    tls: CertificateFiles | None = None,
+    on_refusal: RefusalHook | None = None,
 ) -> KishpaServer:
     """Build a server hosting ``services`` plus health and reflection, bound to ``address``.
 
@@ -116,12 +136,22 @@ def create_server(
     port (read it from ``.port``). Every call except ``public_methods`` needs a token;
     exceptions from servicers are mapped by :mod:`services.common.errors`. With a
     ``limiter``, the abuse limits of :mod:`services.common.limits` apply after validation.
+    With certificate files (``tls``, else the settings' ``KISHPA_TLS_*``) the port speaks
+    TLS, mutual unless ``KISHPA_TLS_CLIENT_AUTH=0``; a service credential must then come
+    with the certificate of the workload it names (:mod:`services.common.tls`).
     """
+    files = tls if tls is not None else server_files_from_settings(settings)
+    mutual = files is not None and settings.tls_client_auth
     server = grpc.aio.server(
         interceptors=[
             # Outermost first: metrics see the final code, auth runs before any servicer code.
             MetricsInterceptor(metrics),
-            AuthInterceptor(authority or TokenAuthority.from_settings(settings), public_methods),
+            AuthInterceptor(
+                authority or TokenAuthority.from_settings(settings),
+                public_methods,
+                require_service_certificate=mutual,
+                on_refusal=on_refusal,
+            ),
             # Bodies that do not decode or break a field rule never reach a servicer.
             ValidationInterceptor(),
             *([LimitsInterceptor(limiter)] if limiter is not None else []),
@@ -146,12 +176,68 @@ def create_server(
     )
     bind = address if address is not None else settings.grpc_address
     try:
-        port = server.add_insecure_port(bind)
+        if files is None:
+            port = server.add_insecure_port(bind)
+        else:
+            port = server.add_secure_port(
+                bind, grpc_server_credentials(files, require_client_auth=mutual)
+            )
     except RuntimeError as exc:  # grpc raises when the address is taken
         raise RuntimeError(f"could not bind the gRPC server to {bind}: {exc}") from None
     if port == 0:
         raise RuntimeError(f"could not bind the gRPC server to {bind}")
-    return KishpaServer(server, health, port, names)
+    probe = _probe_server(health, settings) if files is not None else None
+    return KishpaServer(server, health, port, names, probe)
+
+
+def _probe_server(
+    health: health_aio.HealthServicer, settings: Settings
+) -> tuple[grpc.aio.Server, int] | None:
+    """A plaintext port serving only the health service (``KISHPA_HEALTH_PORT``).
+
+    Kubernetes' gRPC probes cannot speak TLS: with TLS on the service port they ask this
+    one, which answers health checks and nothing else (the same health servicer, so
+    NOT_SERVING during a shutdown shows here too).
+    """
+    if not settings.health_port:
+        return None
+    probe = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(health, probe)
+    bind = f"{settings.grpc_host}:{settings.health_port}"
+    try:
+        port = probe.add_insecure_port(bind)
+    except RuntimeError as exc:
+        raise RuntimeError(f"could not bind the health port to {bind}: {exc}") from None
+    return probe, port
+
+
+def start_metrics_server(settings: Settings) -> tuple[Any, Any]:
+    """The Prometheus ``/metrics`` endpoint: over TLS (rotated like the gRPC port) when the
+    process has a certificate, unless ``KISHPA_TLS_METRICS=0`` (a scraper on loopback)."""
+    files = server_files_from_settings(settings) if settings.tls_metrics else None
+    if files is None:
+        return start_http_server(settings.metrics_port)
+    return start_tls_http_server(settings.metrics_port, reloading_ssl_context(files))
+
+
+def start_tls_http_server(port: int, context: Any, addr: str = "0.0.0.0") -> tuple[Any, Any]:
+    """prometheus_client's WSGI server with our rotating ``SSLContext`` around its socket."""
+    import threading
+    from wsgiref.simple_server import make_server
+
+    from prometheus_client.exposition import (
+        ThreadingWSGIServer,
+        _SilentHandler,
+        make_wsgi_app,
+    )
+
+    httpd = make_server(
+        addr, port, make_wsgi_app(), ThreadingWSGIServer, handler_class=_SilentHandler
+    )
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    return httpd, thread
 
 
 ServiceFactory = Callable[[], Awaitable[Sequence[ServiceRegistration]]]
@@ -166,6 +252,7 @@ async def serve(
     cleanup: Cleanup | None = None,
     stop_event: asyncio.Event | None = None,
     limiter: Limiter | None = None,
+    on_refusal: RefusalHook | None = None,
 ) -> int:
     """Run a service until SIGTERM/SIGINT (or ``stop_event``); returns the exit code.
 
@@ -174,7 +261,7 @@ async def serve(
     """
     configure_logging(settings.log_format, settings.log_level, service=settings.service)
     configure_tracing(settings.service, settings.otlp_endpoint)
-    metrics_server, metrics_thread = start_http_server(settings.metrics_port)
+    metrics_server, metrics_thread = start_metrics_server(settings)
     stop = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -182,7 +269,11 @@ async def serve(
     try:
         registrations = services if isinstance(services, Sequence) else await services()
         server = create_server(
-            registrations, settings, public_methods=public_methods, limiter=limiter
+            registrations,
+            settings,
+            public_methods=public_methods,
+            limiter=limiter,
+            on_refusal=on_refusal,
         )
         await server.start()
         _log.info(
@@ -190,6 +281,9 @@ async def serve(
             grpc_port=server.port,
             metrics_port=settings.metrics_port,
             services=list(server.service_names),
+            tls="mutual"
+            if settings.tls_cert_file and settings.tls_client_auth
+            else ("server" if settings.tls_cert_file else "off"),
         )
         await stop.wait()
         _log.info("server.stopping", grace_seconds=settings.shutdown_grace_seconds)
@@ -211,6 +305,15 @@ def run(
     *,
     public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
     cleanup: Cleanup | None = None,
+    on_refusal: RefusalHook | None = None,
 ) -> int:
     """Blocking entry point for a service's ``main()``: ``return run(settings, factory)``."""
-    return asyncio.run(serve(settings, services, public_methods=public_methods, cleanup=cleanup))
+    return asyncio.run(
+        serve(
+            settings,
+            services,
+            public_methods=public_methods,
+            cleanup=cleanup,
+            on_refusal=on_refusal,
+        )
+    )

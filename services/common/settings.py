@@ -137,10 +137,36 @@ class Settings(BaseSettings):
         default=300.0, gt=0, validation_alias="KISHPA_OIDC_JWKS_CACHE_SECONDS"
     )
     oidc_admin_role: str = Field(default="kishpa-admin", validation_alias="KISHPA_OIDC_ADMIN_ROLE")
+    # The provider's roles <prefix>support / finance / ops grant the operator roles.
+    oidc_role_prefix: str = Field(default="kishpa-", validation_alias="KISHPA_OIDC_ROLE_PREFIX")
+    # Credits and debits above this many tokens wait for a second operator's approval.
+    admin_approval_threshold: int = Field(
+        default=10_000, ge=0, validation_alias="KISHPA_ADMIN_APPROVAL_THRESHOLD"
+    )
     # OpenTelemetry traces over OTLP/gRPC (services/common/tracing.py); empty: tracing off.
     otlp_endpoint: str = Field(default="", validation_alias="KISHPA_OTLP_ENDPOINT")
+    # TLS (services/common/tls.py): with a certificate every listener speaks TLS; with a CA
+    # every client verifies its server. Files, re-read when they change (rotation).
+    tls_cert_file: str = Field(default="", validation_alias="KISHPA_TLS_CERT_FILE")
+    tls_key_file: str = Field(default="", validation_alias="KISHPA_TLS_KEY_FILE")
+    tls_ca_file: str = Field(default="", validation_alias="KISHPA_TLS_CA_FILE")
+    # Mutual TLS: gRPC listeners refuse clients without a certificate signed by the CA.
+    tls_client_auth: bool = Field(default=True, validation_alias="KISHPA_TLS_CLIENT_AUTH")
+    # The name expected in servers' certificates when it differs from the dialled host.
+    tls_server_name: str = Field(default="", validation_alias="KISHPA_TLS_SERVER_NAME")
+    # With TLS: a plaintext port answering only gRPC health checks (kubelet probes cannot
+    # speak TLS); 0: none.
+    health_port: int = Field(default=0, ge=0, le=65535, validation_alias="KISHPA_HEALTH_PORT")
+    # The metrics endpoint: TLS too unless 0 (a sidecar scraping on localhost).
+    tls_metrics: bool = Field(default=True, validation_alias="KISHPA_TLS_METRICS")
     # The development login (AuthService.Login mints guests); set 0 in production.
     guest_login: bool = Field(default=True, validation_alias="KISHPA_GUEST_LOGIN")
+
+    # Wallet group commit (services/wallet/group_commit.py): at most this many concurrent
+    # ApplyBatch calls share one transaction; 0 applies each in its own.
+    wallet_group_commit: int = Field(
+        default=64, ge=0, le=1000, validation_alias="KISHPA_WALLET_GROUP_COMMIT"
+    )
 
     stakes_kishpa: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_KISHPA")
     stakes_hand: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_HAND")

@@ -196,6 +196,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         },
         _T + "CreateTableRequest.client_seed": CLIENT_SEED,
         _T + "JoinTableRequest.client_seed": CLIENT_SEED,
+        _T + "ContributeRequest.contribution": Text(64, 1, None, "", "BAD_CONTRIBUTION"),
         _T + "CreateTableRequest.players": Items(4, reason="BAD_PLAYERS"),
         _T + "SeatedPlayer.player_id": PLAYER_ID,
         _T + "SeatedPlayer.display_name": Text(64, reason="INVALID_DISPLAY_NAME"),
@@ -246,6 +247,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         # The idempotency-key column holds 200 characters.
         _W + "ApplyBatchRequest.request_id": _request_id(200),
         _W + "ApplyBatchRequest.postings": Items(1000, reason="TOO_MANY_POSTINGS"),
+        _W + "ApplyBatchesRequest.batches": Items(256, reason="INVALID_BATCH_COUNT"),
         _W + "Posting.from_account": ACCOUNT,
         _W + "Posting.to_account": ACCOUNT,
         _W + "Posting.amount": Number(1, 10**12, reason="INVALID_AMOUNT"),
@@ -256,7 +258,10 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
 )
 """Field rules by full proto field name; ``<field>[]`` is the rule of each item."""
 
-REQUEST_BYTES: Final[Mapping[str, int]] = MappingProxyType({_W + "ApplyBatchRequest": 512 * 1024})
+REQUEST_BYTES: Final[Mapping[str, int]] = MappingProxyType(
+    # ApplyBatches: up to 256 batches of a few postings, within the server's 1 MiB receive cap.
+    {_W + "ApplyBatchRequest": 512 * 1024, _W + "ApplyBatchesRequest": 1024 * 1024}
+)
 """Request-size limits other than :data:`MAX_REQUEST_BYTES`, by message full name."""
 
 

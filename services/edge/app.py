@@ -30,6 +30,7 @@ import structlog
 from services.common.health_client import SERVING, check_health
 from services.edge import grpcweb
 from services.edge.routes import Route, public_routes
+from shared.tls import ClientTls, aio_channel
 
 log = structlog.get_logger("kishpa.edge")
 
@@ -69,6 +70,9 @@ class EdgeConfig:
     web_root: Path | None = None
     """The built web client (``web/dist``), served at ``/``; None serves no files."""
     routes: Mapping[str, Route] = field(default_factory=public_routes)
+    upstream_tls: ClientTls | None = None
+    """How the edge verifies the services and proves it is the edge (mutual TLS); None:
+    plaintext upstreams (``make run``)."""
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -91,7 +95,7 @@ class Edge:
         """Open one channel per upstream (inside the serving event loop)."""
         for name, address in self.config.upstreams.items():
             if name not in self.channels:
-                self.channels[name] = grpc.aio.insecure_channel(address)
+                self.channels[name] = aio_channel(address, self.config.upstream_tls)
 
     async def close(self) -> None:
         """Close the channels; calls still running are cancelled."""

@@ -63,6 +63,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "ReleaseJoker",
             "UndoTurn",
             "GetRoundRecord",
+            "Contribute",
         ),
     ),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).
@@ -70,7 +71,9 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
 }
 
 SERVICE_ONLY: dict[str, frozenset[str]] = {
-    "kishpa.wallet.v1.WalletService": frozenset({"ApplyBatch", "OpenWallet", "LoadTokens"}),
+    "kishpa.wallet.v1.WalletService": frozenset(
+        {"ApplyBatch", "ApplyBatches", "OpenWallet", "LoadTokens"}
+    ),
     # Admin only (the audited close of a stuck table; kishpa.admin.v1 is not exposed at all).
     "kishpa.table.v1.TableService": frozenset({"CloseTable"}),
 }

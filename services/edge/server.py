@@ -5,6 +5,8 @@ Configuration (docs/DEVELOPING.md, "Other variables"): ``KISHPA_EDGE_PORT`` (808
 allowed to call from another site, ``*`` for any; empty: same origin only),
 ``KISHPA_EDGE_WEB_ROOT`` (the built web client; default ``web/dist`` beside the code), and
 the services at ``KISHPA_MATCHMAKING_ADDR``, ``KISHPA_TABLE_ADDR``, ``KISHPA_WALLET_ADDR``.
+With ``KISHPA_TLS_CERT_FILE``/``KISHPA_TLS_KEY_FILE`` it serves HTTPS (HTTP/2 by ALPN), and
+with ``KISHPA_TLS_CA_FILE`` it calls the services over (mutual) TLS as the ``edge`` workload.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import ssl
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +24,12 @@ from hypercorn.config import Config
 
 from services.common.logging import configure_logging
 from services.common.settings import load_settings
+from services.common.tls import (
+    CertificateFiles,
+    client_tls_from_settings,
+    reloading_ssl_context,
+    server_files_from_settings,
+)
 from services.edge.app import LIVE_PATH, READY_PATH, Edge, EdgeConfig
 
 log = structlog.get_logger("kishpa.edge")
@@ -45,15 +54,35 @@ def config_from_env(env: Mapping[str, str] | None = None) -> tuple[EdgeConfig, s
         },
         cors_origins=origins - {""},
         web_root=root if root.is_dir() else None,
+        upstream_tls=client_tls_from_settings(settings),
     )
     host = env.get("KISHPA_EDGE_HOST", "0.0.0.0")
     port = int(env.get("KISHPA_EDGE_PORT", str(DEFAULT_PORT)))
     return config, host, port
 
 
-def hypercorn_config(host: str, port: int, grace_seconds: float) -> Config:
-    """Hypercorn serving HTTP/1.1 and HTTP/2 (prior knowledge or Upgrade: h2c) on one port."""
-    config = Config()
+class TlsConfig(Config):
+    """Hypercorn's configuration with our rotating ``SSLContext`` (the certificate files are
+    re-read at the next handshake after they change: docs/operations.md)."""
+
+    def __init__(self, files: CertificateFiles) -> None:
+        super().__init__()
+        self._context = reloading_ssl_context(files, alpn=("h2", "http/1.1"))
+
+    @property
+    def ssl_enabled(self) -> bool:
+        return True
+
+    def create_ssl_context(self) -> ssl.SSLContext:
+        return self._context
+
+
+def hypercorn_config(
+    host: str, port: int, grace_seconds: float, tls: CertificateFiles | None = None
+) -> Config:
+    """Hypercorn serving HTTP/1.1 and HTTP/2 on one port: over TLS (ALPN) with ``tls``,
+    else in cleartext (prior knowledge or Upgrade: h2c)."""
+    config = Config() if tls is None else TlsConfig(tls)
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = grace_seconds
     config.accesslog = None
@@ -85,7 +114,10 @@ def main() -> int:
             web_root=str(edge_config.web_root),
             cors=sorted(edge_config.cors_origins),
         )
-        await serve_edge(edge, hypercorn_config(host, port, settings.shutdown_grace_seconds), stop)
+        config = hypercorn_config(
+            host, port, settings.shutdown_grace_seconds, server_files_from_settings(settings)
+        )
+        await serve_edge(edge, config, stop)
 
     if os.environ.get("KISHPA_UVLOOP", "1") != "0":
         try:

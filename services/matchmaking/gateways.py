@@ -184,3 +184,15 @@ class WalletGateway:
             timeout=CALL_TIMEOUT_S,
         )
         return int(response.balance.tokens)
+
+    async def wallet_exists(self, player_id: str) -> bool | None:
+        """Whether the player's wallet was opened; None when the wallet cannot say now."""
+        try:
+            await self._stub.GetBalance(
+                wallet_pb2.GetBalanceRequest(account=f"player:{player_id}"),
+                metadata=self._credentials.metadata(),
+                timeout=CALL_TIMEOUT_S,
+            )
+        except grpc.aio.AioRpcError as exc:
+            return False if exc.code() == grpc.StatusCode.NOT_FOUND else None
+        return True

@@ -20,6 +20,9 @@ from services.common.oidc import PLAYER_ID_PREFIX as OIDC_PLAYER_PREFIX
 from services.common.server import ServiceRegistration
 from services.matchmaking.gateways import WalletGateway
 
+AMBIGUOUS = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+"""Failures after which the wallet may have acted: the answer, not the request, was lost."""
+
 
 class LoginServicer(AuthServicer):
     """Login = sign a token for a new guest + open his wallet (idempotent in the wallet)."""
@@ -57,15 +60,35 @@ class LoginServicer(AuthServicer):
         if device is None:
             await self._wallet.open_wallet(response.player_id)
             return response
+        granted = await self._claim_grant(device, response.player_id)
         try:
-            granted = await self._limiter.grant_once(device, response.player_id)
             await self._wallet.open_wallet(response.player_id, grant=granted)
-        except BaseException:
-            # The device keeps its grant for the next try, also when the marker was written
-            # but its answer lost (this only removes a marker naming this new player).
-            await self._limiter.forget_grant(device, response.player_id)
-            raise
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() not in AMBIGUOUS:
+                raise
+            # The wallet may have opened it and the answer got lost: opening is idempotent
+            # per player, so asking once more either replays the first answer or opens it.
+            await self._wallet.open_wallet(response.player_id, grant=granted)
         return response
+
+    async def _claim_grant(self, device: str, player_id: str) -> bool:
+        """Whether ``player_id`` gets the device's starting grant.
+
+        The device's marker names the player it was claimed for and is never given back
+        on a failure (the wallet may have granted it, its answer lost). Instead, a later
+        login finds the marker naming a player whose wallet was never opened (that login
+        failed before the wallet acted) and takes the grant over, atomically.
+        """
+        assert self._limiter is not None
+        assert self._wallet is not None
+        if await self._limiter.grant_once(device, player_id):
+            return True
+        holder = await self._limiter.grant_holder(device)
+        if holder is None or holder == player_id:
+            return holder == player_id
+        if await self._wallet.wallet_exists(holder) is False:
+            return await self._limiter.move_grant(device, holder, player_id)
+        return False
 
     async def RefreshToken(
         self,

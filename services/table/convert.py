@@ -14,12 +14,14 @@ from typing import Any
 
 from google.protobuf import duration_pb2
 
+from games.contributions import contributed, next_deal
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
-from services.table.engine import WATCH_ANYONE, GameView, Hint, TableSettings
+from services.table.engine import BOT_NORMAL, WATCH_ANYONE, GameView, Hint, TableSettings
 from services.table.service import TableView
 from services.table.wire_enums import (
+    BOT_LEVEL_NAMES,
     GROUP_KINDS,
     PLAYER_ACTIONS,
     ROUND_PHASES,
@@ -62,6 +64,7 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
         next_round_pause_ms=pause or DEFAULT_PAUSE_MS,
         stake=msg.stake or defaults.stake,
         bots=msg.bots,
+        bot_level=BOT_LEVEL_NAMES.get(msg.bot_level, BOT_NORMAL),
         options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
         watch_policy=WATCH_POLICY_NAMES.get(msg.watch_policy, WATCH_ANYONE),
         invited_watchers=tuple(msg.invited_watchers),
@@ -122,6 +125,9 @@ class Converter:
             last_event_id=view.last_event_id,
             version=view.version,
         )
+        msg.next_deal, msg.next_deal_commitment = next_deal(table)
+        if view.my_seat is not None:
+            msg.contributed = contributed(table, table.players[view.my_seat])
         if game is not None and game.round_no > 0:
             msg.round.CopyFrom(self._round(view, game))
         return msg
@@ -191,6 +197,7 @@ class Converter:
             )
             if len(ids) > 1:
                 kishpa.replaced_kishpa.CopyFrom(self.tile(name, ids[0]))
+                kishpa.first_kishpa.CopyFrom(self.tile(name, ids[0]))
             msg.kishpa.CopyFrom(kishpa)
         elif name == "hand":
             msg.hand.CopyFrom(self._hand_round(name, public))
@@ -230,14 +237,26 @@ class Converter:
             winner_seat=None if winner is None else int(winner),
             win_payout=int(public.get("win_payout", 0)),
             bowl_taken=bool(public.get("bowl_taken", False)),
-            winning_groups=[
-                common_pb2.TileGroup(tiles=self.tiles(game, g))
-                for g in public.get("winning_groups", [])
-            ],
+            winning_groups=self.groups(
+                game, public.get("winning_groups", []), public.get("winning_group_kinds", [])
+            ),
         )
         if public.get("final_discard_id") is not None:
             out.final_discard.CopyFrom(self.tile(game, int(public["final_discard_id"])))
         return out
+
+    def groups(
+        self, game: str, groups: Sequence[Sequence[int]], kinds: Sequence[str]
+    ) -> list[common_pb2.TileGroup]:
+        """Groups with their kinds (``run``/``set``; a missing kind stays unspecified)."""
+        named = [*kinds, *[""] * (len(groups) - len(kinds))]
+        return [
+            common_pb2.TileGroup(
+                kind=GROUP_KINDS.get(kind, common_pb2.GROUP_KIND_UNSPECIFIED),
+                tiles=self.tiles(game, g),
+            )
+            for g, kind in zip(groups, named, strict=False)
+        ]
 
     def hint(self, game: str, hint: Hint) -> table_pb2.GetHintResponse:
         return table_pb2.GetHintResponse(

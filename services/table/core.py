@@ -26,6 +26,8 @@ from typing import Any
 
 import structlog
 
+from games import contributions as fair_order
+from games import table as rules_table
 from services.common.errors import AlreadyExists, Category
 from services.common.settings import DEFAULT_STAKES
 from services.common.tracing import current_traceparent
@@ -34,6 +36,7 @@ from services.table.engine import (
     WATCH_INVITEES,
     WATCH_PLAYERS,
     BadRequestError,
+    Deadline,
     GameEngine,
     GameView,
     NotAllowedError,
@@ -41,6 +44,7 @@ from services.table.engine import (
     Table,
     TableError,
     TableSettings,
+    announce_deadline,
 )
 from services.table.fanout import StreamHub
 from services.table.metrics import ENQUEUE_FAILURES, PHASES
@@ -68,6 +72,11 @@ WAITING_TABLE_TTL_S = 24 * 3600
 """A table that never starts is forgotten a day after its last join or leave."""
 READ_BATCH = 200
 """Events read from the stream per read."""
+CONTRIBUTION_WAIT_MS = 3_000
+"""How long a due deal waits for the contributions of seats that contribute
+(games/contributions.py); a deal nobody is awaited for is dealt at once."""
+REVEALS = frozenset({"round_ended", "seed_revealed"})
+"""Events that reveal a deal's seed: the next deal's commitment is published with them."""
 SETTLEMENT_WAIT_MS = 30_000
 """How long a WatchTable stream waits after ``table_closed`` for the last settlement (when
 the service enqueues settlements)."""
@@ -211,8 +220,10 @@ class TableCore:
         hub: StreamHub[StoredEvent] | None = None,
         stakes: Mapping[str, Sequence[int]] | None = None,
         balances: BalanceSource | None = None,
+        contribution_wait_ms: int = CONTRIBUTION_WAIT_MS,
     ) -> None:
         self.store = store
+        self.contribution_wait_ms = contribution_wait_ms
         # Where seated players' wallet balances are read (services/table/wallet_balances.py).
         self.balances = balances
         self.hub = hub
@@ -252,6 +263,8 @@ class TableCore:
             table.game = step.game
             table.deadline = step.deadline
             events = step.events
+            if not step.closed:
+                events = [*events, *self._commit_after_reveal(table, events)]
             for phase in step.phases:
                 phases.append(
                     PhaseRecord(
@@ -278,6 +291,38 @@ class TableCore:
             finished=table.status == "closed",
             idle_ttl_s=WAITING_TABLE_TTL_S if table.status == "waiting" else 0,
         )
+
+    # ---- the commitment order (docs/fairness.md, games/contributions.py) ---------------
+
+    def _commit_event(self, table: Table, deal: int) -> TableEvent:
+        """Commit the table to a fresh seed for ``deal``; its ``seed_committed`` event."""
+        data = fair_order.commit(table, deal, new_server_seed())
+        return TableEvent(fair_order.SEED_COMMITTED, deal, NO_SEAT, data)
+
+    def _commit_after_reveal(self, table: Table, events: Sequence[TableEvent]) -> list[TableEvent]:
+        """With a deal's reveal, the commitment to the next deal's seed (before anyone can
+        contribute to it)."""
+        revealed = [e.round for e in events if e.type in REVEALS]
+        if not revealed or not table.fair:
+            return []
+        return [self._commit_event(table, max(revealed) + 1)]
+
+    def _deal(self, table: Table, how: str) -> Step:
+        """Deal the committed deal (``start``: the first, ``next``: the next one) now, or
+        wait a short while for the seats that contribute and have not yet."""
+        engine = self._engine(table.game_name)
+        now = self.clock()
+        if fair_order.awaited(table) and not table.fair.get("waiting"):
+            table.fair["waiting"] = how
+            deadline = Deadline(now + self.contribution_wait_ms, fair_order.CONTRIBUTIONS)
+            events: list[TableEvent] = []
+            announce_deadline(table, int(table.fair["deal"]), deadline, events)
+            return Step(game=table.game, events=events, deadline=deadline)
+        seed = fair_order.take_seed(table) or new_server_seed()
+        if how == fair_order.START:
+            return engine.start(table, seed, now)
+        table.deadline = Deadline(now, rules_table.NEXT_ROUND)
+        return engine.on_deadline(table, seed, now)
 
     async def _mutate(
         self,

@@ -4,6 +4,7 @@ the next round) through the versioned commit; ``services/table/timers.py`` finds
 
 from __future__ import annotations
 
+from games import contributions as fair_order
 from games import table as rules_table
 from services.table.core import (
     NotDueError,
@@ -32,8 +33,14 @@ class Deadlines(TableCore):
             if table.status != "playing" or table.deadline is None or table.deadline.at_ms > now:
                 raise NotDueError
             engine = self._engine(table.game_name)
-            applied.append(table.deadline.kind)
-            step = engine.on_deadline(table, new_server_seed(), now)
+            kind = table.deadline.kind
+            applied.append(kind)
+            if kind == fair_order.CONTRIBUTIONS:
+                step = self._deal(table, str(table.fair.get("waiting") or fair_order.NEXT))
+            elif kind == rules_table.NEXT_ROUND:
+                step = self._deal(table, fair_order.NEXT)
+            else:
+                step = engine.on_deadline(table, new_server_seed(), now)
             if step.timed_out_seat is not None:
                 limit = engine.timeouts_before_autoplay
                 fact = rules_table.record_timeout(table, step.timed_out_seat, limit)

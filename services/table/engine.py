@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from games.table import BOT_EASY as BOT_EASY
+from games.table import BOT_NORMAL as BOT_NORMAL
 from games.table import SEAT_LIMITS as SEAT_LIMITS
 from games.table import WATCH_ANYONE as WATCH_ANYONE
 from games.table import WATCH_INVITEES as WATCH_INVITEES

@@ -17,7 +17,8 @@ The engine's part of the table state (``table.game``)::
 
 A turn that times out is played by ``games.hand.autoplay_action`` (the rules' ``TimeOut``:
 draw from the stock and discard the card drawn); a seat on auto-play gets that after a short
-delay instead of a full turn.
+delay instead of a full turn. A house bot's seat is played a whole turn at a time by
+``games.hand.house_bot_turn`` (the solver bot, or draw-and-discard at ``bot_level`` easy).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 import games.hand as hand
 from games import table as rules_table
+from games.contributions import deal_seeds
 from games.fair import SERVER_SEED_BYTES, FairStream
 from services.table.engine import (
     BETWEEN_ROUNDS,
@@ -111,6 +113,15 @@ def _phase(due: hand.PhaseRecord) -> Phase:
     return Phase(due.deals_played, due.phase, due.record)
 
 
+def _seeds_used(table: Table) -> list[str | None]:
+    """The client seeds the current deal was shuffled with (its contributions, else the
+    sit-down seeds; a deal stored before contributions existed: the sit-down seeds)."""
+    used = table.game.get("client_seeds")
+    if used is None:
+        return [table.client_seeds.get(p) for p in table.players]
+    return [None if s is None else str(s) for s in used]
+
+
 def _rules(settings: TableSettings) -> hand.RuleSet:
     """The rules a table plays by (Hand's turn timer is the table's; the rulings are fixed)."""
     del settings
@@ -166,7 +177,7 @@ class HandEngine:
                 hand.GameState.from_dict(game_dict["game"]),
                 deal,
                 str(game_dict.get("server_seed", "")),
-                [table.client_seeds.get(p) for p in table.players],
+                _seeds_used(table),
             )
             game_dict["game"] = game.to_dict()
             out += [_table_event(round_no, e) for e in ended]
@@ -202,13 +213,13 @@ class HandEngine:
         phases: list[Phase] | None = None,
     ) -> Step:
         game = self._game(table)
-        deal, events = hand.start_deal(
-            game, seed, [table.client_seeds.get(p) for p in table.players]
-        )
+        seeds = deal_seeds(table)
+        deal, events = hand.start_deal(game, seed, seeds)
         table.game = {
             **table.game,
             "round_no": game.deals_played + 1,
             "server_seed": seed.hex(),
+            "client_seeds": seeds,
         }
         table.deadline = None
         return self._step(table, deal, events, now_ms, before=before, phases=phases)
@@ -270,7 +281,8 @@ class HandEngine:
         return self._step(table, new, events, now_ms, result=result)
 
     def on_deadline(self, table: Table, seed: bytes, now_ms: int) -> Step:
-        """Deal the next deal, or play a timed-out turn (``games.hand.autoplay_action``: the
+        """Deal the next deal, play a house bot's whole turn (``games.hand.house_bot_turn`` at
+        the table's bot level), or play a timed-out turn (``games.hand.autoplay_action``: the
         rules' timeout, the same whether or not the seat is on auto-play)."""
         deadline = table.deadline
         deal = self._deal(table)
@@ -279,6 +291,9 @@ class HandEngine:
         if deadline.kind == "next_round":
             return self._start_deal(table, seed, now_ms)
         seat = deal.turn
+        if seat in table.bot_seats():
+            new, events = hand.house_bot_turn(deal, seed, table.settings.bot_level)
+            return self._step(table, new, events, now_ms, timed_out_seat=seat)
         move = hand.autoplay_action(deal, seat, NO_STREAM)
         if move is None:
             raise TableError("nothing is due", "NOT_DUE")
@@ -300,7 +315,7 @@ class HandEngine:
             deal,
             seat,
             server_seed_hex=str(table.game.get("server_seed", "")),
-            client_seeds=[table.client_seeds.get(p) for p in table.players],
+            client_seeds=_seeds_used(table),
         )
         phase = view.phase
         if view.ended and table.status != "closed":

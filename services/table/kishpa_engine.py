@@ -16,6 +16,7 @@ from typing import Any
 
 import games.kishpa as kishpa
 from games import table as rules_table
+from games.contributions import deal_seeds
 from services.table.engine import (
     BETWEEN_ROUNDS,
     Action,
@@ -158,7 +159,7 @@ class KishpaEngine:
     def _start_round(self, table: Table, seed: bytes, now_ms: int) -> Step:
         game = self._game(table)
         assert game is not None
-        seeds = [table.client_seeds.get(p) for p in table.players]
+        seeds = deal_seeds(table)
         new, events = kishpa.start_round(game, seed, seeds, abandoned=rules_table.abandoned(table))
         before: list[TableEvent] = []
         if events and events[0].type == "last_round_pressed":
@@ -206,7 +207,11 @@ class KishpaEngine:
             return self._step(table, new, events, now_ms)
         seat = game.round.turn
         if seat in table.autoplay:
-            new, events = kishpa.autoplay_turn(game, seat, seed)
+            # House bots play at the table's level; an absent player's seat at normal.
+            level = rules_table.BOT_NORMAL
+            if seat in table.bot_seats():
+                level = table.settings.bot_level
+            new, events = kishpa.autoplay_turn(game, seat, seed, level)
         else:
             new, events = kishpa.apply_action(game, kishpa.TurnTimeout(seat))
         return self._step(table, new, events, now_ms, timed_out_seat=seat)
@@ -256,6 +261,7 @@ class KishpaEngine:
             "winner": raw["winner"],
             "final_discard": raw["final_discard"],
             "winning_groups": [list(g) for g in state.winning_groups],
+            "winning_group_kinds": kishpa.winning_group_kinds(state),
             "final_discard_id": state.final_discard,
             "win_payout": kishpa.round_win_payout(state),
             "bowl_taken": game.bowl_outcome == "taken",

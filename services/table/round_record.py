@@ -18,14 +18,20 @@ from typing import Any
 
 from services.common.errors import FailedPrecondition, NotFound, PermissionDenied
 from services.table.store import TableStore
-from shared.stream import TableEvent
+from shared.stream import StoredEvent, TableEvent
 
 READ_PAGE = 500
 
 
 @dataclass(slots=True)
 class RoundRecord:
-    """The public facts of one ended round plus one seat's own dealt tiles and draws."""
+    """The public facts of one ended round plus one seat's own dealt tiles and draws.
+
+    Once the seed is revealed nothing of the deal is secret any more (anyone can recompute
+    it), so the record also carries every seat's dealt tiles and every draw from the pile,
+    read from the table's own stream: what the server actually dealt, for a whole-table
+    check (docs/fairness.md).
+    """
 
     table_id: str
     round_no: int
@@ -36,18 +42,50 @@ class RoundRecord:
     server_seed: str = ""
     client_seeds: list[str | None] = field(default_factory=list)
     kishpa: str = ""
-    replaced_kishpa: str = ""
+    kishpa_id: int | None = None
+    replacement_kishpa: str = ""
+    replacement_id: int | None = None
+    dolls_returned: list[int] = field(default_factory=list)
     dealt: list[int] = field(default_factory=list)
     pile_draws: list[tuple[int, int]] = field(default_factory=list)
     hand_size: int = 14
     game: str = "kishpa"
-    top_discard: int = 0
+    top_discard: int | None = None
+    hands: dict[int, list[int]] = field(default_factory=dict)
+    draws: list[tuple[int, int, int]] = field(default_factory=list)
+    """(seat, tile id, tiles left) of every draw from the pile (stock), in order."""
+    precommitment: str = ""
+    precommitment_event_id: str = ""
+    contributions: list[tuple[int, str, str]] = field(default_factory=list)
+    """(seat, contribution, event id), in stream order."""
+    deal_event_id: str = ""
+    seat_client_seeds: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Before:
+    """What the stream said of a deal before it was dealt: its commitment, contributions."""
+
+    precommitment: str = ""
+    precommitment_event_id: str = ""
+    contributions: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def _hand_size(data: Mapping[str, Any], starter: int) -> int:
     sizes = [int(s) for s in data.get("hand_sizes") or []]
     others = [s for seat, s in enumerate(sizes) if seat != starter]
     return others[0] if others else 14
+
+
+def _before_deal(before: _Before, stored: StoredEvent) -> None:
+    event = stored.event
+    if event.type == "seed_committed":
+        before.precommitment = str(event.data.get("commitment") or "")
+        before.precommitment_event_id = stored.id
+    elif event.type == "contribution_accepted":
+        before.contributions.append(
+            (event.seat, str(event.data.get("contribution") or ""), stored.id)
+        )
 
 
 async def round_record(
@@ -57,6 +95,7 @@ async def round_record(
     if round_no < 1:
         raise NotFound("ROUND_NOT_FOUND", "rounds are numbered from 1")
     record: RoundRecord | None = None
+    before = _Before()
     ended = False
     cursor = "0-0"
     while not ended:
@@ -68,6 +107,9 @@ async def round_record(
             event = stored.event
             if event.round != round_no:
                 continue
+            if record is None and event.type not in ("round_started", "deal_started"):
+                _before_deal(before, stored)
+                continue
             if event.type == "round_started":
                 record = _started(table_id, round_no, player_id, event)
             elif event.type == "deal_started":
@@ -76,6 +118,11 @@ async def round_record(
                 ended = _observe_hand(record, event) or ended
             elif record is not None:
                 ended = _observe(record, event) or ended
+            if event.type in ("round_started", "deal_started") and record is not None:
+                record.deal_event_id = stored.id
+                record.precommitment = before.precommitment
+                record.precommitment_event_id = before.precommitment_event_id
+                record.contributions = list(before.contributions)
     if record is None:
         if await store.load(table_id) is None:
             raise NotFound("TABLE_NOT_FOUND", f"no table {table_id!r} (or it expired)")
@@ -86,6 +133,9 @@ async def round_record(
         raise FailedPrecondition(
             "ROUND_NOT_ENDED", f"round {round_no} has not ended: its seed is still secret"
         )
+    snapshot = await store.load(table_id)
+    sit_down = {} if snapshot is None else dict(snapshot.state.get("client_seeds") or {})
+    record.seat_client_seeds = [str(sit_down.get(p) or "") for p in record.players]
     return record
 
 
@@ -93,6 +143,7 @@ def _started(table_id: str, round_no: int, player_id: str, event: TableEvent) ->
     data = event.data
     players = [str(p) for p in data.get("players") or []]
     starter = int(data.get("starter") or 0)
+    kishpa_id = data.get("kishpa_id")
     return RoundRecord(
         table_id=table_id,
         round_no=round_no,
@@ -101,6 +152,8 @@ def _started(table_id: str, round_no: int, player_id: str, event: TableEvent) ->
         my_seat=players.index(player_id) if player_id in players else -1,
         commitment=str(data.get("commitment") or ""),
         kishpa=str(data.get("kishpa") or ""),
+        kishpa_id=None if kishpa_id is None else int(kishpa_id),
+        dolls_returned=[int(t) for t in data.get("dolls_returned_ids") or []],
         hand_size=_hand_size(data, starter),
     )
 
@@ -109,12 +162,23 @@ def _observe(record: RoundRecord, event: TableEvent) -> bool:
     """Fold one event of the round into the record; True at ``round_ended``."""
     mine = record.my_seat >= 0 and event.private_seat == record.my_seat
     private = event.private_data or {}
-    if event.type == "dealt" and mine:
-        record.dealt = [int(t["id"]) for t in private.get("hand", [])]
-    elif event.type == "drew" and mine and event.data.get("source") == "pile":
-        record.pile_draws.append((int(private["tile_id"]), int(event.data["pile"])))
+    owner = event.private_seat
+    if event.type == "dealt" and owner is not None and owner >= 0:
+        tiles = [int(t["id"]) for t in private.get("hand", [])]
+        record.hands[owner] = tiles
+        if mine:
+            record.dealt = tiles
+    elif event.type == "drew" and event.data.get("source") == "pile":
+        left = int(event.data["pile"])
+        if "tile_id" in private and owner is not None:
+            record.draws.append((owner, int(private["tile_id"]), left))
+        if mine:
+            record.pile_draws.append((int(private["tile_id"]), left))
     elif event.type == "kishpa_replaced":
-        record.replaced_kishpa = str(event.data.get("kishpa") or "")
+        record.replacement_kishpa = str(event.data.get("kishpa") or "")
+        replacement = event.data.get("kishpa_id")
+        record.replacement_id = None if replacement is None else int(replacement)
+        record.dolls_returned += [int(t) for t in event.data.get("dolls_returned_ids") or []]
     elif event.type == "round_ended":
         record.server_seed = str(event.data.get("server_seed") or "")
         record.client_seeds = list(event.data.get("client_seeds") or [])
@@ -130,6 +194,7 @@ async def _deal_started(
     players = [] if table is None else [str(p) for p in table.state.get("players") or []]
     data = event.data
     starter = int(data.get("starter") or 0)
+    top = data.get("top_discard")
     return RoundRecord(
         table_id=table_id,
         round_no=round_no,
@@ -139,7 +204,7 @@ async def _deal_started(
         commitment=str(data.get("commitment") or ""),
         hand_size=_hand_size(data, starter),
         game="hand",
-        top_discard=int(data.get("top_discard") or 0),
+        top_discard=None if top is None else int(top),
     )
 
 
@@ -150,15 +215,26 @@ def _observe_hand(record: RoundRecord, event: TableEvent) -> bool:
     drawer's private ``card_drawn`` (the card).
     """
     inner = event.private_data or {}
-    if event.type == "private" and record.my_seat >= 0 and event.private_seat == record.my_seat:
+    seat = event.private_seat
+    if event.type == "private" and seat is not None and seat >= 0:
         data = inner.get("data") or {}
         if inner.get("type") == "dealt":
-            record.dealt = [int(c) for c in data.get("cards", [])]
-        elif inner.get("type") == "card_drawn" and record.pile_draws:
-            left = record.pile_draws[-1][1]
-            record.pile_draws[-1] = (int(data["card"]), left)
-    elif event.type == "drew_from_stock" and event.seat == record.my_seat >= 0:
-        record.pile_draws.append((-1, int(event.data["stock_size"])))
+            cards = [int(c) for c in data.get("cards", [])]
+            record.hands[seat] = cards
+            if seat == record.my_seat:
+                record.dealt = cards
+        elif inner.get("type") == "card_drawn":
+            pending = [i for i, d in enumerate(record.draws) if d[0] == seat and d[1] < 0]
+            if pending:
+                at = pending[-1]
+                record.draws[at] = (seat, int(data["card"]), record.draws[at][2])
+                if seat == record.my_seat and record.pile_draws:
+                    left = record.pile_draws[-1][1]
+                    record.pile_draws[-1] = (int(data["card"]), left)
+    elif event.type == "drew_from_stock" and event.seat >= 0:
+        record.draws.append((event.seat, -1, int(event.data["stock_size"])))
+        if event.seat == record.my_seat >= 0:
+            record.pile_draws.append((-1, int(event.data["stock_size"])))
     elif event.type == "seed_revealed":
         record.server_seed = str(event.data.get("server_seed") or "")
         record.client_seeds = list(event.data.get("client_seeds") or [])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from games import contributions as fair_order
 from games import table as rules_table
 from services.table.core import (
     ActResult,
@@ -17,7 +18,6 @@ from services.table.core import (
     check_client_seed,
     check_request_id,
     check_watchers,
-    new_server_seed,
     table_id_for,
 )
 from services.table.engine import (
@@ -97,6 +97,7 @@ class Seating(TableCore):
                 TableEvent(
                     "table_created", 0, 0, {"creator": creator, "game": game, **settings.to_dict()}
                 ),
+                self._commit_event(table, 1),
                 *(
                     TableEvent(
                         "player_joined",
@@ -127,7 +128,7 @@ class Seating(TableCore):
         if not rules_table.starts_by_itself(table):
             return step
         rules_table.start_playing(table)
-        started = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
+        started = self._deal(table, fair_order.START)
         started.events = [*step.events, *started.events]
         return started
 
@@ -171,7 +172,6 @@ class Seating(TableCore):
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
             rules_table.check_start(table, player_id)
             rules_table.start_playing(table)
-            step = self._engine(table.game_name).start(table, new_server_seed(), self.clock())
-            return step, {}
+            return self._deal(table, fair_order.START), {}
 
         return await self._mutate(player_id, table_id, request_id, compute)

@@ -24,6 +24,7 @@ from services.common.logging import get_logger
 from services.common.redis_client import async_client, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
+from services.common.tls import aio_channel, client_tls_from_settings
 from services.table import durability, gctune
 from services.table.engine import GameEngine
 from services.table.fanout import StreamHub
@@ -96,7 +97,7 @@ def build_tables(
 def wallet_balances(settings: Settings) -> tuple[grpc.aio.Channel, WalletBalances]:
     """A channel to the wallet (``KISHPA_WALLET_ADDR``) and the balance reader over it, with
     the table service's own service credential."""
-    channel = grpc.aio.insecure_channel(settings.wallet_addr)
+    channel = aio_channel(settings.wallet_addr, client_tls_from_settings(settings))
     credentials = ServiceCredentials(TokenAuthority.from_settings(settings), BALANCES_CALLER)
     return channel, WalletBalances(channel, credentials)
 

@@ -3,7 +3,8 @@
 Split along their seams (see ``services/table/core.py``): the commit and the views
 (:class:`~services.table.core.TableCore`), seating (``seating.py``), watching
 (``watching.py``), deadlines (``deadlines.py``); playing is here: a seated player's moves,
-pressing the last round, the rack order, hints, and the operator's close.
+pressing the last round, the rack order, hints, a player's contribution to the next deal's
+shuffle, and the operator's close.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from games import contributions as fair_order
 from games import table as rules_table
 from services.table.core import (
     ActResult,
@@ -45,6 +47,38 @@ class Tables(Seating, Watching, Deadlines):
             step = self._engine(table.game_name).act(table, seat, action, self.clock())
             rules_table.player_acted(table, seat)
             return step, step.result
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def contribute(
+        self,
+        player_id: str,
+        table_id: str,
+        deal: int,
+        contribution: str,
+        *,
+        request_id: str = "",
+    ) -> ActResult:
+        """Accept the player's contribution to the coming deal; deal it when it was only
+        waiting for this one."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            seat, new = fair_order.accept(table, player_id, deal, contribution)
+            if not new:
+                return None, {}
+            event = TableEvent(
+                fair_order.CONTRIBUTION_ACCEPTED,
+                deal,
+                seat,
+                {"deal": deal, "contribution": contribution},
+            )
+            step = Step(game=table.game, events=[event], deadline=table.deadline)
+            waiting = table.fair.get("waiting")
+            if waiting and not fair_order.awaited(table):
+                dealt = self._deal(table, str(waiting))
+                dealt.events = [event, *dealt.events]
+                step = dealt
+            return step, {}
 
         return await self._mutate(player_id, table_id, request_id, compute)
 

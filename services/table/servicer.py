@@ -275,16 +275,50 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 server_seed=record.server_seed,
                 client_seeds=[s or "" for s in record.client_seeds],
                 kishpa=record.kishpa,
-                replaced_kishpa=record.replaced_kishpa,
+                replaced_kishpa=record.replacement_kishpa,
+                replacement_kishpa=record.replacement_kishpa,
+                kishpa_tile_id=record.kishpa_id,
+                replacement_kishpa_tile_id=record.replacement_id,
+                dolls_returned_ids=record.dolls_returned,
                 dealt_tile_ids=record.dealt,
                 pile_draws=[
                     table_pb2.PileDraw(tile_id=t, pile_left=n) for t, n in record.pile_draws
                 ],
                 hand_size=record.hand_size,
                 game=GAME_ENUMS.get(record.game, common_pb2.GAME_KISHPA),
-                top_discard_id=record.top_discard,
+                top_discard_id=record.top_discard or 0,
+                top_discard_card_id=record.top_discard,
+                dealt_hands=[
+                    table_pb2.SeatDeal(seat=seat, tile_ids=tiles)
+                    for seat, tiles in sorted(record.hands.items())
+                ],
+                draws=[
+                    table_pb2.TableDraw(seat=seat, tile_id=tile, pile_left=left)
+                    for seat, tile, left in record.draws
+                ],
+                precommitment=record.precommitment,
+                precommitment_event_id=record.precommitment_event_id,
+                contributions=[
+                    table_pb2.Contribution(seat=seat, contribution=text, event_id=event_id)
+                    for seat, text, event_id in record.contributions
+                ],
+                deal_event_id=record.deal_event_id,
+                seat_client_seeds=record.seat_client_seeds,
             )
         )
+
+    async def Contribute(
+        self, request: table_pb2.ContributeRequest, context: Context
+    ) -> table_pb2.ContributeResponse:
+        player_id, _ = _player()
+        result = await self.tables.contribute(
+            player_id,
+            _table_id(request.table_id),
+            request.deal,
+            request.contribution,
+            request_id=request.request_id,
+        )
+        return table_pb2.ContributeResponse(table=self._view(result))
 
     async def CloseTable(
         self, request: table_pb2.CloseTableRequest, context: Context

@@ -90,10 +90,15 @@ WATCH_POLICIES: Mapping[str, table_pb2.WatchPolicy.ValueType] = names_of(
 """``players``, ``invitees``, ``anyone`` (``games.table.WATCH_*``)."""
 WATCH_POLICY_NAMES = values_of(WATCH_POLICIES)
 
+BOT_LEVELS: Mapping[str, table_pb2.BotLevel.ValueType] = names_of(table_pb2.BotLevel, "BOT_LEVEL_")
+"""``easy``, ``normal``: how the house bots play (``games.table.BOT_LEVELS``)."""
+BOT_LEVEL_NAMES = values_of(BOT_LEVELS)
+
 DEADLINE_KINDS: Mapping[str, table_pb2.DeadlineKind.ValueType] = names_of(
     table_pb2.DeadlineKind, "DEADLINE_KIND_", {"reveal_window": "window"}
 )
-"""``turn``, ``window``, ``next_round`` (``games.table``'s deadline kinds)."""
+"""``turn``, ``window``, ``next_round`` (``games.table``'s deadline kinds) and
+``contributions`` (``games.contributions``)."""
 
 REVEAL_MOMENTS: Mapping[str, table_pb2.RevealMoment.ValueType] = names_of(
     table_pb2.RevealMoment, "REVEAL_MOMENT_"

@@ -17,7 +17,7 @@ numbering to show one (issue 17, item 4).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from kishpa.wallet.v1 import wallet_pb2
 from services.common.games import GAME_ENUMS
 from services.table.engine import TableSettings
 from services.table.wire_enums import (
+    BOT_LEVELS,
     BOWL_OUTCOMES,
     DEADLINE_KINDS,
     DEAL_END_REASONS,
@@ -71,6 +72,16 @@ class _Build:
     def tiles(self, ids: Iterable[Any]) -> list[common_pb2.Tile]:
         return [self.tile(t) for t in ids]
 
+    def groups(self, groups: Sequence[Any], kinds: Sequence[str]) -> list[common_pb2.TileGroup]:
+        """Tile groups with their kinds (a won event stored before kinds were: unspecified)."""
+        kinds = [*kinds, *[""] * (len(groups) - len(kinds))]
+        return [
+            common_pb2.TileGroup(
+                kind=GROUP_KINDS.get(kind, common_pb2.GROUP_KIND_UNSPECIFIED), tiles=self.tiles(g)
+            )
+            for g, kind in zip(groups, kinds, strict=False)
+        ]
+
     def meld(self, raw: Mapping[str, Any], meld_id: Any = None) -> table_pb2.Meld:
         return table_pb2.Meld(
             meld_id=int(raw["id"] if meld_id is None else meld_id),
@@ -92,6 +103,7 @@ def settings_message(game: str, settings: TableSettings) -> table_pb2.TableSetti
         watch_policy=WATCH_POLICIES.get(settings.watch_policy, table_pb2.WATCH_POLICY_UNSPECIFIED),
         invited_watchers=settings.invited_watchers,
         bots=settings.bots,
+        bot_level=BOT_LEVELS.get(settings.bot_level, table_pb2.BOT_LEVEL_UNSPECIFIED),
     )
     if game == "kishpa":
         allow = bool(settings.options.get("allow_high_wrap", False))
@@ -307,6 +319,20 @@ def _table_closed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
     )
 
 
+@kind(
+    "seed_committed",
+    BOTH,
+    "the commitment to a coming deal's server seed, before any contribution (docs/fairness.md)",
+)
+def _seed_committed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
+    return table_pb2.SeedCommitted(deal=int(d["deal"]), shuffle_commitment=str(d["commitment"]))
+
+
+@kind("contribution_accepted", BOTH, "a seat's contribution to a coming deal's shuffle")
+def _contribution_accepted(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
+    return table_pb2.ContributionAccepted(deal=int(d["deal"]), contribution=str(d["contribution"]))
+
+
 # ---- Kishpa ----
 
 
@@ -353,17 +379,21 @@ def _reveal_window_closed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.
     return table_pb2.RevealWindowClosed(moment=REVEAL_MOMENTS[str(d["moment"])])
 
 
-@kind("kishpa_replaced", KISHPA, "the new kishpa and joker face")
+@kind("kishpa_replaced", KISHPA, "the new kishpa, joker face and the dolls it turned back")
 def _kishpa_replaced(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
-    return table_pb2.KishpaReplaced(kishpa=b.tile(d["kishpa_id"]), joker_face=str(d["joker"]))
+    return table_pb2.KishpaReplaced(
+        kishpa=b.tile(d["kishpa_id"]),
+        joker_face=str(d["joker"]),
+        dolls_returned=b.tiles(d.get("dolls_returned_ids", [])),
+    )
 
 
-@kind("won", KISHPA, "winner, final discard, the 14 tiles in groups, payout per loser")
+@kind("won", KISHPA, "winner, final discard, the 14 tiles as runs and sets, payout per loser")
 def _won(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
     return table_pb2.Won(
         player_id=str(d["player"]),
         final_discard=b.tile(d["discard_id"]),
-        groups=[common_pb2.TileGroup(tiles=b.tiles(g)) for g in d["group_ids"]],
+        groups=b.groups(d["group_ids"], d.get("group_kinds") or ()),
         payout_per_loser=int(d["payout_per_loser"]),
     )
 

@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -26,6 +27,7 @@ from typing import Any, Final
 from sqlalchemy import and_, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 
+from services.common.errors import Category
 from services.wallet import schema
 from services.wallet.accounts import (
     BANK,
@@ -35,7 +37,12 @@ from services.wallet.accounts import (
     player_of,
 )
 from services.wallet.batch import Posting
-from services.wallet.errors import InsufficientFunds, InvalidRequest, WalletError
+from services.wallet.errors import (
+    IdempotencyKeyReused,
+    InsufficientFunds,
+    InvalidRequest,
+    WalletError,
+)
 from services.wallet.ledger import Ledger
 
 MAX_ADJUSTMENT: Final = 1_000_000
@@ -49,6 +56,33 @@ CREDIT: Final = "credit"
 DEBIT: Final = "debit"
 CLOSE_TABLE: Final = "close_table"
 REFUND: Final = "refund"
+REQUESTED: Final = "requested"
+"""A credit or debit above the approval threshold, waiting for a second operator."""
+APPROVED: Final = "approved"
+REFUSED: Final = "refused"
+"""An operator's call that was refused (role, same approver, reused request id...)."""
+
+RPC_OF_ACTION: Final = {
+    CREDIT: "CreditPlayer",
+    DEBIT: "DebitPlayer",
+    CLOSE_TABLE: "CloseTable",
+    REFUND: "CloseTable",
+}
+DEFAULT_APPROVAL_THRESHOLD: Final = 10_000
+
+
+class SameOperator(WalletError):
+    """The operator who asked for an adjustment may not approve it himself."""
+
+    category = Category.FORBIDDEN
+    reason = "SAME_OPERATOR"
+
+
+class ApprovalNotFound(WalletError):
+    """No adjustment waits for approval under this request id."""
+
+    category = Category.NOT_FOUND
+    reason = "APPROVAL_NOT_FOUND"
 
 
 class RefundAmbiguous(WalletError):
@@ -167,12 +201,28 @@ def _from_token(token: str) -> int:
         raise InvalidRequest("malformed page_token", "BAD_PAGE_TOKEN") from None
 
 
-class Administration:
-    """The operator's use cases over one ledger."""
+@dataclass(frozen=True, slots=True)
+class Adjustment:
+    """What a credit or debit call answered: its entry, the balance, whether it waits."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    entry: AuditEntry
+    balance: int
+    pending_approval: bool = False
+
+
+class Administration:
+    """The operator's use cases over one ledger.
+
+    Credits and debits above ``approval_threshold`` tokens only record a ``requested``
+    entry; they move tokens when a *different* operator approves them (:meth:`approve`).
+    """
+
+    def __init__(
+        self, ledger: Ledger, *, approval_threshold: int = DEFAULT_APPROVAL_THRESHOLD
+    ) -> None:
         self.ledger = ledger
         self.engine = ledger.engine
+        self.approval_threshold = approval_threshold
 
     # --- the audit log ---------------------------------------------------------------
 
@@ -244,36 +294,145 @@ class Administration:
 
     # --- money -----------------------------------------------------------------------
 
-    def credit(self, why: Justification, player_id: str, amount: int) -> tuple[AuditEntry, int]:
-        """Bank -> player, reason ``admin_credit``; returns the entry and the balance after."""
+    def credit(self, why: Justification, player_id: str, amount: int) -> Adjustment:
+        """Bank -> player, reason ``admin_credit`` (or a request, above the threshold)."""
         return self._adjust(why, player_id, amount, CREDIT)
 
-    def debit(self, why: Justification, player_id: str, amount: int) -> tuple[AuditEntry, int]:
+    def debit(self, why: Justification, player_id: str, amount: int) -> Adjustment:
         """Player -> bank, reason ``admin_debit``; never below zero, never a bank load."""
         return self._adjust(why, player_id, amount, DEBIT)
 
-    def _adjust(
-        self, why: Justification, player_id: str, amount: int, action: str
-    ) -> tuple[AuditEntry, int]:
+    def _adjust(self, why: Justification, player_id: str, amount: int, action: str) -> Adjustment:
         why.check()
         account = player_account(player_id)
         if isinstance(amount, bool) or not 1 <= amount <= MAX_ADJUSTMENT:
             raise InvalidRequest(f"amount must be 1-{MAX_ADJUSTMENT} tokens", "INVALID_AMOUNT")
-        self.ledger.balance(account)  # NOT_FOUND for a wallet never opened
+        balance = self.ledger.balance(account)  # NOT_FOUND for a wallet never opened
+        subject = {"rpc": RPC_OF_ACTION[action], "player_id": player_id, "amount": amount}
+        done = self._claim(why.request_id, subject)
+        if action in done:
+            return Adjustment(done[action], self.ledger.balance(account))
+        if amount > self.approval_threshold:
+            if action == DEBIT and balance < amount and REQUESTED not in done:
+                # Refused now rather than at the approval: it could not be applied then.
+                raise InsufficientFunds(
+                    f"{player_id} holds less than {amount}: a debit never goes below zero"
+                )
+            entry = done.get(REQUESTED) or self._append(
+                why, REQUESTED, player_id=player_id, amount=amount, details=subject
+            )
+            return Adjustment(entry, self.ledger.balance(account), pending_approval=True)
+        entry = self._move(why, player_id, amount, action, details=subject)
+        return Adjustment(entry, self.ledger.balance(account))
+
+    def _move(
+        self,
+        why: Justification,
+        player_id: str,
+        amount: int,
+        action: str,
+        *,
+        details: Mapping[str, Any],
+    ) -> AuditEntry:
+        account = player_account(player_id)
         if action == CREDIT:
             posting = Posting(BANK, account, amount, Reason.ADMIN_CREDIT.value)
         else:
             posting = Posting(account, BANK, amount, Reason.ADMIN_DEBIT.value)
         try:
-            result = self.ledger.apply_admin_batch(f"{action}:{why.request_id}", [posting])
+            # One key per request id for both directions: a debit sent with a credit's id
+            # is a different body under the same key, refused (IDEMPOTENCY_KEY_REUSED).
+            result = self.ledger.apply_admin_batch(f"adjust:{why.request_id}", [posting])
         except InsufficientFunds as exc:
             raise InsufficientFunds(
                 f"{player_id} holds less than {amount}: a debit never goes below zero"
             ) from exc
-        entry = self._append(
-            why, action, player_id=player_id, amount=amount, batch_id=result.batch_id
+        return self._append(
+            why,
+            action,
+            player_id=player_id,
+            amount=amount,
+            batch_id=result.batch_id,
+            details=details,
         )
-        return entry, self.ledger.balance(account)
+
+    def approve(self, approver: str, reason: str, ticket: str, request_id: str) -> Adjustment:
+        """A second operator approves the adjustment requested under ``request_id``.
+
+        The approver must differ from the operator who asked (``SAME_OPERATOR``); the
+        approval and the credit or debit are both written to the audit log. Approving twice
+        answers with the first result.
+        """
+        why = Justification(approver, reason, ticket, request_id)
+        why.check()
+        requested = self._find(request_id, REQUESTED)
+        if requested is None:
+            raise ApprovalNotFound(f"no adjustment waits for approval under {request_id!r}")
+        if requested.admin_id == approver:
+            raise SameOperator("a second operator must approve: you asked for this one")
+        kind = CREDIT if requested.details.get("rpc") == RPC_OF_ACTION[CREDIT] else DEBIT
+        account = player_account(requested.player_id)
+        done = self._find(request_id, kind)
+        if done is None:
+            asker = Justification(
+                requested.admin_id, requested.reason, requested.ticket, request_id
+            )
+            done = self._move(
+                asker,
+                requested.player_id,
+                requested.amount,
+                kind,
+                details={**requested.details, "approved_by": approver},
+            )
+        self._append(
+            why,
+            APPROVED,
+            player_id=requested.player_id,
+            amount=requested.amount,
+            batch_id=done.batch_id,
+            details={"requested_by": requested.admin_id, "kind": kind},
+        )
+        return Adjustment(done, self.ledger.balance(account))
+
+    def _claim(self, request_id: str, subject: Mapping[str, Any]) -> dict[str, AuditEntry]:
+        """The entries this request id already has, by action; refused if any of them was
+        written for another RPC or another body (the one rule of docs/api.md)."""
+        a = schema.admin_audit.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(schema.admin_audit).where(a.request_id == request_id)).all()
+        entries = {e.action: e for e in (_entry(r._mapping) for r in rows)}
+        for entry in entries.values():
+            if entry.action == APPROVED:
+                continue
+            rpc = entry.details.get("rpc") or RPC_OF_ACTION.get(entry.action, "")
+            same = rpc == subject["rpc"] and all(
+                getattr(entry, k) == v for k, v in subject.items() if k != "rpc"
+            )
+            if not same:
+                raise IdempotencyKeyReused(
+                    f"request_id {request_id!r} was already used for another request "
+                    f"({rpc or entry.action})"
+                )
+        return entries
+
+    def record_refusal(
+        self, admin_id: str, rpc: str, reason: str, message: str, request_id: str = ""
+    ) -> AuditEntry:
+        """Write an operator's refused call to the audit log (who, which RPC, why)."""
+        # The column is unique per (request id, action): a refusal gets an id of its own
+        # (operator request ids never contain ':'), the operator's is in the details.
+        own = f"{request_id or '-'}:{uuid.uuid4().hex[:12]}"
+        why = Justification(admin_id or "unknown", f"refused: {reason}", rpc, own)
+        return self._append(
+            why,
+            REFUSED,
+            details={
+                "rpc": rpc,
+                "reason": reason,
+                "message": message[:300],
+                "request_id": request_id,
+            },
+        )
 
     def refund_table(self, why: Justification, table_id: str) -> tuple[AuditEntry, list[Posting]]:
         """Give what is in the table's bowl and pot back to those who paid it (one batch)."""
@@ -313,7 +472,14 @@ class Administration:
     ) -> AuditEntry:
         """The audit entry of closing a table (the table service did the closing)."""
         why.check()
-        return self._append(why, CLOSE_TABLE, table_id=table_id, details=details)
+        self.claim_close(why, table_id)
+        return self._append(
+            why, CLOSE_TABLE, table_id=table_id, details={**details, "rpc": "CloseTable"}
+        )
+
+    def claim_close(self, why: Justification, table_id: str) -> None:
+        """Refuse a CloseTable whose request id was used for another request."""
+        self._claim(why.request_id, {"rpc": RPC_OF_ACTION[CLOSE_TABLE], "table_id": table_id})
 
     def _history(self, account: str) -> list[tuple[str, str, int]]:
         p = schema.postings.c

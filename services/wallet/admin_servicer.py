@@ -8,9 +8,10 @@ credential), then refunds from the ledger; both steps are written to the audit l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -19,15 +20,34 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from services.common.auth import ServiceCredentials, TokenAuthority, bearer_metadata, require_admin
-from services.common.errors import FailedPrecondition, InvalidArgument
+from services.common.auth import (
+    Admin,
+    Caller,
+    ServiceCredentials,
+    TokenAuthority,
+    bearer_metadata,
+    current_caller,
+    require_admin,
+)
+from services.common.errors import (
+    Category,
+    DomainError,
+    FailedPrecondition,
+    InvalidArgument,
+    PermissionDenied,
+    category_of,
+)
 from services.common.server import ServiceRegistration
+from services.common.tls import ClientTls, aio_channel
 from services.wallet.accounts import player_account
 from services.wallet.admin import (
+    APPROVED,
     CLOSE_TABLE,
     CREDIT,
     DEBIT,
     REFUND,
+    REFUSED,
+    REQUESTED,
     Administration,
     AuditEntry,
     Justification,
@@ -40,7 +60,11 @@ Context = grpc.aio.ServicerContext[Any, Any]
 SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 CALLER_NAME = "wallet"
 TABLE_CALL_TIMEOUT_S = 15.0
+METHOD_PREFIX = f"/{SERVICE_NAME}/"
 ACTIONS = {
+    REQUESTED: admin_pb2.ADMIN_ACTION_REQUESTED,
+    APPROVED: admin_pb2.ADMIN_ACTION_APPROVED,
+    REFUSED: admin_pb2.ADMIN_ACTION_REFUSED,
     CREDIT: admin_pb2.ADMIN_ACTION_CREDIT,
     DEBIT: admin_pb2.ADMIN_ACTION_DEBIT,
     CLOSE_TABLE: admin_pb2.ADMIN_ACTION_CLOSE_TABLE,
@@ -85,7 +109,10 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         executor: ThreadPoolExecutor,
         authority: TokenAuthority,
         table_addr: str,
+        *,
+        tls: ClientTls | None = None,
     ) -> None:
+        self._tls = tls
         self._admin = admin
         self._executor = executor
         self._credentials = ServiceCredentials(authority, CALLER_NAME)
@@ -99,7 +126,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     def _tables(self) -> table_pb2_grpc.TableServiceAsyncStub:
         if self._channel is None:  # made on first use, inside the serving event loop
-            self._channel = grpc.aio.insecure_channel(self._table_addr)
+            self._channel = aio_channel(self._table_addr, self._tls)
         return table_pb2_grpc.TableServiceStub(self._channel)
 
     async def aclose(self) -> None:
@@ -108,25 +135,74 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             await self._channel.close()
             self._channel = None
 
+    async def refused(self, method: str, caller: Caller, error: PermissionDenied) -> None:
+        """The access table refused an operator: write it to the audit log."""
+        if isinstance(caller, Admin) and method.startswith(METHOD_PREFIX):
+            await self._record_refusal(caller.admin_id, method.removeprefix(METHOD_PREFIX), error)
+
+    async def _record_refusal(self, admin_id: str, rpc: str, error: Exception) -> None:
+        reason = getattr(error, "reason", "") or type(error).__name__
+        message = getattr(error, "message", "") or str(error)
+        await self._run(self._admin.record_refusal, admin_id, rpc, reason, message)
+
+    @contextlib.asynccontextmanager
+    async def _audited(self, rpc: str) -> AsyncIterator[None]:
+        """Every refusal of an operator's call (his input, the rules, a reused request id)
+        ends in the audit log; outages do not (nothing was refused)."""
+        try:
+            yield
+        except (DomainError, ValueError) as exc:
+            if category_of(exc) not in {None, Category.UNAVAILABLE, Category.CONTENDED}:
+                caller = current_caller()
+                if isinstance(caller, Admin):
+                    await self._record_refusal(caller.admin_id, rpc, exc)
+            raise
+
     async def CreditPlayer(
         self, request: admin_pb2.CreditPlayerRequest, context: Context
     ) -> admin_pb2.CreditPlayerResponse:
-        why = _why(request.reason, request.ticket, request.request_id)
-        entry, balance = await self._run(self._admin.credit, why, request.player_id, request.amount)
-        return admin_pb2.CreditPlayerResponse(entry=entry_pb(entry), balance=balance)
+        async with self._audited("CreditPlayer"):
+            why = _why(request.reason, request.ticket, request.request_id)
+            done = await self._run(self._admin.credit, why, request.player_id, request.amount)
+        return admin_pb2.CreditPlayerResponse(
+            entry=entry_pb(done.entry), balance=done.balance, pending_approval=done.pending_approval
+        )
 
     async def DebitPlayer(
         self, request: admin_pb2.DebitPlayerRequest, context: Context
     ) -> admin_pb2.DebitPlayerResponse:
-        why = _why(request.reason, request.ticket, request.request_id)
-        entry, balance = await self._run(self._admin.debit, why, request.player_id, request.amount)
-        return admin_pb2.DebitPlayerResponse(entry=entry_pb(entry), balance=balance)
+        async with self._audited("DebitPlayer"):
+            why = _why(request.reason, request.ticket, request.request_id)
+            done = await self._run(self._admin.debit, why, request.player_id, request.amount)
+        return admin_pb2.DebitPlayerResponse(
+            entry=entry_pb(done.entry), balance=done.balance, pending_approval=done.pending_approval
+        )
+
+    async def ApproveAdjustment(
+        self, request: admin_pb2.ApproveAdjustmentRequest, context: Context
+    ) -> admin_pb2.ApproveAdjustmentResponse:
+        async with self._audited("ApproveAdjustment"):
+            done = await self._run(
+                self._admin.approve,
+                require_admin().admin_id,
+                request.reason,
+                request.ticket,
+                request.request_id,
+            )
+        return admin_pb2.ApproveAdjustmentResponse(entry=entry_pb(done.entry), balance=done.balance)
 
     async def CloseTable(
         self, request: admin_pb2.CloseTableRequest, context: Context
     ) -> admin_pb2.CloseTableResponse:
+        async with self._audited("CloseTable"):
+            return await self._close_table(request)
+
+    async def _close_table(
+        self, request: admin_pb2.CloseTableRequest
+    ) -> admin_pb2.CloseTableResponse:
         why = _why(request.reason, request.ticket, request.request_id)
         why.check()
+        await self._run(self._admin.claim_close, why, request.table_id)
         if not request.table_id:
             raise InvalidArgument("BAD_TABLE_ID", "table_id is required")
         closed = await self._tables().CloseTable(

@@ -114,15 +114,59 @@ class Ledger:
 
     def apply_batch(self, key: str, postings: Sequence[Posting]) -> BatchResult:
         """Apply ``postings`` atomically under idempotency key ``key`` (client keys)."""
-        if key.startswith(INTERNAL_KEY_PREFIX):
-            raise InvalidRequest(f"request_id may not start with {INTERNAL_KEY_PREFIX!r}")
-        for p in postings:
-            if p.reason in ADMIN_REASONS:
-                raise InvalidRequest(
-                    f"reason {p.reason!r} is posted only by the audited admin service",
-                    reason="ADMIN_REASON",
-                )
+        check_client_batch(key, postings)
         return self._apply(key, postings)
+
+    def apply_group(
+        self, batches: Sequence[tuple[str, Sequence[Posting]]]
+    ) -> list[BatchResult | Exception]:
+        """Apply client batches as ``apply_batch`` does each, sharing one transaction (and
+        so one commit) where they can; the outcome of each, in order.
+
+        Each batch stays atomic and idempotent on its own: one that is refused (malformed,
+        short of funds, an unopened player) is left out and the others apply. Batches that
+        cannot share the transaction go alone afterwards, through ``apply_batch``: a key
+        repeated inside the group (its later copies then replay the first) and a batch that
+        would create a bowl or pot (so a refused batch still leaves no account behind). If
+        the shared transaction fails as a whole (a concurrent twin took a key, the database
+        went away mid-commit), every batch of it is retried alone, where idempotency sorts
+        out what did commit.
+        """
+        outcomes: list[BatchResult | Exception | None] = [None] * len(batches)
+        shared: list[int] = []
+        alone: list[int] = []
+        keys: set[str] = set()
+        for i, (key, postings) in enumerate(batches):
+            try:
+                check_client_batch(key, postings)
+                validate_batch(key, postings)
+            except WalletError as exc:
+                outcomes[i] = exc
+                continue
+            creatable = {
+                a for a in touched_accounts(postings) if account_kind(a) is not AccountKind.PLAYER
+            }
+            if key in keys or creatable - self._known:
+                alone.append(i)
+            else:
+                keys.add(key)
+                shared.append(i)
+        if len(shared) == 1:
+            alone[:0] = shared
+        elif shared:
+            try:
+                with self.engine.begin() as conn:
+                    self._apply_shared(conn, batches, shared, outcomes)
+            except Exception:  # every batch of it is retried alone below
+                for i in shared:
+                    outcomes[i] = None
+                alone[:0] = shared
+        for i in alone:
+            try:
+                outcomes[i] = self._apply(*batches[i])
+            except Exception as exc:  # it is this batch's outcome
+                outcomes[i] = exc
+        return [_settled(o) for o in outcomes]
 
     def apply_admin_batch(self, name: str, postings: Sequence[Posting]) -> BatchResult:
         """Apply an operator's batch under the internal key ``wallet:admin:<name>``."""
@@ -266,15 +310,15 @@ class Ledger:
         if self._sqlite:
             after = self._update_core(conn, changed)
         else:
-            batch_id, after = postgres.write_batch(
-                conn,
-                key=key,
-                digest=digest,
-                result_parts=_result_parts(plan.applied, result_balances, BANK in changed),
-                changed=changed,
-                applied=plan.applied,
-                now=now,
+            write = postgres.BatchWrite(
+                key,
+                digest,
+                _result_parts(plan.applied, result_balances, BANK in changed),
+                0 if BANK in changed else None,
+                plan.applied,
             )
+            ids, after = postgres.write_batches(conn, changed, [write], now)
+            batch_id = ids[key]
         if BANK in changed and BANK not in after:
             raise RuntimeError("ledger invariant broken: the bank account is missing")
         if any(after[x] != result_balances[x] for x in after if x != BANK):
@@ -285,6 +329,125 @@ class Ledger:
         if self._sqlite:
             batch_id = self._insert_core(conn, key, digest, result, now)
         return BatchResult(batch_id, result.applied, result.balances)
+
+    def _apply_shared(
+        self,
+        conn: Connection,
+        batches: Sequence[tuple[str, Sequence[Posting]]],
+        shared: list[int],
+        outcomes: list[BatchResult | Exception | None],
+    ) -> None:
+        """Plan and write the batches ``shared`` in this one transaction; fills ``outcomes``.
+
+        Every account any of them touches (but the bank) is locked first, in the one sorted
+        order, so two groups (or a group and a lone batch) never deadlock. Replays are found
+        after the locks: a twin that held them has committed by then. Each batch is planned
+        against the balances the earlier ones of the group left.
+        """
+        touched = {i: touched_accounts(batches[i][1]) for i in shared}
+        own = sorted({a for i in shared for a in touched[i] if a != BANK})
+        balances = self._lock(conn, own, set())
+        keys = [batches[i][0] for i in shared]
+        if self._sqlite:
+            stored = {k: v for k in keys if (v := self._stored(conn, k)) is not None}
+        else:
+            stored = postgres.find_batches(conn, keys)
+        now = _now_ms()
+        planned: list[_Planned] = []
+        bank_moved = 0  # into the bank by the group so far
+        for i in shared:
+            key, postings = batches[i]
+            digest = body_hash(postings)
+            if key in stored:
+                try:
+                    outcomes[i] = _replay(key, digest, *stored[key])
+                except WalletError as exc:
+                    outcomes[i] = exc
+                continue
+            mine = [x for x in touched[i] if x != BANK]
+            missing = [x for x in mine if x not in balances]
+            if missing:
+                outcomes[i] = AccountNotFound(
+                    f"no such account: {', '.join(missing)} (open the wallet first)"
+                )
+                continue
+            try:
+                plan = plan_batch(postings, {**{x: balances[x] for x in mine}, BANK: 0})
+            except WalletError as exc:
+                outcomes[i] = exc
+                continue
+            deltas = {x: d for x, d in plan.deltas().items() if d or x == BANK}
+            bank_moved += deltas.get(BANK, 0)
+            balances.update({x: plan.balances[x] for x in mine})
+            planned.append(
+                _Planned(
+                    i, key, digest, plan.applied, deltas, {x: balances[x] for x in mine}, bank_moved
+                )
+            )
+        if not planned:
+            return
+        if self._sqlite:
+            results = self._write_shared_sqlite(conn, planned, now)
+            after = {x: balances[x] for x in own}
+        else:
+            results, after = self._write_shared_postgres(conn, planned, bank_moved, now)
+        if any(after[x] != balances[x] for x in after if x != BANK):
+            raise RuntimeError("ledger invariant broken: a locked balance changed")
+        for item, result in zip(planned, results, strict=True):
+            outcomes[item.index] = result
+
+    def _write_shared_sqlite(
+        self, conn: Connection, planned: list[_Planned], now: int
+    ) -> list[BatchResult]:
+        """SQLite: the batches one after the other (the transaction's one commit is the gain)."""
+        results = []
+        for item in planned:
+            after = self._update_core(conn, item.deltas)
+            balances = dict(item.balances)
+            if BANK in after:
+                balances[BANK] = after[BANK]
+            result = BatchResult(0, item.applied, dict(sorted(balances.items())))
+            batch_id = self._insert_core(conn, item.key, item.digest, result, now)
+            results.append(BatchResult(batch_id, result.applied, result.balances))
+        return results
+
+    @staticmethod
+    def _write_shared_postgres(
+        conn: Connection, planned: list[_Planned], bank_moved: int, now: int
+    ) -> tuple[list[BatchResult], dict[str, int]]:
+        """PostgreSQL: every batch of the group in one write statement. The bank's balance
+        after a batch is the bank's after the statement less what the later batches moved."""
+        changed: dict[str, int] = {}
+        for item in planned:
+            for x, d in item.deltas.items():
+                changed[x] = changed.get(x, 0) + d
+        writes = [
+            postgres.BatchWrite(
+                item.key,
+                item.digest,
+                _result_parts(item.applied, item.balances, BANK in item.deltas),
+                bank_moved - item.bank_moved if BANK in item.deltas else None,
+                item.applied,
+            )
+            for item in planned
+        ]
+        ids, after = postgres.write_batches(conn, changed, writes, now)
+        if BANK in changed and BANK not in after:
+            raise RuntimeError("ledger invariant broken: the bank account is missing")
+        results = []
+        for item in planned:
+            balances = dict(item.balances)
+            if BANK in item.deltas:
+                balances[BANK] = after[BANK] - (bank_moved - item.bank_moved)
+            results.append(BatchResult(ids[item.key], item.applied, dict(sorted(balances.items()))))
+        return results, after
+
+    def _stored(self, conn: Connection, key: str) -> tuple[int, str, str] | None:
+        b = schema.batches.c
+        row = conn.execute(
+            select(b.id, b.body_hash, b.result).where(b.idempotency_key == key)
+        ).one_or_none()
+        return None if row is None else (int(row.id), row.body_hash, row.result)
 
     def _lock(self, conn: Connection, own: list[str], new: set[str]) -> dict[str, int]:
         """Balances of ``own`` (sorted), locked until the transaction ends; those of ``new``
@@ -342,15 +505,8 @@ class Ledger:
         return int(batch_id)
 
     def _find(self, conn: Connection, key: str, digest: str) -> BatchResult | None:
-        b = schema.batches.c
-        row = conn.execute(
-            select(b.id, b.body_hash, b.result).where(b.idempotency_key == key)
-        ).one_or_none()
-        if row is None:
-            return None
-        if row.body_hash != digest:
-            raise IdempotencyKeyReused(f"request_id {key!r} was already used for a different batch")
-        return BatchResult.from_json(int(row.id), row.result, replayed=True)
+        stored = self._stored(conn, key)
+        return None if stored is None else _replay(key, digest, *stored)
 
     def _create_and_lock(self, conn: Connection, own: list[str], new: set[str]) -> dict[str, int]:
         """PostgreSQL, first use of an account: insert-or-skip and lock each account in the
@@ -373,6 +529,46 @@ class Ledger:
     def _remember(self, accounts: Iterable[str]) -> None:
         # Accounts are never deleted: once committed, no batch needs to create them again.
         self._known.update(accounts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """A batch of a shared transaction, planned: ``deltas`` (the bank always included when
+    touched), the non-bank ``balances`` after it, and ``bank_moved``, what the group had moved
+    into the bank up to and including it."""
+
+    index: int
+    key: str
+    digest: str
+    applied: tuple[Posting, ...]
+    deltas: dict[str, int]
+    balances: dict[str, int]
+    bank_moved: int
+
+
+def check_client_batch(key: str, postings: Sequence[Posting]) -> None:
+    """What a client's batch may not do: use the wallet's own key namespace or admin reasons."""
+    if key.startswith(INTERNAL_KEY_PREFIX):
+        raise InvalidRequest(f"request_id may not start with {INTERNAL_KEY_PREFIX!r}")
+    for p in postings:
+        if p.reason in ADMIN_REASONS:
+            raise InvalidRequest(
+                f"reason {p.reason!r} is posted only by the audited admin service",
+                reason="ADMIN_REASON",
+            )
+
+
+def _replay(key: str, digest: str, batch_id: int, first_digest: str, result: str) -> BatchResult:
+    """The first result of a stored batch, or a refusal if the key came with other postings."""
+    if first_digest != digest:
+        raise IdempotencyKeyReused(f"request_id {key!r} was already used for a different batch")
+    return BatchResult.from_json(batch_id, result, replayed=True)
+
+
+def _settled(outcome: BatchResult | Exception | None) -> BatchResult | Exception:
+    if outcome is None:
+        raise RuntimeError("a batch of a group was left without an outcome")
+    return outcome
 
 
 # Stands for the bank's balance in a result's JSON until the database supplies it.

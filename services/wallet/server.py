@@ -14,10 +14,12 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.server import KishpaServer, ServiceRegistration, create_server, run
 from services.common.settings import Settings, SettingsError, load_settings
+from services.common.tls import client_tls_from_settings
 from services.common.tracing import configure_tracing
 from services.wallet.admin import Administration
 from services.wallet.admin_servicer import AdminServicer, admin_registration
 from services.wallet.database import create_wallet_engine
+from services.wallet.group_commit import GroupCommitter
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import current_revision, head_revision, upgrade
 from services.wallet.servicer import WalletServicer
@@ -26,6 +28,8 @@ SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
 # Threads that run ledger transactions; PostgreSQL gets as many pooled connections.
 POSTGRES_WORKERS = 16
 SQLITE_WORKERS = 4
+# Shared transactions in flight at once on PostgreSQL (each holds one pooled connection).
+GROUP_COMMIT_THREADS = 4
 
 
 @dataclass
@@ -36,6 +40,7 @@ class WalletServer:
     engine: Engine
     executor: ThreadPoolExecutor
     admin: AdminServicer | None = None
+    committer: GroupCommitter | None = None
 
     @property
     def port(self) -> int:
@@ -55,6 +60,8 @@ class WalletServer:
 
     def close(self) -> None:
         """Release the threads and database connections."""
+        if self.committer is not None:
+            self.committer.close()
         self.executor.shutdown(wait=True)
         self.engine.dispose()
 
@@ -76,11 +83,13 @@ def prepare_database(url: str) -> None:
         )
 
 
-def wallet_registration(ledger: Ledger, executor: ThreadPoolExecutor) -> ServiceRegistration:
+def wallet_registration(
+    ledger: Ledger, executor: ThreadPoolExecutor, committer: GroupCommitter | None = None
+) -> ServiceRegistration:
     """The wallet servicer, ready for ``create_server``."""
     return ServiceRegistration(
         SERVICE_NAME,
-        WalletServicer(ledger, executor),
+        WalletServicer(ledger, executor, committer),
         wallet_pb2_grpc.add_WalletServiceServicer_to_server,
     )
 
@@ -90,11 +99,21 @@ def admin_servicer(
 ) -> AdminServicer:
     """The audited admin RPCs over this ledger (they reach the table service to close one)."""
     return AdminServicer(
-        Administration(ledger),
+        Administration(ledger, approval_threshold=settings.admin_approval_threshold),
         executor,
         TokenAuthority.from_settings(settings),
         settings.table_addr,
+        tls=client_tls_from_settings(settings),
     )
+
+
+def group_committer(settings: Settings, ledger: Ledger) -> GroupCommitter | None:
+    """Group commit as configured (``KISHPA_WALLET_GROUP_COMMIT``; 0: off)."""
+    if settings.wallet_group_commit == 0:
+        return None
+    # SQLite has one writer at a time: one committer thread; PostgreSQL overlaps a few.
+    threads = 1 if _is_sqlite(settings.database_url) else GROUP_COMMIT_THREADS
+    return GroupCommitter(ledger, threads=threads, max_group=settings.wallet_group_commit)
 
 
 def create_wallet_server(
@@ -107,16 +126,18 @@ def create_wallet_server(
     if migrate:
         upgrade(settings.database_url)
     workers = SQLITE_WORKERS if _is_sqlite(settings.database_url) else POSTGRES_WORKERS
-    engine = create_wallet_engine(settings.database_url, pool_size=workers)
+    engine = create_wallet_engine(settings.database_url, pool_size=workers + GROUP_COMMIT_THREADS)
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ledger")
     ledger = Ledger(engine)
     admin = admin_servicer(settings, ledger, executor)
+    committer = group_committer(settings, ledger)
     server = create_server(
-        [wallet_registration(ledger, executor), admin_registration(admin)],
+        [wallet_registration(ledger, executor, committer), admin_registration(admin)],
         settings,
         address=address,
+        on_refusal=admin.refused,
     )
-    return WalletServer(server, engine, executor, admin)
+    return WalletServer(server, engine, executor, admin, committer)
 
 
 def main() -> int:
@@ -129,19 +150,25 @@ def main() -> int:
         print(f"kishpa serve wallet: {exc}", file=sys.stderr)
         return 2
     workers = SQLITE_WORKERS if _is_sqlite(settings.database_url) else POSTGRES_WORKERS
-    engine = create_wallet_engine(settings.database_url, pool_size=workers)
+    engine = create_wallet_engine(settings.database_url, pool_size=workers + GROUP_COMMIT_THREADS)
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ledger")
 
     ledger = Ledger(engine)
     admin = admin_servicer(settings, ledger, executor)
+    committer = group_committer(settings, ledger)
 
     async def cleanup() -> None:
         await admin.aclose()
+        if committer is not None:
+            committer.close()
         executor.shutdown(wait=True)
         engine.dispose()
 
-    registrations = [wallet_registration(ledger, executor), admin_registration(admin)]
-    return run(settings, registrations, cleanup=cleanup)
+    registrations = [
+        wallet_registration(ledger, executor, committer),
+        admin_registration(admin),
+    ]
+    return run(settings, registrations, cleanup=cleanup, on_refusal=admin.refused)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,16 @@ from services.common.auth import (
     current_player,
     require_service,
 )
-from services.common.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from services.common.errors import (
+    InvalidArgument,
+    PermissionDenied,
+    Unauthenticated,
+    failure_of,
+)
 from services.common.logging import get_logger
 from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
+from services.wallet.group_commit import GroupCommitter
 from services.wallet.ledger import BatchResult, Ledger, Transfer, TransferFilter
 
 T = TypeVar("T")
@@ -34,7 +40,8 @@ _log = get_logger(__name__)
 
 BATCHES = Counter(
     "kishpa_wallet_batches",
-    "Ledger batches answered, by kind (apply, open, load) and outcome (applied, replayed).",
+    "Ledger batches answered, by kind (apply, open, load) and outcome (applied, replayed, "
+    "refused: ApplyBatches only).",
     ("kind", "outcome"),
 )
 BANK_LOADS = Counter(
@@ -73,6 +80,8 @@ def _own_account(player: Player) -> str:
 
 
 REASON_PREFIX = "TRANSFER_REASON_"
+# ApplyBatches: at most this many batches a call (a group's transaction stays short).
+MAX_BATCHES_PER_CALL = 256
 
 
 def reason_enum(reason: str) -> wallet_pb2.TransferReason.ValueType:
@@ -145,9 +154,16 @@ def _transfer_pb(t: Transfer) -> wallet_pb2.Transfer:
 class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     """kishpa.wallet.v1.WalletService over a :class:`Ledger`."""
 
-    def __init__(self, ledger: Ledger, executor: ThreadPoolExecutor) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        executor: ThreadPoolExecutor,
+        committer: GroupCommitter | None = None,
+    ) -> None:
         self._ledger = ledger
         self._executor = executor
+        # ApplyBatch calls share transactions through it; None: one transaction each.
+        self._committer = committer
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         # The ledger blocks on the database; keep the event loop free for other calls.
@@ -243,13 +259,49 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         """Apply an atomic, idempotent batch (service credential only)."""
         require_service()
         postings = [_posting(p) for p in request.postings]
-        result: BatchResult = await self._run(
-            self._ledger.apply_batch, request.request_id, postings
-        )
+        result: BatchResult
+        if self._committer is not None:
+            result = await asyncio.wrap_future(self._committer.submit(request.request_id, postings))
+        else:
+            result = await self._run(self._ledger.apply_batch, request.request_id, postings)
         _count("apply", result)
-        return wallet_pb2.ApplyBatchResponse(
-            batch_id=result.batch_id,
-            applied=[_posting_pb(p) for p in result.applied],
-            balances=_balances_pb(result.balances),
-            replayed=result.replayed,
+        return _batch_response(result)
+
+    async def ApplyBatches(
+        self, request: wallet_pb2.ApplyBatchesRequest, context: Context
+    ) -> wallet_pb2.ApplyBatchesResponse:
+        """Apply many batches in one call (service credential only), each on its own terms."""
+        require_service()
+        if not 0 < len(request.batches) <= MAX_BATCHES_PER_CALL:
+            raise InvalidArgument(
+                "INVALID_BATCH_COUNT", f"send 1 to {MAX_BATCHES_PER_CALL} batches a call"
+            )
+        batches = [(b.request_id, [_posting(p) for p in b.postings]) for b in request.batches]
+        outcomes = await self._run(self._ledger.apply_group, batches)
+        return wallet_pb2.ApplyBatchesResponse(outcomes=[_outcome_pb(o) for o in outcomes])
+
+
+def _batch_response(result: BatchResult) -> wallet_pb2.ApplyBatchResponse:
+    return wallet_pb2.ApplyBatchResponse(
+        batch_id=result.batch_id,
+        applied=[_posting_pb(p) for p in result.applied],
+        balances=_balances_pb(result.balances),
+        replayed=result.replayed,
+    )
+
+
+def _outcome_pb(outcome: BatchResult | Exception) -> wallet_pb2.ApplyBatchOutcome:
+    """A batch's outcome: its result, or the refusal ApplyBatch would have answered. An
+    unexpected error (a bug) fails the whole call, as it would fail ApplyBatch."""
+    if isinstance(outcome, BatchResult):
+        _count("apply", outcome)
+        return wallet_pb2.ApplyBatchOutcome(result=_batch_response(outcome))
+    failure = failure_of(outcome)
+    if failure is None:
+        raise outcome
+    BATCHES.labels("apply", "refused").inc()
+    return wallet_pb2.ApplyBatchOutcome(
+        refusal=wallet_pb2.BatchRefusal(
+            code=failure.code.value[0], reason=failure.reason, message=failure.message
         )
+    )

@@ -250,14 +250,14 @@ def test_kishpa_play_a_hand_deal_against_a_bot(stack_env: dict[str, str], redis_
                     "Your turn — draw",
                     "then discard a card",
                     "in a meld or lay-off",
-                    r"Round 1: deal (?:NOT )?verified[^\r\n]*",
+                    r"Round 1: (?:deal|table) (?:NOT )?verified[^\r\n]*",
                 ],
                 timeout=120,
             )
             if index == 3:
                 # The SDK recomputed the deal from the revealed seed (docs/fairness.md).
                 verdict = child.match.group(0)
-                assert verdict.startswith("Round 1: deal verified (commitment, "), verdict
+                assert verdict.startswith("Round 1: table verified (commitment, "), verdict
                 assert re.search(r"your 1[45] dealt cards, turned card", verdict), verdict
                 child.expect("Deal 1 scored")
                 break

@@ -193,7 +193,7 @@ def test_play_a_round_against_three_bots(stack_env: dict[str, str], redis_url: s
         assert by_hand >= 1
         # The SDK recomputed the deal from the revealed seed (docs/fairness.md).
         child.expect(
-            r"Round 1: deal verified \(commitment, your client seed, your 1[45] dealt tiles"
+            r"Round 1: table verified \(commitment, your client seed, your 1[45] dealt tiles"
         )
         child.sendline("help")
         child.expect("make the next round the last one")
@@ -214,7 +214,7 @@ def test_play_a_round_against_three_bots(stack_env: dict[str, str], redis_url: s
             check=False,
         )
         assert verify.returncode == 0, verify.stdout + verify.stderr
-        assert "seat 1: deal verified (commitment, your 15 dealt tiles" in verify.stdout
+        assert "seat 1: table verified (commitment, your 15 dealt tiles" in verify.stdout
     finally:
         if child.isalive():
             child.terminate(force=True)

@@ -94,7 +94,9 @@ class Stack:
         return table_pb2_grpc.TableServiceStub(self.channel(self.table.port))
 
     def operator(self, name: str = "ops-ann") -> Any:
-        return bearer_metadata(self.authority.issue_admin_token(name, name).token)
+        return bearer_metadata(
+            self.authority.issue_admin_token(name, name, roles=("support", "finance", "ops")).token
+        )
 
     def player(self, player_id: str) -> Any:
         return bearer_metadata(self.authority.issue_player_token(player_id, player_id).token)

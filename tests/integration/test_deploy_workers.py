@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -136,6 +137,13 @@ def test_worker_serves_metrics_and_stops_within_its_budget(
         [KISHPA, *container["args"]], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     processes.append(process)
+    lines: list[str] = []
+    # Read the worker's output as it comes: its " ready." line says the consumer started.
+    reader = threading.Thread(
+        target=lambda: lines.extend(raw.decode(errors="replace") for raw in process.stdout or ()),
+        daemon=True,
+    )
+    reader.start()
     deadline = time.monotonic() + 60
     page = b""
     while time.monotonic() < deadline and process.poll() is None:
@@ -148,12 +156,13 @@ def test_worker_serves_metrics_and_stops_within_its_budget(
         except OSError:
             time.sleep(0.3)
     if not page:
-        output = (
-            process.stdout.read().decode() if process.poll() is not None and process.stdout else ""
-        )
-        pytest.fail(f"no metrics on port {metrics_port}:\n{output[-3000:]}")
+        pytest.fail(f"no metrics on port {metrics_port}:\n{''.join(lines)[-3000:]}")
     assert b"kishpa_settlements_total" in page
-    time.sleep(2)  # let the consumer start, so SIGTERM exercises Celery's warm shutdown
+    # SIGTERM once the consumer runs, so it exercises Celery's warm shutdown.
+    while not any(" ready." in line for line in lines):
+        if time.monotonic() > deadline or process.poll() is not None:
+            pytest.fail(f"the worker's consumer never started:\n{''.join(lines)[-3000:]}")
+        time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     try:
         process.wait(timeout=pod["terminationGracePeriodSeconds"])

@@ -246,15 +246,29 @@ async def test_players_who_cancel_are_never_seated(
     rest = players[6:]
     results = early + list(await asyncio.gather(*(one(p, random.uniform(0, 0.3)) for p in rest)))
     results += [await one(p, 0) for p in (players[1], players[3], players[5])]
-    await asyncio.sleep(0.2)
+
+    async def tickets_now() -> list[mm_pb2.QueueTicket]:
+        return [
+            (
+                await mm.WatchQueue(
+                    mm_pb2.WatchQueueRequest(ticket_id=ticket.ticket_id), metadata=mds[player]
+                ).read()
+            ).ticket
+            for player, ticket, _ in results
+        ]
+
+    # Until the queue has settled: fewer than a group left waiting (deadline: a full group
+    # still waiting after it is the failure asserted below).
+    deadline = asyncio.get_running_loop().time() + 10
+    tickets = await tickets_now()
+    while asyncio.get_running_loop().time() < deadline and (
+        sum(t.state == mm_pb2.TICKET_STATE_WAITING for t in tickets) >= 4
+    ):
+        await asyncio.sleep(0.05)
+        tickets = await tickets_now()
     seated: dict[str, str] = {}
     waiting = 0
-    for player, ticket, cancelled in results:
-        now = (
-            await mm.WatchQueue(
-                mm_pb2.WatchQueueRequest(ticket_id=ticket.ticket_id), metadata=mds[player]
-            ).read()
-        ).ticket
+    for (player, _, cancelled), now in zip(results, tickets, strict=True):
         if cancelled:
             assert now.state == mm_pb2.TICKET_STATE_CANCELLED
             assert not now.table_id

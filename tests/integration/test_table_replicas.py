@@ -31,6 +31,7 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.redis_client import async_client
 from shared import keys
 from tests.conftest import TEST_REDIS_URL
+from tests.integration.stream_wait import until_new_entry
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -195,18 +196,14 @@ async def test_two_replicas_serve_one_table_and_one_dies_mid_game(
         assert moves >= 20
 
         # Nobody moves: the replicas' timers play the turns (and seats go on auto-play).
+        # (A deadline wait: fails if no timer fires within 30 s; turns last 1 s here.)
         before = await _events(redis, table_id)
-        await asyncio.sleep(3.5)
-        during = await _events(redis, table_id)
-        timed_out = [d for t, d in during[len(before) :] if t == "turn_timed_out"]
-        assert timed_out, "the deadline loop plays turns nobody finishes"
+        await until_new_entry(redis, table_id, len(before), "turn_timed_out")
 
         replicas[0].kill()  # kill -9 mid-game
         killed_at = len(await _events(redis, table_id))
-        await asyncio.sleep(3.5)
-        after_kill = await _events(redis, table_id)
-        new_types = [t for t, _ in after_kill[killed_at:]]
-        assert "turn_timed_out" in new_types, "the survivor's timers go on"
+        # The survivor's timers go on.
+        await until_new_entry(redis, table_id, killed_at, "turn_timed_out")
 
         # The survivor still takes moves, and the table is whole.
         for _ in range(30):

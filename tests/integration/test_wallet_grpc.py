@@ -517,3 +517,78 @@ async def test_32_concurrent_clients_match_a_serial_replay(
     assert actual == expected
     report = await asyncio.to_thread(reconcile_url, wallet_db)
     assert report.ok, report.discrepancies
+
+
+async def test_apply_batches_answers_each_batch_and_a_refusal_spares_the_others(
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    authority: TokenAuthority,
+    svc: tuple[tuple[str, str], ...],
+) -> None:
+    a, b = await open_players(stub, svc, 2)
+    table = uid("t")
+    good = wallet_pb2.ApplyBatchRequest(
+        request_id=uid("m"), postings=[pb(f"player:{a}", f"player:{b}", 30, "win", table, 1)]
+    )
+    short = wallet_pb2.ApplyBatchRequest(  # a never-used bowl holds nothing
+        request_id=uid("m"), postings=[pb(f"bowl:{table}", f"player:{a}", 5, "bowl_win", table)]
+    )
+    admin = wallet_pb2.ApplyBatchRequest(
+        request_id=uid("m"), postings=[pb(f"player:{a}", f"player:{b}", 1, "admin_debit")]
+    )
+    later = wallet_pb2.ApplyBatchRequest(
+        request_id=uid("m"), postings=[pb(f"player:{b}", f"player:{a}", 5, "win", table, 2)]
+    )
+    request = wallet_pb2.ApplyBatchesRequest(batches=[good, short, admin, later])
+    reply = await stub.ApplyBatches(request, metadata=svc)
+    first, refused, forbidden, last = reply.outcomes
+    assert {x.account: x.tokens for x in first.result.balances} == {
+        f"player:{a}": 1970,
+        f"player:{b}": 2030,
+    }
+    assert not first.HasField("refusal")
+    assert not refused.HasField("result")
+    assert refused.refusal.code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
+    assert refused.refusal.reason == "INSUFFICIENT_FUNDS"
+    assert forbidden.refusal.code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+    assert forbidden.refusal.reason == "ADMIN_REASON"
+    assert {x.account: x.tokens for x in last.result.balances} == {
+        f"player:{a}": 1975,
+        f"player:{b}": 2025,
+    }
+    # The whole call again: the applied ones replay, the refused ones are refused again.
+    again = await stub.ApplyBatches(request, metadata=svc)
+    assert again.outcomes[0].result.replayed
+    assert again.outcomes[0].result.batch_id == first.result.batch_id
+    assert again.outcomes[1].refusal.reason == "INSUFFICIENT_FUNDS"
+    assert again.outcomes[3].result.replayed
+    # ApplyBatch sees the same ledger: a batch applied through ApplyBatches replays there.
+    assert (await stub.ApplyBatch(later, metadata=svc)).replayed
+    assert await balance(stub, svc, f"player:{a}") == 1975
+
+
+async def test_apply_batches_needs_a_service_and_one_to_256_batches(
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    authority: TokenAuthority,
+    svc: tuple[tuple[str, str], ...],
+) -> None:
+    a, b = await open_players(stub, svc, 2)
+    one = wallet_pb2.ApplyBatchRequest(
+        request_id=uid("n"), postings=[pb(f"player:{a}", f"player:{b}", 1, "win")]
+    )
+    await expect_error(
+        stub.ApplyBatches(
+            wallet_pb2.ApplyBatchesRequest(batches=[one]), metadata=player_md(authority, a)
+        ),
+        grpc.StatusCode.PERMISSION_DENIED,
+    )
+    await expect_error(
+        stub.ApplyBatches(wallet_pb2.ApplyBatchesRequest(), metadata=svc),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_BATCH_COUNT",
+    )
+    await expect_error(
+        stub.ApplyBatches(wallet_pb2.ApplyBatchesRequest(batches=[one] * 257), metadata=svc),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_BATCH_COUNT",
+    )
+    assert await balance(stub, svc, f"player:{a}") == 2000  # nothing applied

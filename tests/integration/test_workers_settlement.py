@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,9 +21,7 @@ import pytest
 import redis
 from celery import Celery
 
-from devkit.phase_samples import phase_entry, poisoned_end_record, round_record, start_part
-from games.kishpa.ledger import net_movements
-from games.kishpa.record import end_postings, start_postings
+from devkit.phase_samples import phase_entry, poisoned_end_record, round_record
 from shared import keys, stream
 from shared.phase_record import PhaseRef
 from tests.integration.workers_support import (
@@ -93,17 +90,20 @@ def _send(sender: Celery, ref: PhaseRef) -> Any:
     )
 
 
-def _expected_balances(
-    players: Sequence[str], phases: Sequence[tuple[str, dict[str, Any]]]
-) -> dict[str, int]:
-    """Each player's balance after the given phases were applied exactly once."""
-    balances = dict.fromkeys(players, STARTING_TOKENS)
-    for phase, record in phases:
-        postings = start_postings(start_part(record)) if phase == "start" else end_postings(record)
-        for account, change in net_movements(postings).items():
-            if account in balances:
-                balances[account] += change
-    return balances
+# What ``round_record(players)`` (devkit.phase_samples) moves, per seat, hand-computed from
+# the rules (docs/rules): the kishpa is R5, so the joker is R6 and the 1s of its colour are
+# R1. Start: everyone pays 1 into the bowl; the starter (seat 1) holds R6 and R1 and is paid
+# 1 + 1 by every other player; with four players seat 4 was dealt the second R1 and R6 and
+# is paid the same (the R5 he holds pays nothing unrevealed). End: seat 2 wins plainly (no
+# joker, no kishpa in his 14, Y2 discarded last): 2 from every loser; nobody is paid again
+# for jokers or 1s held at the end, as each was paid at the start.
+START = {2: (+1, -3), 3: (+3, -3, -3), 4: (+3, -5, -5, +3)}
+END = {2: (-2, +2), 3: (-2, +4, -2), 4: (-2, +6, -2, -2)}
+
+
+def _expected_balances(players: Sequence[str], *moves: Sequence[int]) -> dict[str, int]:
+    """Each player's balance after ``moves`` (per-seat net changes, in seat order)."""
+    return {p: STARTING_TOKENS + sum(m[i] for m in moves) for i, p in enumerate(players)}
 
 
 def _wallet_balances(wallet: WalletClient, players: Sequence[str]) -> dict[str, int]:
@@ -170,7 +170,7 @@ def test_the_same_task_delivered_three_times_settles_once(
         # Delivered again much later, still nothing happens.
         assert _send(sender, ref).get(timeout=30)["outcome"] == "already_settled"
 
-    expected = _expected_balances(players, [("start", record), ("end", record)])
+    expected = _expected_balances(players, START[len(players)], END[len(players)])
     assert _wallet_balances(wallet.client(), players) == expected
     published = tables.settled_events(table)
     assert [e.data["phase"] for e in published] == ["start", "end"]
@@ -222,8 +222,8 @@ def test_a_poisoned_record_is_dead_lettered_without_blocking_the_others(
     assert 'kishpa_settlements_total{outcome="dead_letter",phase="end"}' in metrics
 
     client = wallet.client()
-    for _ref, players, record in good:
-        assert _wallet_balances(client, players) == _expected_balances(players, [("start", record)])
+    for _ref, players, _record in good:
+        assert _wallet_balances(client, players) == _expected_balances(players, START[len(players)])
 
 
 def test_an_end_delivered_before_its_start_hands_the_table_back_and_both_settle_in_order(
@@ -243,9 +243,11 @@ def test_an_end_delivered_before_its_start_hands_the_table_back_and_both_settle_
     wait_for(lambda: tables.settled(end) is not None, 30, "the end to settle after its start")
     assert [e.data["phase"] for e in tables.settled_events(table)] == ["start", "end"]
     assert wallet.client().balance(f"bowl:{table}") == 0
+    # The last round: seat 2's plain win (2 from each loser) and, no two in a row, the bowl
+    # of 3 split 1 each: (-1, +5, -1).
     assert tables.client.hgetall(keys.balances(table)) == {
         p.encode(): str(b).encode()
-        for p, b in _expected_balances(players, [("start", record), ("end", record)]).items()
+        for p, b in _expected_balances(players, START[3], (-1, +5, -1)).items()
     }
     # Waiting is not an error: an info line, no traceback.
     assert worker.process is not None
@@ -279,9 +281,9 @@ def test_a_last_round_leaves_the_bowl_account_at_zero(
     assert client.balance(f"bowl:{table}") == 0
     balances = _wallet_balances(client, players)
     assert sum(balances.values()) == STARTING_TOKENS * len(players)
-    assert balances == _expected_balances(
-        players, [("start", first), ("end", first), ("start", final), ("end", final)]
-    )
+    # Round 2 starts as round 1 (+3, -3, -3; the bowl holds 6); seat 3 wins plainly (2 from
+    # each loser) and, not two in a row, the bowl of 6 is split 2 each: (0, 0, +6).
+    assert balances == _expected_balances(players, START[3], END[3], START[3], (0, 0, +6))
 
 
 def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
@@ -306,11 +308,14 @@ def test_a_settlement_waits_out_a_wallet_that_is_down_at_first(
         record = round_record(players)
         ref = tables.write_phase(table, 1, "start", record)
         result = _send(worker.sender(), ref)
-        time.sleep(2.5)
+        assert worker.process is not None
+        process = worker.process
+        # The worker has tried, and met the missing wallet, before the wallet starts.
+        wait_for(lambda: '"transient": true' in process.output(), 60, "a transient failure")
         assert tables.settled(ref) is None  # the wallet is down: nothing settled yet
         late_wallet.start(tmp_dir / "late-wallet.log")
         assert result.get(timeout=90)["outcome"] == "settled"
-        expected = _expected_balances(players, [("start", record)])
+        expected = _expected_balances(players, START[len(players)])
         assert _wallet_balances(late_wallet.client(), players) == expected
         assert worker.process is not None
         assert '"transient": true' in worker.process.output()
@@ -374,8 +379,8 @@ def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
         second.stop()
 
     client = wallet.client()
-    for ref, players, record in rounds:
-        assert _wallet_balances(client, players) == _expected_balances(players, [("start", record)])
+    for ref, players, _record in rounds:
+        assert _wallet_balances(client, players) == _expected_balances(players, START[len(players)])
         assert len(tables.settled_events(ref.table_id)) == 1
     assert _reconcile(wallet.url) == []
 
@@ -405,7 +410,7 @@ def test_the_sweeper_settles_a_phase_whose_task_was_lost_and_reconciliation_aler
         ref = tables.write_phase(table, 1, "start", record, age_ms=3000)
         worker.start(concurrency=2)
         wait_for(lambda: tables.settled(ref) is not None, 30, "the sweeper to settle the phase")
-        expected = _expected_balances(players, [("start", record)])
+        expected = _expected_balances(players, START[len(players)])
         assert _wallet_balances(own_wallet.client(), players) == expected
         wait_for(
             lambda: 'kishpa_wallet_reconciliations_total{result="clean"}' in worker.metrics(),
@@ -448,7 +453,7 @@ def test_rabbitmq_works_as_the_broker(wallet: Wallet, tmp_dir: Path, tables: Tab
             ref = tables.write_phase(table, 1, phase, record)
             outcomes = sorted(_send(sender, ref).get(timeout=30)["outcome"] for _ in range(2))
             assert outcomes == ["already_settled", "settled"]
-        expected = _expected_balances(players, [("start", record), ("end", record)])
+        expected = _expected_balances(players, START[len(players)], END[len(players)])
         assert _wallet_balances(wallet.client(), players) == expected
     finally:
         worker.stop()

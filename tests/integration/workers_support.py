@@ -293,7 +293,7 @@ class Wallet:
 
     def client(self) -> WalletClient:
         authority = TokenAuthority(None, self.backend.secret)
-        return WalletClient(self.addr, ServiceCredentials(authority, "test"))
+        return WalletClient(self.addr, ServiceCredentials(authority, "worker"))
 
 
 @dataclass

@@ -40,7 +40,7 @@ def test_the_contract_of_this_tree_keeps_the_released_one() -> None:
         ("  int32 pile_count = 8;\n", "", 'Previously present field "8" with name "pile_count"'),
         (
             "    Settled settled = 17;",
-            "    Settled settled = 61;",
+            "    Settled settled = 99;",
             'Previously present field "17" with name "settled"',
         ),
         (

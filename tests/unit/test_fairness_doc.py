@@ -106,3 +106,118 @@ def test_the_sdk_and_the_server_deal_hand_alike_over_many_seeds() -> None:
         assert [tuple(h) for h in server.hands] == list(client.hands)
         assert tuple(server.stock) == client.stock
         assert server.discard_pile == [client.top_discard]
+
+
+# --- protocol version 2: exact encodings, whole-table transcripts, the commitment order ---
+
+
+def test_the_canonical_json_is_written_out_exactly() -> None:
+    """The seeds vector's canonical JSON (quotes, backslash, control characters, U+007F,
+    emoji) is exactly the documented bytes, and the digest is sha256 of those bytes."""
+    import hashlib
+
+    (vector,) = [v for v in vectors("deck") if "canonical_json" in v]
+    text = vector["canonical_json"]
+    assert text.encode("utf-8").hex() == vector["canonical_json_hex"]
+    assert (
+        hashlib.sha256(bytes.fromhex(vector["canonical_json_hex"])).hexdigest()
+        == (vector["client_digest"])
+    )
+    # The doc's rules, applied by hand to the awkward characters.
+    assert '\\"hi\\"' in text
+    assert "back\\\\slash" in text
+    assert "\\t" in text
+    assert "\\n" in text
+    assert "\\r" in text
+    assert "\\u0007" in text
+    assert "\x7f" in text
+    assert "🎲" in text
+    assert "\\u" not in text.replace("\\u0007", "")
+
+
+def test_a_replacement_turning_back_a_doll_is_in_the_vectors() -> None:
+    deals = [v for v in vectors("deal") if v.get("replacement_dolls_returned")]
+    assert deals
+    for vector in deals:
+        seed = bytes.fromhex(vector["server_seed"])
+        server = deal_round(seed, vector["client_seeds"], vector["seats"], vector["starter"])
+        assert server.replacement is not None
+        assert list(server.replacement.dolls_returned) == vector["replacement_dolls_returned"]
+
+
+def _set(obj: Any, path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        obj = obj[int(part)] if isinstance(obj, list) else obj[part]
+    if isinstance(obj, list):
+        obj[int(last)] = value
+    else:
+        obj[last] = value
+
+
+def _table_evidence(v: dict[str, Any]) -> fairness.RoundEvidence:
+    """A `table` vector as the SDK's evidence (read independently of evidence_from_record)."""
+    events = v["events"]
+    committed = [e for e in events if e["type"] == "seed_committed"]
+    dealt = [e for e in events if e["type"] == "deal"]
+    return fairness.RoundEvidence(
+        commitment=dealt[0]["commitment"],
+        server_seed_hex=v["server_seed"],
+        client_seeds=list(v["client_seeds"]),
+        seats=v["seats"],
+        starter=v["starter"],
+        my_seat=0,
+        dealt=list(v["hands"][0]),
+        game=v["game"],
+        kishpa=fairness.face(v["kishpa"]) if v["game"] == "kishpa" else None,
+        replaced_kishpa=fairness.face(v["replacement"])
+        if v.get("replacement") is not None
+        else None,
+        top_discard=v.get("top_discard"),
+        hands=dict(enumerate(v["hands"])),
+        draws=[fairness.TableDraw(*d) for d in v["draws"]],
+        kishpa_id=v.get("kishpa"),
+        replacement_id=v.get("replacement"),
+        dolls_returned=v.get("dolls_returned"),
+        precommitment=committed[0]["commitment"] if committed else "",
+        precommitment_event_id=committed[0]["id"] if committed else "",
+        contributions=[
+            fairness.Contribution(e["seat"], e["contribution"], e["id"])
+            for e in events
+            if e["type"] == "contribution_accepted"
+        ],
+        deal_event_id=dealt[0]["id"],
+        seat_client_seeds=list(v["seat_client_seeds"]),
+    )
+
+
+@pytest.mark.parametrize("vector", vectors("table"), ids=lambda v: str(v["game"]))
+def test_whole_table_transcripts_verify_and_every_tamper_is_named(vector: dict[str, Any]) -> None:
+    import copy
+
+    assert commitment(bytes.fromhex(vector["server_seed"])) == vector["commitment"]
+    result = fairness.verify_round(_table_evidence(vector))
+    assert result.ok, result.summary()
+    assert result.whole_table
+    assert result.contributed
+    assert result.summary().startswith("table verified (")
+    for tamper in vector["tampers"]:
+        changed = copy.deepcopy(vector)
+        for path, value in tamper["set"].items():
+            _set(changed, path, value)
+        failures = {f.check for f in fairness.verify_round(_table_evidence(changed)).failures}
+        assert tamper["fails"] in failures, (tamper["name"], failures)
+
+
+def test_the_kishpa_transcript_is_the_server_s_own_deal() -> None:
+    (vector,) = [v for v in vectors("table") if v["game"] == "kishpa"]
+    seed = bytes.fromhex(vector["server_seed"])
+    server = deal_round(seed, vector["client_seeds"], vector["seats"], vector["starter"])
+    assert [list(h) for h in server.hands] == vector["hands"]
+    assert server.replacement is not None
+    assert server.replacement.tile == vector["replacement"]
+    returned = [*server.kishpa.dolls_returned, *server.replacement.dolls_returned]
+    assert returned == vector["dolls_returned"]
+    assert [server.pile[left] for _, _, left in vector["draws"]] == [
+        tile for _, tile, _ in vector["draws"]
+    ]

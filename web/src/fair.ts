@@ -1,6 +1,7 @@
 // The provably-fair deal, recomputed in the browser with WebCrypto (docs/fairness.md,
 // games/fair.py, games/kishpa/deal.py): HMAC-SHA256 byte stream, rejection sampling,
-// Fisher-Yates, the deal from the starter, the kishpa turned from the pile's top.
+// Fisher-Yates, the deal from the starter, the kishpa turned from the pile's top; and the
+// whole-table check of an ended deal's record (every hand, every draw, the commitment order).
 
 const enc = new TextEncoder();
 export const DECK_TAG = "kishpa/fair/v1/deck";
@@ -109,11 +110,12 @@ function jokerOf(kishpa: string): string {
   return `${kishpa[0]}${(number % 13) + 1}`;
 }
 
-async function turnKishpa(pile: number[], stream: FairStream): Promise<number> {
+async function turnKishpa(pile: number[], stream: FairStream, dolls: number[] = []): Promise<number> {
   for (;;) {
     const tile = pile.pop();
     if (tile === undefined) throw new Error("the pile is empty");
     if (tile < 104) return tile;
+    dolls.push(tile);
     pile.splice(pile.length ? await stream.randbelow(pile.length) : 0, 0, tile);
   }
 }
@@ -124,6 +126,7 @@ export interface Deal {
   pile: number[]; // top at the end
   kishpa: number;
   replacement: number | null;
+  dollsReturned: number[]; // at the start, then during the replacement
 }
 
 export async function dealRound(
@@ -144,11 +147,12 @@ export async function dealRound(
   }
   const pile = deck.slice(cursor).reverse();
   const stream = await FairStream.open(seed, seeds, KISHPA_TAG);
-  const kishpa = await turnKishpa(pile, stream);
+  const dollsReturned: number[] = [];
+  const kishpa = await turnKishpa(pile, stream, dollsReturned);
   const joker = jokerOf(faceOf(kishpa));
   const held = hands.some((hand) => hand.some((t) => faceOf(t) === joker));
-  const replacement = held ? null : await turnKishpa(pile, stream);
-  return { deck, hands, pile, kishpa, replacement };
+  const replacement = held ? null : await turnKishpa(pile, stream, dollsReturned);
+  return { deck, hands, pile, kishpa, replacement, dollsReturned };
 }
 
 export interface Evidence {
@@ -195,4 +199,247 @@ export async function verifyRound(e: Evidence): Promise<Verdict> {
   check(replacement === e.replacementFace, "REPLACEMENT");
   check(e.pileDraws.every((d) => deal.pile[d.pileLeft] === d.tileId), "PILE_DRAWS");
   return { ok: failed.length === 0, passed, failed };
+}
+
+// ---- Hand (Rummy 51): one card at a time from the starter, the turned card, the stock ------
+
+export interface HandDeal {
+  hands: number[][];
+  topDiscard: number;
+  stock: number[]; // top first: a draw leaving k cards took stock[stock.length - 1 - k]
+}
+
+export async function dealHand(
+  seed: Uint8Array,
+  seeds: readonly (string | null)[],
+  seats: number,
+  starter: number,
+  handSize = 14,
+): Promise<HandDeal> {
+  const deck = await shuffledDeck(seed, seeds);
+  const hands: number[][] = Array.from({ length: seats }, () => []);
+  let cursor = 0;
+  for (let r = 0; r < handSize; r++) {
+    for (let k = 0; k < seats; k++) hands[(starter + k) % seats]!.push(deck[cursor++]!);
+  }
+  hands[starter]!.push(deck[cursor++]!);
+  return { hands, topDiscard: deck[cursor]!, stock: deck.slice(cursor + 1) };
+}
+
+// ---- the whole table (docs/fairness.md "Verifying a deal: the whole table") -------------
+
+/** An ended deal's record as plain data (RoundRecord, plus what this page saw itself). */
+export interface TableEvidence {
+  game: "kishpa" | "hand";
+  commitment: string; // the deal's (round_started / deal_started)
+  serverSeed: string;
+  clientSeeds: string[]; // revealed, "" = none
+  seatClientSeeds: string[]; // sit-down seeds, "" = none
+  seats: number;
+  starter: number;
+  handSize: number;
+  hands: number[][] | null; // every seat's dealt ids (null: an older server's record)
+  draws: { seat: number; tileId: number; pileLeft: number }[];
+  kishpaId: number | null;
+  replacementId: number | null;
+  dollsReturned: number[];
+  topDiscard: number | null;
+  precommitment: string;
+  precommitmentEventId: string;
+  contributions: { seat: number; contribution: string; eventId: string }[];
+  dealEventId: string;
+  mySeat: number;
+  mySeed: string | null; // what this player handed in for this deal (null: not known)
+}
+
+export interface TableVerdict {
+  ok: boolean;
+  wholeTable: boolean;
+  contributed: boolean;
+  passed: string[];
+  failed: { check: string; message: string }[];
+}
+
+function order(eventId: string): [number, number] {
+  const m = /^(\d+)-(\d+)$/.exec(eventId);
+  return m ? [Number(m[1]), Number(m[2])] : [-1, -1];
+}
+
+function before(a: [number, number], b: [number, number]): boolean {
+  return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+}
+
+function sameSet(a: readonly number[], b: readonly number[]): boolean {
+  const x = [...a].sort((p, q) => p - q);
+  const y = [...b].sort((p, q) => p - q);
+  return x.length === y.length && x.every((v, i) => v === y[i]);
+}
+
+/** Every check of the whole table; the failure names are docs/fairness.md's. */
+export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
+  const passed: string[] = [];
+  const failed: { check: string; message: string }[] = [];
+  const fail = (check: string, message: string) => failed.push({ check, message });
+  const verdict = (): TableVerdict => ({
+    ok: failed.length === 0,
+    wholeTable: e.hands !== null,
+    contributed: e.contributions.length > 0,
+    passed,
+    failed,
+  });
+  if (!e.serverSeed.trim()) {
+    fail("SEED_NOT_REVEALED", "the server seed was not revealed");
+    return verdict();
+  }
+  let seed: Uint8Array;
+  try {
+    seed = hexToBytes(e.serverSeed);
+    if (seed.length !== 80) throw new Error("length");
+  } catch {
+    fail("SEED_MALFORMED", "the revealed seed is not 80 bytes of hex");
+    return verdict();
+  }
+  const commitment = e.commitment.trim().toLowerCase();
+  if ((await commitmentOf(seed)) !== commitment) fail("COMMITMENT_MISMATCH", "sha256(seed) is not the commitment");
+  else passed.push("commitment");
+  if (e.seats < 2 || e.seats > 4 || e.starter < 0 || e.starter >= e.seats || e.clientSeeds.length !== e.seats) {
+    fail("RECORD_INCOMPLETE", "seats, starter and client seeds do not make a deal");
+    return verdict();
+  }
+  const seeds = e.clientSeeds.map((s) => (s === "" ? null : s));
+  if (e.mySeed !== null && e.mySeat >= 0) {
+    if ((seeds[e.mySeat] ?? null) !== (e.mySeed || null)) fail("CLIENT_SEED_MISMATCH", "your seat's seed is not the one you handed in");
+    else passed.push("your client seed");
+  }
+  // The commitment order.
+  const n = failed.length;
+  const pre = e.precommitment.trim().toLowerCase();
+  const committedAt = order(e.precommitmentEventId);
+  const dealtAt = order(e.dealEventId);
+  if (!pre) fail("COMMITMENT_LATE", "no commitment to this deal was published before it");
+  else if (pre !== commitment) fail("COMMITMENT_LATE", "the deal used another commitment than the one published in advance");
+  if (pre && e.precommitmentEventId && e.dealEventId && !before(committedAt, dealtAt)) fail("COMMITMENT_LATE", "the commitment came after the deal");
+  for (const c of e.contributions) {
+    const at = order(c.eventId);
+    if (e.precommitmentEventId && !before(committedAt, at)) fail("COMMITMENT_LATE", `seat ${c.seat + 1}'s contribution came before the commitment`);
+    if (e.dealEventId && !before(at, dealtAt)) fail("CONTRIBUTION_MISMATCH", `seat ${c.seat + 1}'s contribution came after the deal`);
+  }
+  if (failed.length === n) passed.push(e.contributions.length ? `commitment before ${e.contributions.length} contributions` : "commitment before the deal");
+  const m = failed.length;
+  for (let seat = 0; seat < e.seats; seat++) {
+    const given = e.contributions.find((c) => c.seat === seat);
+    const want = given ? given.contribution || null : (e.seatClientSeeds[seat] ?? "") || null;
+    if (seeds[seat] !== want) fail("CONTRIBUTION_MISMATCH", `seat ${seat + 1}'s seed is not ${given ? "its contribution" : "its default"}`);
+  }
+  if (failed.length === m) passed.push("every seat's seed");
+  if (e.hands === null) {
+    fail("RECORD_INCOMPLETE", "the record has no hands: the whole table cannot be checked");
+    return verdict();
+  }
+  let expected: number[][];
+  let tileAt: (left: number) => number | undefined;
+  let start: number;
+  if (e.game === "hand") {
+    const d = await dealHand(seed, seeds, e.seats, e.starter, e.handSize);
+    expected = d.hands;
+    start = d.stock.length;
+    tileAt = (left) => d.stock[d.stock.length - 1 - left];
+    if (e.topDiscard === null) fail("RECORD_INCOMPLETE", "the record has no turned card");
+    else if (e.topDiscard !== d.topDiscard) fail("TOP_DISCARD_MISMATCH", `the seeds turn card ${d.topDiscard}, the table ${e.topDiscard}`);
+    else passed.push("turned card");
+  } else {
+    const d = await dealRound(seed, seeds, e.seats, e.starter, e.handSize);
+    expected = d.hands;
+    start = d.pile.length;
+    tileAt = (left) => d.pile[left];
+    const k = failed.length;
+    if (e.kishpaId === null) fail("RECORD_INCOMPLETE", "the record has no kishpa tile id");
+    else if (e.kishpaId !== d.kishpa) fail("KISHPA_MISMATCH", `the seeds turn ${faceOf(d.kishpa)}, the table ${faceOf(e.kishpaId)}`);
+    if (e.replacementId !== d.replacement) fail("REPLACEMENT_MISMATCH", `the seeds give replacement ${d.replacement === null ? "none" : faceOf(d.replacement)}`);
+    if (e.dollsReturned.join(",") !== d.dollsReturned.join(",")) fail("DOLLS_MISMATCH", `the seeds turn back dolls [${d.dollsReturned.map(faceOf).join(" ")}]`);
+    if (failed.length === k) passed.push("kishpa, replacement and dolls");
+  }
+  const dealtCheck = e.game === "hand" ? "DEALT_CARDS_MISMATCH" : "DEALT_TILES_MISMATCH";
+  let handsOk = true;
+  for (let seat = 0; seat < e.seats; seat++) {
+    const got = e.hands[seat];
+    if (!got) {
+      handsOk = false;
+      fail("RECORD_INCOMPLETE", `no dealt hand for seat ${seat + 1}`);
+    } else if (!sameSet(got, expected[seat]!)) {
+      handsOk = false;
+      fail(dealtCheck, `seat ${seat + 1} was not dealt what the seeds deal it`);
+    }
+  }
+  if (handsOk) passed.push(`all ${e.seats} hands`);
+  const d0 = failed.length;
+  let left = start - 1;
+  e.draws.forEach((draw, i) => {
+    if (draw.pileLeft !== left) fail("DRAW_MISMATCH", `draw ${i + 1} (seat ${draw.seat + 1}) left ${draw.pileLeft}, not ${left}`);
+    left = draw.pileLeft - 1;
+    if (draw.tileId < 0) fail("RECORD_INCOMPLETE", `draw ${i + 1} has no tile`);
+    else if (tileAt(draw.pileLeft) !== draw.tileId) fail("DRAW_MISMATCH", `draw ${i + 1} (seat ${draw.seat + 1}) is not the tile the seeds put there`);
+  });
+  if (failed.length === d0) passed.push(`all ${e.draws.length} draws`);
+  return verdict();
+}
+
+/** "table verified (…)" or "table NOT verified: …" (docs/fairness.md). */
+export function tableSummary(v: TableVerdict): string {
+  const scope = v.wholeTable ? "table" : "deal";
+  if (!v.ok) return `${scope} NOT verified: ${v.failed.map((f) => `${f.check}: ${f.message}`).join("; ")}`;
+  const note = v.contributed ? "" : "; no contribution: the server alone chose this deal";
+  return `${scope} verified (${v.passed.join(", ")}${note})`;
+}
+
+/** The evidence in a RoundRecord as the generated TypeScript (or its JSON) has it. */
+export interface RecordLike {
+  game?: number | string;
+  shuffleCommitment: string;
+  serverSeed: string;
+  clientSeeds: readonly string[];
+  seatClientSeeds: readonly string[];
+  playerIds: readonly string[];
+  starterSeat: number;
+  mySeat: number;
+  handSize: number;
+  dealtHands: readonly { seat: number; tileIds: readonly number[] }[];
+  draws: readonly { seat: number; tileId: number; pileLeft: number }[];
+  kishpaTileId?: number;
+  replacementKishpaTileId?: number;
+  dollsReturnedIds: readonly number[];
+  topDiscardCardId?: number;
+  precommitment: string;
+  precommitmentEventId: string;
+  contributions: readonly { seat: number; contribution: string; eventId: string }[];
+  dealEventId: string;
+}
+
+export function evidenceFromRecord(r: RecordLike, mySeed: string | null): TableEvidence {
+  const seats = r.playerIds.length;
+  const hand = r.game === 2 || r.game === "GAME_HAND";
+  const hands: number[][] | null = r.dealtHands.length ? Array.from({ length: seats }, () => []) : null;
+  for (const d of r.dealtHands) if (hands && d.seat >= 0 && d.seat < seats) hands[d.seat] = [...d.tileIds];
+  return {
+    game: hand ? "hand" : "kishpa",
+    commitment: r.shuffleCommitment,
+    serverSeed: r.serverSeed,
+    clientSeeds: [...r.clientSeeds],
+    seatClientSeeds: [...r.seatClientSeeds],
+    seats,
+    starter: r.starterSeat,
+    handSize: r.handSize || 14,
+    hands,
+    draws: r.draws.map((d) => ({ seat: d.seat, tileId: d.tileId, pileLeft: d.pileLeft })),
+    kishpaId: r.kishpaTileId ?? null,
+    replacementId: r.replacementKishpaTileId ?? null,
+    dollsReturned: [...r.dollsReturnedIds],
+    topDiscard: r.topDiscardCardId ?? null,
+    precommitment: r.precommitment,
+    precommitmentEventId: r.precommitmentEventId,
+    contributions: r.contributions.map((c) => ({ seat: c.seat, contribution: c.contribution, eventId: c.eventId })),
+    dealEventId: r.dealEventId,
+    mySeat: r.mySeat,
+    mySeed,
+  };
 }

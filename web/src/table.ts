@@ -29,7 +29,7 @@ import {
   type UiEvent,
   type UiPayment,
 } from "./events";
-import { verifyRound, type Verdict } from "./fair";
+import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
 import { errorText, h, replace, tileClass, tileLabel, tileTitle } from "./ui";
 
 interface Saved {
@@ -52,7 +52,7 @@ interface Summary {
   round: number;
   transfers: Transfer[] | null;
   wallet: bigint | null;
-  fairness: Verdict | "checking" | string;
+  fairness: TableVerdict | "checking" | string;
 }
 
 export function openTable(root: HTMLElement, tableId: string, session: Session): () => void {
@@ -101,6 +101,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (dealtTiles(ev)) saved.arranged = [];
     if (ev.payments?.length) saved.payments[ev.round] = [...(saved.payments[ev.round] ?? []), ...ev.payments];
     persist();
+    if (ev.kind === "seed_committed") void contribute(ev.round);
     if (endsRound(ev)) summaryNeeded = true;
     // Any settlement moves the balances the summary shows (the next round's start can settle
     // while this round's summary is still open), so the wallet is read again after each one.
@@ -153,9 +154,25 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     });
   }
 
+  // ---- fair deals: a random contribution to each deal once its commitment is out ---------
+
+  const contributed: Record<number, string> = {};
+
+  async function contribute(deal: number): Promise<void> {
+    if (deal in contributed || !view || mySeatOf(view) === null) return;
+    const text = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+    contributed[deal] = text;
+    try {
+      await tables.contribute({ tableId, deal, contribution: text, requestId: requestId() });
+    } catch {
+      delete contributed[deal]; // too late (dealt already): the deal uses this seat's default
+    }
+  }
+
   async function refresh(): Promise<void> {
     try {
       view = (await tables.getTable({ tableId })).table ?? null;
+      if (view?.nextDeal && !view.contributed) void contribute(view.nextDeal);
     } catch (err) {
       status = errorText(err);
       draw();
@@ -308,27 +325,19 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     draw();
   }
 
-  async function checkFairness(round: number): Promise<Verdict | string> {
+  async function checkFairness(round: number): Promise<TableVerdict | string> {
     try {
       const record = (await tables.getRoundRecord({ tableId, round })).record!;
-      return await verifyRound({
-        commitment: record.shuffleCommitment,
-        serverSeed: record.serverSeed,
-        clientSeeds: record.clientSeeds,
-        mySeed: knownSeed(tableId) ?? record.clientSeeds[record.mySeat] ?? "",
-        seats: record.playerIds.length,
-        starter: record.starterSeat,
-        mySeat: record.mySeat,
-        dealt: record.dealtTileIds,
-        kishpaFace: record.kishpa,
-        replacementFace: record.replacedKishpa,
-        pileDraws: record.pileDraws.map((d) => ({ tileId: d.tileId, pileLeft: d.pileLeft })),
-        handSize: record.handSize || 14,
-      });
+      // What this seat handed in for the deal: its contribution (this page's, or after a
+      // reload the one the record shows for it), else its sit-down seed.
+      const mine = record.contributions.find((c) => c.seat === record.mySeat)?.contribution;
+      const mySeed = contributed[round] ?? mine ?? knownSeed(tableId) ?? record.clientSeeds[record.mySeat] ?? "";
+      return await verifyTable(evidenceFromRecord(record, mySeed));
     } catch (err) {
       return `could not check: ${errorText(err)}`;
     }
   }
+
 
   function closeSummary(): void {
     if (!summary) return;
@@ -451,9 +460,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         ? h("span", {}, "checking the deal…")
         : typeof s.fairness === "string"
           ? h("span", { class: "bad" }, s.fairness)
-          : s.fairness.ok
-            ? h("strong", { class: "good" }, "verified")
-            : h("strong", { class: "bad" }, `NOT verified: ${s.fairness.failed.join(", ")}`);
+          : h("strong", { class: s.fairness.ok ? "good" : "bad", title: tableSummary(s.fairness) }, s.fairness.ok ? (s.fairness.wholeTable ? "table verified" : "deal verified") : `NOT verified: ${s.fairness.failed.map((f) => f.check).join(", ")}`);
     return h(
       "div",
       { class: "overlay", role: "dialog", "aria-modal": "true", "aria-labelledby": "summary-title" },

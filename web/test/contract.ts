@@ -31,7 +31,7 @@ function tiles(event: TableEvent): Tile[] {
     case "roundStarted":
       return [...(e.value.kishpa ? [e.value.kishpa] : []), ...e.value.dollsReturned];
     case "kishpaReplaced":
-      return e.value.kishpa ? [e.value.kishpa] : [];
+      return [...(e.value.kishpa ? [e.value.kishpa] : []), ...e.value.dollsReturned];
     case "won":
       return [
         ...(e.value.finalDiscard ? [e.value.finalDiscard] : []),
@@ -74,6 +74,8 @@ function tiles(event: TableEvent): Tile[] {
     case "seedRevealed":
     case "dealScored":
     case "gameEnded":
+    case "seedCommitted":
+    case "contributionAccepted":
     case undefined:
       return [];
     default: {

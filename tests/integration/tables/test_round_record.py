@@ -16,7 +16,6 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
@@ -34,7 +33,7 @@ from sdk.fairness import (
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from services.table.server import TableServer
-from tests.integration.tables.conftest import cleanup, ids_in
+from tests.integration.tables.conftest import cleanup
 from tests.integration.tables.test_table_service import _open_table, _play_until
 
 pytestmark = pytest.mark.integration
@@ -59,6 +58,11 @@ async def _run(argv: list[str], env: dict[str, str], token: str) -> tuple[int, s
     )
     out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
     return int(proc.returncode or 0), out.decode()
+
+
+def _order(event_id: str) -> tuple[int, int]:
+    ms, seq = event_id.split("-")
+    return int(ms), int(seq)
 
 
 async def _refused(
@@ -92,12 +96,26 @@ async def test_every_player_of_an_ended_round_verifies_it_and_others_are_refused
             assert record.my_seat == seat
             assert list(record.player_ids) == seated
             assert len(record.server_seed) == 160
+            # Served only once the seed is public, the record holds every seat's deal (bots
+            # included) and every draw, so the whole table can be checked; its own part is
+            # exactly this player's.
+            hands = {d.seat: list(d.tile_ids) for d in record.dealt_hands}
+            assert sorted(hands) == [0, 1]
+            assert list(record.dealt_tile_ids) == hands[seat]
             mine = set(record.dealt_tile_ids) | {d.tile_id for d in record.pile_draws}
-            assert ids_in(MessageToDict(record, preserving_proto_field_name=True)) <= mine
+            assert mine <= {t for h in hands.values() for t in h} | {
+                d.tile_id for d in record.draws
+            }
+            assert {(d.tile_id, d.pile_left) for d in record.pile_draws} == {
+                (d.tile_id, d.pile_left) for d in record.draws if d.seat == seat
+            }
             assert len(record.dealt_tile_ids) == (15 if seat == record.starter_seat else 14)
+            assert record.precommitment == record.shuffle_commitment
+            assert _order(record.precommitment_event_id) < _order(record.deal_event_id)
             seed = "creator-seed" if seat == 0 else None
             result = verify_round(evidence_from_record(record, seed))
             assert result.ok, result.summary()
+            assert result.whole_table
 
         assert await _refused(stub, md[outsider], table_id, 1) == (
             grpc.StatusCode.PERMISSION_DENIED,
@@ -122,7 +140,7 @@ async def test_every_player_of_an_ended_round_verifies_it_and_others_are_refused
         token = authority.issue_player_token(seated[0], "A").token
         code, out = await _run([*kishpa, "--client-seed", "creator-seed"], env, token)
         assert code == 0, out
-        assert "seat 1: deal verified (commitment, your client seed, your 15" in out
+        assert "seat 1: table verified (commitment, your client seed, your 15" in out
         token = authority.issue_player_token(outsider, "O").token
         code, out = await _run([*kishpa, "--json"], env, token)
         assert code == 2, out
@@ -211,16 +229,20 @@ async def test_a_hand_deal_verifies_for_each_player_from_the_stream_and_the_reco
             assert list(record.player_ids) == seated
             assert len(record.server_seed) == 160
             assert list(record.client_seeds) == ["hand creator seed", ""]
-            mine = set(record.dealt_tile_ids) | {d.tile_id for d in record.pile_draws}
-            assert ids_in(MessageToDict(record, preserving_proto_field_name=True)) <= mine | {
-                record.top_discard_id
+            hands = {d.seat: list(d.tile_ids) for d in record.dealt_hands}
+            assert list(record.dealt_tile_ids) == hands[seat]
+            assert record.HasField("top_discard_card_id")
+            assert record.top_discard_card_id == record.top_discard_id
+            assert {(d.tile_id, d.pile_left) for d in record.pile_draws} == {
+                (d.tile_id, d.pile_left) for d in record.draws if d.seat == seat
             }
             assert len(record.dealt_tile_ids) == (15 if seat == record.starter_seat else 14)
             evidence = evidence_from_record(record, seed)
             assert evidence.game == "hand"
             result = verify_round(evidence)
             assert result.ok, result.summary()
-            assert result.checked == live.checked
+            assert result.whole_table
+            assert set(live.checked) <= set(result.checked)
             # A card swapped in the record is caught by name.
             tampered = dataclasses.replace(
                 evidence, dealt=[(evidence.dealt[0] + 1) % 106, *evidence.dealt[1:]]
@@ -235,7 +257,7 @@ async def test_a_hand_deal_verifies_for_each_player_from_the_stream_and_the_reco
         token = authority.issue_player_token(seated[0], "A").token
         code, out = await _run([*kishpa, "--client-seed", "hand creator seed"], env, token)
         assert code == 0, out
-        assert "seat 1: deal verified (commitment, your client seed, your 1" in out
+        assert "seat 1: table verified (commitment, your client seed, your 1" in out
         assert "dealt cards, turned card" in out
     finally:
         await cleanup(redis, table_id)

@@ -133,3 +133,72 @@ async def test_bots_need_a_seat_left_for_every_player(
                 metadata=md[players[0]],
             )
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_hand_house_bots_meld_instead_of_timing_out(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    """A Hand table with a house bot at the default level: the bot opens with 51 and lays
+    melds within a few of its turns (before, every bot turn was the rules' timeout)."""
+    me = players[0]
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=table_pb2.TableSettings(
+                game=common_pb2.GAME_HAND,
+                seats=2,
+                bots=1,
+                turn_time=duration_pb2.Duration(seconds=60),
+            ),
+            request_id=str(uuid.uuid4()),
+        ),
+        metadata=md[me],
+    )
+    table_id = created.table.table_id
+    try:
+        assert created.table.settings.bot_level == table_pb2.BOT_LEVEL_NORMAL
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id="s"), metadata=md[me]
+        )
+        deadline = time.monotonic() + 60
+        n = 0
+        bot_types: list[str] = []
+        while time.monotonic() < deadline:
+            events = await redis.xrange(keys.events(table_id))
+            bot_types = [f[b"type"].decode() for _, f in events if f[b"seat"] == b"1"]
+            if "melds_laid" in bot_types:
+                break
+            table = (
+                await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[me])
+            ).table
+            actions = set(table.available_actions)
+            n += 1
+            # The human plays draw-and-discard at once, so the bot's turns set the pace.
+            if table_pb2.PLAYER_ACTION_DRAW_PILE in actions:
+                await stub.Draw(
+                    table_pb2.DrawRequest(
+                        table_id=table_id, source=table_pb2.DRAW_SOURCE_PILE, request_id=f"r{n}"
+                    ),
+                    metadata=md[me],
+                )
+            elif table_pb2.PLAYER_ACTION_DISCARD in actions:
+                card = table.round.my_rack.tiles[-1].id
+                await stub.Discard(
+                    table_pb2.DiscardRequest(table_id=table_id, tile_id=card, request_id=f"x{n}"),
+                    metadata=md[me],
+                )
+            else:
+                await asyncio.sleep(0.1)
+        assert "melds_laid" in bot_types, f"the bot never melded: {bot_types}"
+        assert "timed_out" not in bot_types
+        opening = next(
+            json.loads(f[b"data"])
+            for _, f in await redis.xrange(keys.events(table_id))
+            if f[b"seat"] == b"1" and f[b"type"] == b"melds_laid"
+        )
+        assert opening["opening"]
+        assert opening["value"] >= 51
+    finally:
+        await cleanup(redis, table_id)

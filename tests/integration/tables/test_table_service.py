@@ -28,6 +28,7 @@ from services.common.errors import error_reason
 from services.common.settings import Settings
 from shared import keys
 from shared.stream import decode
+from tests.integration.stream_wait import until_delivered
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 
 pytestmark = pytest.mark.integration
@@ -201,6 +202,8 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
         # A doll turned as kishpa and put back is announced (a doll has one copy: its face
         # always named its id); that it is somewhere in the pile is public.
         public |= set(round_state.dolls_returned)
+        if len(round_state.kishpa_tiles) > 1:  # the replacement and the dolls it turned back
+            public |= set(round_state.replacement_dolls)
         public |= {t for g in round_state.winning_groups for t in g}
         if round_state.final_discard is not None:
             public.add(round_state.final_discard)
@@ -264,7 +267,11 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
                 await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[spy])
             ).table
             assert [t.id for t in again.round.my_rack.tiles] == order
-        await asyncio.sleep(0.2)
+        # Both watches have delivered everything committed before the checks below.
+        await until_delivered(redis, table_id, lambda: [e.event_id for e in watched])
+        await until_delivered(
+            redis, table_id, lambda: [e.event_id for m in batches for e in m.events]
+        )
     finally:
         for task in watchers:
             task.cancel()

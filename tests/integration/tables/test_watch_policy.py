@@ -23,6 +23,7 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
+from tests.integration.stream_wait import until_delivered
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 from tests.integration.tables.test_table_service import _play_until
 
@@ -179,7 +180,7 @@ async def test_an_allowed_spectator_never_sees_a_rack_or_the_pile(
         await check_now()
         await _play_until(bots, table_id, lambda v: v.round.round >= 2, after_each=check_now)
         await check_now()
-        await asyncio.sleep(0.2)  # let the stream deliver what was committed
+        await until_delivered(redis, table_id, lambda: [e.event_id for e in watched])
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)

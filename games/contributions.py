@@ -1,0 +1,134 @@
+"""Per-deal contributions: the ordering that keeps the house from grinding a deal.
+
+docs/fairness.md, "The commitment order". The server commits to the seed of deal *k*
+(``seed_committed``) before any contribution to deal *k* is accepted: at table creation for
+deal 1, with the reveal of deal *k - 1* for deal *k*. A human seat may then send one
+contribution (``contribution_accepted``); when the deal is due it is dealt as soon as every
+seat that is *awaited* has contributed, or when the short contribution deadline passes.
+
+* A seat is awaited when its player contributed to an earlier deal at this table and it
+  is neither a house bot nor on auto-play: a client that contributes keeps contributing,
+  and one that never does (a script, an old client) never slows the table.
+* A seat that sent nothing for a deal gets its default: its sit-down client seed, or none
+  (JSON ``null``). A default is fixed before the commitment, so it neither helps nor
+  hurts; only a contribution made after the commitment takes the choice from the server.
+* Bots never contribute: anything a house bot sent would be house-chosen.
+
+Pure (standard library and the rules core): the service hands in fresh seeds and the clock.
+The table keeps this in :attr:`games.table.Table.fair`; it holds the coming deal's secret
+seed, so no view or event ever carries it whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from games.fair import SERVER_SEED_BYTES, commitment
+from games.table import BadTableRequest, NotAllowed, Table, TableRuleError
+
+CONTRIBUTIONS = "contributions"
+"""The deadline kind of a deal waiting for contributions."""
+MAX_CONTRIBUTION = 64
+SEED_COMMITTED = "seed_committed"
+CONTRIBUTION_ACCEPTED = "contribution_accepted"
+START = "start"
+NEXT = "next"
+
+
+def commit(table: Table, deal: int, server_seed: bytes) -> dict[str, Any]:
+    """Commit the table to ``server_seed`` for deal ``deal``; the ``seed_committed`` data."""
+    if len(server_seed) != SERVER_SEED_BYTES:
+        raise ValueError(f"a server seed is {SERVER_SEED_BYTES} bytes")
+    contributors = list(table.fair.get("contributors") or [])
+    table.fair = {
+        "deal": deal,
+        "seed": server_seed.hex(),
+        "commitment": commitment(server_seed),
+        "contributions": {},
+        "contributors": contributors,
+        "dealt": False,
+    }
+    return {"deal": deal, "commitment": table.fair["commitment"]}
+
+
+def committed(table: Table) -> bool:
+    """Whether the table committed in advance to the seed of its coming deal (tables made
+    before this existed did not: their deal draws a seed at deal time, as before)."""
+    return bool(table.fair.get("seed")) and not table.fair.get("dealt")
+
+
+def next_deal(table: Table) -> tuple[int, str]:
+    """The deal collecting contributions and its commitment; ``(0, "")`` when none."""
+    if not committed(table):
+        return 0, ""
+    return int(table.fair["deal"]), str(table.fair["commitment"])
+
+
+def contributed(table: Table, player_id: str) -> bool:
+    """Whether the player's contribution to the coming deal was accepted."""
+    return committed(table) and player_id in (table.fair.get("contributions") or {})
+
+
+def deal_seeds(table: Table) -> list[str | None]:
+    """The client seeds of the deal about to be dealt, seat order: each seat's accepted
+    contribution, else its sit-down client seed, else ``None``."""
+    given = table.fair.get("contributions") or {}
+    return [given.get(p) or table.client_seeds.get(p) or None for p in table.players]
+
+
+def awaited(table: Table) -> list[int]:
+    """Seats the coming deal still waits for (see the module's rules)."""
+    if not committed(table):
+        return []
+    given = table.fair.get("contributions") or {}
+    ever = set(table.fair.get("contributors") or [])
+    return [
+        seat
+        for seat, player in enumerate(table.players)
+        if player in ever
+        and player not in given
+        and player not in table.bots
+        and seat not in table.autoplay
+    ]
+
+
+def accept(table: Table, player_id: str, deal: int, contribution: str) -> tuple[int, bool]:
+    """Accept a contribution to the coming deal: ``(seat, new)`` (``new`` False for a repeat
+    of the same contribution, which changes nothing)."""
+    if not 1 <= len(contribution) <= MAX_CONTRIBUTION:
+        raise BadTableRequest(
+            f"a contribution is 1-{MAX_CONTRIBUTION} characters", "BAD_CONTRIBUTION"
+        )
+    seat = table.seat_of(player_id)
+    if seat is None:
+        raise NotAllowed("you do not sit at this table", "NOT_SEATED")
+    if player_id in table.bots:
+        raise NotAllowed("a house bot does not contribute", "BOT_SEAT")
+    open_deal, _ = next_deal(table)
+    if not open_deal or deal != open_deal:
+        raise TableRuleError(
+            f"deal {deal} takes no contributions (the open deal is {open_deal or 'none'})",
+            "CONTRIBUTIONS_CLOSED",
+        )
+    given: dict[str, str] = dict(table.fair.get("contributions") or {})
+    if player_id in given:
+        if given[player_id] != contribution:
+            raise TableRuleError("you already contributed to this deal", "ALREADY_CONTRIBUTED")
+        return seat, False
+    given[player_id] = contribution
+    table.fair["contributions"] = given
+    contributors = list(table.fair.get("contributors") or [])
+    if player_id not in contributors:
+        contributors.append(player_id)
+    table.fair["contributors"] = contributors
+    return seat, True
+
+
+def take_seed(table: Table) -> bytes | None:
+    """The committed seed of the deal being dealt now (None: nothing was committed), and
+    the deal closed to contributions."""
+    if not committed(table):
+        return None
+    table.fair["dealt"] = True
+    table.fair.pop("waiting", None)
+    return bytes.fromhex(str(table.fair["seed"]))

@@ -1,0 +1,161 @@
+"""The one retry policy of the platform: what is worth trying again, how long, how often.
+
+Used by the SDK (and through it ``kishpa play`` and ``kishpa bots``), the settlement workers
+and the services; nothing else lists retryable codes or backoff figures (docs/operations.md,
+"Retries").
+
+- **What**: a gRPC status in :data:`RETRYABLE_CODES` (the server was unreachable, a deadline
+  passed, a conflict persisted), or ``RESOURCE_EXHAUSTED`` when the server said when to retry
+  (``RetryInfo``; without it, "table full" is not worth repeating); a Redis error in
+  :data:`TRANSIENT_REDIS_ERRORS` (a connection dropped, a cluster electing a master). A stream
+  is also reopened after ``CANCELLED`` (:data:`STREAM_REOPEN_CODES`: a server shutting down
+  cancels its streams).
+- **Safely**: every mutation carries a request id chosen once; a retry sends the same one and
+  the server answers a repeat with its first answer. Settlement is idempotent by its key.
+- **How**: capped exponential backoff with jitter (:class:`Backoff`), for at most a budget of
+  seconds: :data:`CLIENT_BUDGET_S` for players' clients (``KISHPA_RETRY_BUDGET_S``, at least
+  30 s: longer than a Redis restart or a service's rolling deploy, shorter than a turn
+  timer), the task budget for a settlement task (half the broker's visibility timeout, then
+  the sweeper takes over), :data:`SERVICE_BUDGET_S` for one service calling another inside a
+  player's request (the player's client retries the whole request).
+
+This module imports nothing of the platform, so every layer may import it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from dataclasses import dataclass
+
+import grpc
+import redis.exceptions
+
+RETRYABLE_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.ABORTED,
+    }
+)
+"""Codes after which the same request (same request id) is sent again."""
+HINTED_CODES = frozenset({grpc.StatusCode.RESOURCE_EXHAUSTED})
+"""Codes retried only when the server named a delay (a rate limit), after that delay."""
+STREAM_REOPEN_CODES = RETRYABLE_CODES | {grpc.StatusCode.CANCELLED}
+"""Codes after which a watch stream is reopened from its last event."""
+UNREACHABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+"""A service that gets these from another service answers its own caller UNAVAILABLE."""
+
+TRANSIENT_REDIS_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    # A Redis Cluster answers these while a master restarts or fails over (CLUSTERDOWN,
+    # MASTERDOWN), while a slot migrates (TRYAGAIN), or while the client's slot map has a
+    # hole until it is refreshed: the same command succeeds a moment later.
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.SlotNotCoveredError,
+    redis.exceptions.MasterDownError,
+)
+"""Redis errors after which the same command may succeed."""
+
+BUDGET_ENV = "KISHPA_RETRY_BUDGET_S"
+CLIENT_BUDGET_S = 30.0
+"""Default patience of a player's client (SDK, ``kishpa play``, ``kishpa bots``)."""
+SERVICE_BUDGET_S = 2.0
+"""Patience of a service calling another inside a player's request."""
+FIRST_DELAY_S = 0.1
+MAX_DELAY_S = 2.0
+
+
+def is_retryable(code: grpc.StatusCode, *, hinted: bool = False) -> bool:
+    """Whether a call that ended with ``code`` may be sent again (``hinted``: the server
+    named a delay)."""
+    return code in RETRYABLE_CODES or (hinted and code in HINTED_CODES)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether retrying may succeed where this attempt failed (a gRPC call's code in
+    :data:`RETRYABLE_CODES`, or a transient Redis error)."""
+    if isinstance(exc, grpc.RpcError) and isinstance(exc, grpc.Call):
+        return is_retryable(exc.code(), hinted=has_retry_hint(exc))
+    return isinstance(exc, TRANSIENT_REDIS_ERRORS)
+
+
+def has_retry_hint(call: grpc.Call) -> bool:
+    """Whether a failed call names when to retry (the ``retry_after_ms`` trailer the
+    services send beside ``google.rpc.RetryInfo``)."""
+    try:
+        trailers = call.trailing_metadata() or ()
+    except Exception:  # a call object that never reached a server has none
+        return False
+    return any(key == "retry_after_ms" for key, _ in trailers)
+
+
+def client_budget_s() -> float:
+    """``KISHPA_RETRY_BUDGET_S`` (seconds, default 30; 0 disables client retries)."""
+    raw = os.environ.get(BUDGET_ENV, "")
+    if not raw:
+        return CLIENT_BUDGET_S
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{BUDGET_ENV} must be a number of seconds, got {raw!r}") from exc
+    if value < 0:
+        raise ValueError(f"{BUDGET_ENV} must not be negative, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Capped exponential backoff with jitter, for at most ``budget_s`` seconds of trying.
+
+    The n-th pause (from 0) is drawn from ``[c/2, c]`` with ``c = min(max_delay_s,
+    first_delay_s * 2**n)``: spread enough that clients cut off together do not return
+    together, never longer than the cap, so a client notices a server's return within
+    ``max_delay_s``. ``attempts`` bounds the tries as well (0: no bound but the budget).
+    """
+
+    budget_s: float = CLIENT_BUDGET_S
+    first_delay_s: float = FIRST_DELAY_S
+    max_delay_s: float = MAX_DELAY_S
+    attempts: int = 0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed try ``attempt`` (0 = the first)."""
+        ceiling = min(self.max_delay_s, self.first_delay_s * 2 ** min(attempt, 30))
+        # Jitter only spreads retries of many clients; it needs no unpredictability.
+        return random.uniform(ceiling / 2, ceiling)  # noqa: S311
+
+    def deadline(self, now: float | None = None) -> float:
+        """The monotonic time after which no try starts."""
+        return (time.monotonic() if now is None else now) + self.budget_s
+
+    def may_retry(self, attempt: int, deadline: float, pause: float) -> bool:
+        """Whether try ``attempt + 1`` may follow a pause of ``pause`` seconds."""
+        if self.attempts and attempt + 1 >= self.attempts:
+            return False
+        return time.monotonic() + pause <= deadline
+
+    async def sleep(self, attempt: int) -> None:
+        """Wait (asyncio) before the try after ``attempt``."""
+        await asyncio.sleep(self.delay(attempt))
+
+
+def client_backoff() -> Backoff:
+    """The players' clients' policy: :data:`CLIENT_BUDGET_S` or ``KISHPA_RETRY_BUDGET_S``."""
+    return Backoff(budget_s=client_budget_s())
+
+
+def task_backoff(budget_s: float) -> Backoff:
+    """A settlement task's policy: a short first pause, capped at 2 s, within ``budget_s``."""
+    return Backoff(budget_s=budget_s, first_delay_s=0.25, max_delay_s=MAX_DELAY_S)
+
+
+SERVICE_BACKOFF = Backoff(budget_s=SERVICE_BUDGET_S, first_delay_s=0.05, max_delay_s=0.5)
+"""A service's policy for its own calls to a dependency inside one request."""
+
+BROKER_RECONNECT = Backoff(budget_s=float("inf"), first_delay_s=0.5, max_delay_s=2.0)
+"""A worker reconnecting to its broker: forever, at least every 2 s."""

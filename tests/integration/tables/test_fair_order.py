@@ -1,0 +1,348 @@
+"""The commitment order against a real table service (docs/fairness.md, protocol version 2).
+
+An honest service commits to each deal's seed before it takes contributions, deals with
+them, and its record of the deal verifies for the whole table. A service that changes its
+seed after the contributions, or commits only once it has them, is caught by every verifier:
+the SDK, ``kishpa verify`` and the browser's WebCrypto check (run in Node).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf.json_format import MessageToDict
+from redis.asyncio import Redis
+
+from cli.play.bot import BotPlayer
+from games.table import Table
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from sdk.fairness import COMMITMENT_LATE, evidence_from_record, verify_round
+from services.common.auth import TokenAuthority
+from services.common.errors import error_reason
+from services.table.engine import Step
+from services.table.server import TableServer
+from tests.integration.tables.conftest import cleanup
+from tests.integration.tables.test_table_service import _open_table, _play_until
+
+pytestmark = pytest.mark.integration
+
+WEB = Path(__file__).resolve().parents[3] / "web"
+
+
+async def _contribute(
+    stub: table_pb2_grpc.TableServiceStub, md: Any, table_id: str, deal: int, text: str
+) -> table_pb2.TableView:
+    answer = await stub.Contribute(
+        table_pb2.ContributeRequest(
+            table_id=table_id, deal=deal, contribution=text, request_id=uuid.uuid4().hex
+        ),
+        metadata=md,
+    )
+    return answer.table
+
+
+async def _refused(call: Any) -> tuple[grpc.StatusCode, str | None]:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call
+    return caught.value.code(), error_reason(caught.value)
+
+
+async def _record(
+    stub: table_pb2_grpc.TableServiceStub, md: Any, table_id: str, round_no: int
+) -> table_pb2.RoundRecord:
+    response = await stub.GetRoundRecord(
+        table_pb2.GetRoundRecordRequest(table_id=table_id, round=round_no), metadata=md
+    )
+    return response.record
+
+
+def _ended(view: table_pb2.TableView) -> bool:
+    return view.round.round >= 2 or view.round.phase == table_pb2.ROUND_PHASE_ENDED
+
+
+async def _events(server: TableServer, table_id: str) -> list[Any]:
+    return list(await server.tables.store.read_events(table_id, "0-0", count=2000))
+
+
+def _web_verdict(record: table_pb2.RoundRecord) -> dict[str, Any] | None:
+    """The browser module's verdict on the record (None when the web is not built)."""
+    if shutil.which("node") is None or not (WEB / "test" / "dist" / "fair.mjs").exists():
+        return None
+    run = subprocess.run(
+        ["node", "test/verify-record.mjs"],
+        cwd=WEB,
+        input=json.dumps(MessageToDict(record)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    verdict: dict[str, Any] = json.loads(run.stdout)
+    return verdict
+
+
+async def _kishpa_verify(
+    server: TableServer, authority: TokenAuthority, player: str, table_id: str
+) -> tuple[int, dict[str, Any]]:
+    env = {
+        **os.environ,
+        "KISHPA_TABLE_ADDR": f"127.0.0.1:{server.port}",
+        "KISHPA_TOKEN": authority.issue_player_token(player, "P").token,
+    }
+    argv = [sys.executable, "-m", "cli.main", "verify", "--table", table_id, "--round", "1"]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, "--json", env=env, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+    return int(proc.returncode or 0), json.loads(out.decode())
+
+
+async def test_contributions_come_after_the_commitment_and_before_the_deal(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    server: TableServer,
+) -> None:
+    ann, bob, outsider = players[0], players[1], players[2]
+    table_id = await _open_table(stub, md, [ann, bob], start=False)
+    try:
+        view = (
+            await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[ann])
+        ).table
+        assert view.next_deal == 1
+        assert len(view.next_deal_commitment) == 64
+        assert not view.contributed
+        odd = 'b"\\🎲\x07'
+        assert (await _contribute(stub, md[ann], table_id, 1, "ann-deal-1")).contributed
+        await _contribute(stub, md[bob], table_id, 1, odd)
+        again = await _contribute(stub, md[ann], table_id, 1, "ann-deal-1")  # a repeat: no-op
+        assert again.contributed
+        refusals = [
+            (_contribute(stub, md[ann], table_id, 1, "changed my mind"), "ALREADY_CONTRIBUTED"),
+            (_contribute(stub, md[ann], table_id, 2, "too early"), "CONTRIBUTIONS_CLOSED"),
+            (_contribute(stub, md[ann], table_id, 1, ""), "BAD_CONTRIBUTION"),
+            (_contribute(stub, md[ann], table_id, 1, "x" * 65), "BAD_CONTRIBUTION"),
+            (_contribute(stub, md[outsider], table_id, 1, "not mine"), "NOT_SEATED"),
+        ]
+        for call, reason in refusals:
+            code, got = await _refused(call)
+            assert got == reason
+            assert code in (
+                grpc.StatusCode.FAILED_PRECONDITION,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                grpc.StatusCode.PERMISSION_DENIED,
+            )
+        started = await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[ann],
+        )
+        # Everyone awaited had contributed: dealt at once, in the StartGame commit.
+        assert started.table.round.round == 1
+        assert started.table.next_deal == 0
+        assert started.table.round.server_seed == ""
+        code, reason = await _refused(_contribute(stub, md[bob], table_id, 1, "late"))
+        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "CONTRIBUTIONS_CLOSED")
+
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 3]) * 80)
+            for n, p in enumerate([ann, bob])
+        }
+        await _play_until(bots, table_id, _ended)
+        record = await _record(stub, md[ann], table_id, 1)
+        assert [(c.seat, c.contribution) for c in record.contributions] == [
+            (0, "ann-deal-1"),
+            (1, odd),
+        ]
+        assert list(record.client_seeds) == ["ann-deal-1", odd]
+        assert list(record.seat_client_seeds) == ["creator-seed", ""]
+        result = verify_round(evidence_from_record(record, "ann-deal-1"))
+        assert result.ok, result.summary()
+        assert result.whole_table
+        assert result.contributed
+        web = _web_verdict(record)
+        if web is not None:
+            assert web["ok"], web["summary"]
+
+        # The next deal's seed is committed but secret: in no event, no view, no record.
+        snapshot = await server.tables.store.load(table_id)
+        assert snapshot is not None
+        secret = str(snapshot.state["fair"]["seed"])
+        assert len(secret) == 160
+        published = [
+            json.dumps([e.event.data, e.event.private_data])
+            for e in await _events(server, table_id)
+        ]
+        assert not any(secret in text for text in published)
+        for player in (ann, bob, outsider):
+            seen = await stub.GetTable(
+                table_pb2.GetTableRequest(table_id=table_id), metadata=md[player]
+            )
+            assert secret not in str(seen)
+        assert secret not in str(record)
+        # Deal 2 is committed with deal 1's reveal. Both seats contributed before, so it
+        # waits for them; once both are in, it is dealt at once, not at the deadline.
+        view = (
+            await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[ann])
+        ).table
+        assert view.next_deal == 2 or view.round.round >= 2
+        if view.next_deal == 2:
+            sent = time.monotonic()
+            await _contribute(stub, md[ann], table_id, 2, "ann-deal-2")
+            await _contribute(stub, md[bob], table_id, 2, "bob-deal-2")
+            deadline = time.monotonic() + 10
+            while view.round.round < 2 and time.monotonic() < deadline:
+                view = (
+                    await stub.GetTable(
+                        table_pb2.GetTableRequest(table_id=table_id), metadata=md[ann]
+                    )
+                ).table
+                await asyncio.sleep(0.02)
+            assert view.round.round == 2
+            assert time.monotonic() - sent < 2.5  # well before the 3 s contribution deadline
+        # The stream shows the order: each deal's commitment before its contributions,
+        # they before the deal; and the commitment of deal 2 came with deal 1's reveal.
+        kinds = [
+            (e.event.type, e.event.round)
+            for e in await _events(server, table_id)
+            if e.event.type
+            in ("seed_committed", "contribution_accepted", "round_started", "round_ended")
+        ]
+        assert kinds[:4] == [
+            ("seed_committed", 1),
+            ("contribution_accepted", 1),
+            ("contribution_accepted", 1),
+            ("round_started", 1),
+        ]
+        at = kinds.index(("round_ended", 1))
+        assert kinds[at + 1] == ("seed_committed", 2)
+    finally:
+        await cleanup(redis, table_id)
+
+
+async def test_a_seat_that_contributed_is_awaited_then_dealt_its_default(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    server: TableServer,
+) -> None:
+    """Ann contributed to deal 1, so deal 2 waits for her; she sends nothing, and after the
+    short deadline deal 2 is dealt with her sit-down seed."""
+    ann, bob = players[0], players[1]
+    table_id = await _open_table(stub, md, [ann, bob], start=False)
+    try:
+        await _contribute(stub, md[ann], table_id, 1, "only-once")
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[ann],
+        )
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 5]) * 80)
+            for n, p in enumerate([ann, bob])
+        }
+        await _play_until(bots, table_id, lambda v: v.round.round >= 2)
+        events = await _events(server, table_id)
+        waits = [
+            e
+            for e in events
+            if e.event.type == "deadline" and e.event.data["kind"] == "contributions"
+        ]
+        assert [w.event.round for w in waits] == [2]
+        waited_ms = int(waits[0].event.data["at_ms"]) - int(waits[0].id.split("-")[0])
+        assert 2_500 <= waited_ms <= 3_500
+        (started,) = [e for e in events if e.event.type == "round_started" and e.event.round == 2]
+        assert int(started.id.split("-")[0]) >= int(waits[0].event.data["at_ms"])
+    finally:
+        await cleanup(redis, table_id)
+
+
+def _swap_seed_after_contributions(server: TableServer) -> None:
+    """A dishonest service: once the contributions are in, it deals from another seed (one
+    it could have ground against them) and says nothing."""
+    tables = server.tables
+    real = tables._deal
+
+    def swapped(table: Table, how: str) -> Step:
+        if table.fair.get("contributions"):
+            table.fair["seed"] = os.urandom(80).hex()
+        return real(table, how)
+
+    tables._deal = swapped  # type: ignore[method-assign]
+
+
+def _commit_after_contributions(server: TableServer) -> None:
+    """A dishonest service: it commits (again) only once it holds the contributions."""
+    tables = server.tables
+    real = tables._deal
+
+    def late(table: Table, how: str) -> Step:
+        given = dict(table.fair.get("contributions") or {})
+        if not given:
+            return real(table, how)
+        event = tables._commit_event(table, int(table.fair["deal"]))
+        table.fair["contributions"] = given
+        step = real(table, how)
+        step.events = [event, *step.events]
+        return step
+
+    tables._deal = late  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(
+    "cheat", [_swap_seed_after_contributions, _commit_after_contributions], ids=["swap", "late"]
+)
+async def test_a_server_that_cheats_on_the_order_is_caught_by_every_verifier(
+    cheat: Any,
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    server: TableServer,
+) -> None:
+    ann, bob = players[0], players[1]
+    cheat(server)
+    table_id = await _open_table(stub, md, [ann, bob], start=False)
+    try:
+        await _contribute(stub, md[ann], table_id, 1, "ann-honest")
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[ann],
+        )
+        bots = {
+            p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80)
+            for n, p in enumerate([ann, bob])
+        }
+        await _play_until(bots, table_id, _ended)
+        record = await _record(stub, md[ann], table_id, 1)
+        # Everything else is consistent: the seed matches the deal's commitment, the hands
+        # are the seed's. Only the order gives the cheat away.
+        result = verify_round(evidence_from_record(record))
+        assert not result.ok
+        assert COMMITMENT_LATE in {f.check for f in result.failures}, result.summary()
+        code, out = await _kishpa_verify(server, authority, ann, table_id)
+        assert code == 1, out
+        assert COMMITMENT_LATE in {f["check"] for f in out["failures"]}
+        web = _web_verdict(record)
+        if web is not None:
+            assert not web["ok"]
+            assert COMMITMENT_LATE in web["checks"], web["summary"]
+    finally:
+        await cleanup(redis, table_id)

@@ -1,0 +1,136 @@
+"""The one retry policy (shared/retry.py) and its users: the SDK, the workers, the services."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+import redis.exceptions
+from hypothesis import given
+from hypothesis import strategies as st
+
+import sdk.retry
+from sdk import NO_RETRY
+from sdk.errors import KishpaError
+from services.common.errors import failure_of
+from shared import retry
+from workers.celery_app import is_transient as worker_is_transient
+
+pytestmark = pytest.mark.unit
+
+
+class _Call(grpc.RpcError, grpc.Call):  # type: ignore[misc]
+    def __init__(self, code: grpc.StatusCode, trailers: tuple[tuple[str, str], ...] = ()) -> None:
+        self._code, self._trailers = code, trailers
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return "details"
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._trailers
+
+    def initial_metadata(self) -> tuple[()]:
+        return ()
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> None:
+        return None
+
+    def cancel(self) -> bool:
+        return False
+
+    def add_callback(self, callback: object) -> bool:
+        return False
+
+
+@given(st.integers(min_value=0, max_value=200))
+def test_every_pause_is_jittered_within_half_to_all_of_a_capped_ceiling(attempt: int) -> None:
+    policy = retry.Backoff(budget_s=30, first_delay_s=0.1, max_delay_s=2.0)
+    ceiling = min(2.0, 0.1 * 2**attempt)
+    assert ceiling / 2 <= policy.delay(attempt) <= ceiling <= 2.0
+
+
+def test_the_budget_bounds_the_tries() -> None:
+    policy = retry.Backoff(budget_s=1.0)
+    deadline = policy.deadline(now=0.0)  # long past: nothing more may start
+    assert not policy.may_retry(0, deadline, 0.1)
+    assert policy.may_retry(0, policy.deadline(), 0.5)
+    assert not policy.may_retry(0, policy.deadline(), 1.5)  # the pause outlasts the budget
+    assert not NO_RETRY.may_retry(0, NO_RETRY.deadline() + 100, 0.0)  # one try only
+    assert not retry.Backoff(attempts=3).may_retry(2, 1e18, 0.0)
+    assert retry.Backoff(attempts=3).may_retry(1, 1e18, 0.0)
+
+
+def test_the_client_budget_is_thirty_seconds_and_configurable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(retry.BUDGET_ENV, raising=False)
+    assert retry.client_backoff().budget_s == 30.0
+    monkeypatch.setenv(retry.BUDGET_ENV, "90")
+    assert retry.client_backoff().budget_s == 90.0
+    monkeypatch.setenv(retry.BUDGET_ENV, "soon")
+    with pytest.raises(ValueError, match="KISHPA_RETRY_BUDGET_S"):
+        retry.client_backoff()
+
+
+@pytest.mark.parametrize(
+    ("code", "hinted", "expected"),
+    [
+        (grpc.StatusCode.UNAVAILABLE, False, True),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, False, True),
+        (grpc.StatusCode.ABORTED, False, True),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, False, False),  # "table full" stays full
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, True, True),  # a rate limit says when
+        (grpc.StatusCode.INVALID_ARGUMENT, False, False),
+        (grpc.StatusCode.FAILED_PRECONDITION, False, False),
+        (grpc.StatusCode.UNAUTHENTICATED, False, False),
+        (grpc.StatusCode.INTERNAL, False, False),
+    ],
+)
+def test_one_list_of_retryable_codes_for_every_caller(
+    code: grpc.StatusCode, hinted: bool, expected: bool
+) -> None:
+    assert retry.is_retryable(code, hinted=hinted) is expected
+    trailers = (("retry_after_ms", "250"),) if hinted else ()
+    # The workers' view is the same policy ...
+    assert worker_is_transient(_Call(code, trailers)) is expected
+    # ... and so is the SDK's (an error it raises says whether it is worth repeating).
+    if not hinted:
+        assert KishpaError(code, "", "m").retryable is expected
+
+
+def test_the_sdk_names_are_the_policy_itself() -> None:
+    assert sdk.retry.RETRYABLE is retry.RETRYABLE_CODES
+    assert sdk.retry.STREAM_RETRYABLE is retry.STREAM_REOPEN_CODES
+    assert sdk.retry.RetryPolicy is retry.Backoff
+    assert grpc.StatusCode.CANCELLED in retry.STREAM_REOPEN_CODES  # a server going away
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        redis.exceptions.ConnectionError("down"),
+        redis.exceptions.TimeoutError("slow"),
+        redis.exceptions.ClusterDownError("CLUSTERDOWN The cluster is down"),
+        redis.exceptions.TryAgainError("TRYAGAIN"),
+        redis.exceptions.MasterDownError("MASTERDOWN"),
+        redis.exceptions.SlotNotCoveredError("slot 7"),
+    ],
+)
+def test_a_transient_redis_error_is_retried_by_workers_and_unavailable_from_services(
+    exc: Exception,
+) -> None:
+    assert worker_is_transient(exc)
+    failure = failure_of(exc)
+    assert failure is not None
+    assert failure.code == grpc.StatusCode.UNAVAILABLE  # never INTERNAL
+
+
+def test_a_redis_command_error_is_neither() -> None:
+    exc = redis.exceptions.ResponseError("WRONGTYPE")
+    assert not worker_is_transient(exc)
+    assert failure_of(exc) is None  # a bug: INTERNAL, logged
