@@ -15,6 +15,7 @@ commit runs, which is when sharing pays. A batch is answered only after its grou
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Sequence
@@ -41,6 +42,9 @@ class _Pending:
     key: str
     postings: Sequence[Posting]
     future: Future[BatchResult] = field(default_factory=Future)
+    # The caller's context (its trace span, its log fields): the group runs in its first
+    # caller's, so the shared transaction's SQL spans sit under that call.
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
 
 
 class GroupCommitter:
@@ -101,7 +105,9 @@ class GroupCommitter:
     def _commit(self, group: list[_Pending]) -> None:
         GROUP_SIZE.observe(len(group))
         try:
-            outcomes = self._ledger.apply_group([(p.key, p.postings) for p in group])
+            outcomes = group[0].context.run(
+                self._ledger.apply_group, [(p.key, p.postings) for p in group]
+            )
         except BaseException as exc:  # the group's callers must not wait forever
             for p in group:
                 p.future.set_exception(exc)
