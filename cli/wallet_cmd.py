@@ -1,7 +1,8 @@
 """``kishpa wallet``: operator tools on the wallet database (``DATABASE_URL``).
 
 ``reconcile`` proves the ledger is consistent (exit 1 on any discrepancy, ``--json`` for
-jobs); ``balance`` and ``history`` read accounts and postings directly.
+jobs) and stores the run; ``balance`` and ``history`` read accounts and postings directly.
+The finance commands (``export``, ``report``, ``runs``, ``drift``) are in ``finance_cmd``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ def register(subparsers: Any) -> None:
 
     rec = commands.add_parser("reconcile", help="check the ledger; exit 1 on any discrepancy")
     rec.add_argument("--json", action="store_true", help="print the report as JSON")
+    rec.add_argument("--source", default="cli", help="recorded as who ran it (cronjob, cli, ...)")
+    rec.add_argument(
+        "--record-to",
+        choices=("database", "wallet", "none"),
+        default="database",
+        help="store the run in the ledger database (default), through the wallet's "
+        "RecordReconciliationRun (for a read-only database role), or not at all",
+    )
     rec.set_defaults(handler=_reconcile)
 
     bal = commands.add_parser("balance", help="print the balances of accounts")
@@ -36,6 +45,10 @@ def register(subparsers: Any) -> None:
     his.add_argument("--limit", type=int, default=50)
     his.set_defaults(handler=_history)
 
+    from cli import finance_cmd
+
+    finance_cmd.register(commands)
+
 
 def _url(args: argparse.Namespace) -> str:
     from services.common.settings import Settings
@@ -45,17 +58,29 @@ def _url(args: argparse.Namespace) -> str:
 
 
 def _reconcile(args: argparse.Namespace) -> int:
+    import time
+
+    import grpc
     from sqlalchemy.exc import DBAPIError
 
-    from services.wallet.reconcile import format_report, reconcile_url
+    from cli.finance_cmd import record_via_wallet
+    from services.wallet.reconcile import format_report, ledger_run, reconcile_url
 
+    started = time.time()
     try:
-        report = reconcile_url(_url(args))
+        in_database = args.source if args.record_to == "database" else ""
+        report = reconcile_url(_url(args), source=in_database)
     except DBAPIError as exc:
         # Exit 2, not 1: "could not check" must not read as "found discrepancies".
         print(f"kishpa wallet reconcile: cannot read the ledger: {exc.orig}", file=sys.stderr)
         print("(is DATABASE_URL right, and has `kishpa migrate` run?)", file=sys.stderr)
         return 2
+    if args.record_to == "wallet":
+        try:
+            report.run_id = record_via_wallet(ledger_run(report, args.source, started))
+        except (grpc.RpcError, LookupError) as exc:
+            print(f"kishpa wallet reconcile: could not record the run: {exc}", file=sys.stderr)
+            return 2
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

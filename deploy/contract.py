@@ -112,14 +112,25 @@ WORKLOADS: dict[str, Workload] = {
         Workload("migrate", ("migrate",), None, None, None, _database("migrate"), kind="Job"),
         Workload(
             "reconcile",
-            ("wallet", "reconcile", "--json"),
+            ("wallet", "reconcile", "--json", "--source", "cronjob", "--record-to", "wallet"),
             None,
             None,
             None,
-            _database("reconcile"),
+            # It stores its run record through the wallet, with the service credential.
+            _database("reconcile") | {SERVICE_SECRET_ENV},
             kind="CronJob",
             # Reconciliation only reads: its URL is meant for a read-only database role.
             secret_sources={DATABASE_URL_ENV: Secret("kishpa-database-readonly", "url")},
+        ),
+        # The drift check: Redis, the table service and the wallet; never PostgreSQL.
+        Workload(
+            "drift",
+            ("wallet", "drift", "--json", "--source", "cronjob"),
+            None,
+            None,
+            None,
+            frozenset({SERVICE_SECRET_ENV}),
+            kind="CronJob",
         ),
     )
 }
@@ -129,13 +140,19 @@ WORKLOADS: dict[str, Workload] = {
 EXTERNAL = "<outside the namespace>"
 REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
     ("postgres", 5432): frozenset({"wallet", "migrate", "reconcile"}),
-    ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat"}),
+    ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat", "drift"}),
     # Workers settle rounds; matchmaking's login opens the player's wallet; the table
     # service reads seated players' balances; the browser edge forwards a player's own
-    # balance and history reads.
-    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset({"worker", "matchmaking", "table", "edge"}),
+    # balance and history reads; the reconciliation and drift jobs record their runs (and the
+    # drift check reads the ledger's side of each table).
+    ("wallet", DEFAULT_GRPC_PORTS["wallet"]): frozenset(
+        {"worker", "matchmaking", "table", "edge", "reconcile", "drift"}
+    ),
     # ... and the wallet's AdminService closes a stuck table (TableService.CloseTable).
-    ("table", DEFAULT_GRPC_PORTS["table"]): frozenset({"matchmaking", "wallet", "edge", EXTERNAL}),
+    # ... and the drift check reads each table's bowl and pot (GetTable).
+    ("table", DEFAULT_GRPC_PORTS["table"]): frozenset(
+        {"matchmaking", "wallet", "edge", "drift", EXTERNAL}
+    ),
     ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({"edge", EXTERNAL}),
     ("edge", services.edge.server.DEFAULT_PORT): frozenset({EXTERNAL}),
 }

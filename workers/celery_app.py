@@ -85,6 +85,12 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
             "schedule": config.reconcile_interval_s,
             "options": {"expires": config.reconcile_interval_s},
         }
+    if config.drift_interval_s > 0:
+        schedule["check-drift"] = {
+            "task": "kishpa.check_drift",
+            "schedule": config.drift_interval_s,
+            "options": {"expires": config.drift_interval_s},
+        }
     settings["beat_schedule"] = schedule
     if config.broker_url.startswith(("redis://", "rediss://", "unix://")):
         # An unacked message comes back after this long if its worker vanished (kill -9).
@@ -163,7 +169,7 @@ signals.worker_process_init.connect(_start_tracing, weak=False)
 
 
 # Task modules register themselves on import; the worker imports them through this list.
-app.conf.imports = ("workers.settlement", "workers.sweeper")
+app.conf.imports = ("workers.settlement", "workers.sweeper", "workers.drift")
 
 
 class _RoutineToDebug(logging.Filter):

@@ -16,6 +16,8 @@ KISHPA_WALLET_ADDR, KISHPA_SERVICE_SECRET, KISHPA_METRICS_PORT) come from
 - ``KISHPA_STALL_AFTER`` (``60``): seconds after which an unsettled phase counts its table
   as stalled (metric, alert, one warning per table);
 - ``KISHPA_RECONCILE_INTERVAL`` (``60``): seconds between two wallet reconciliations (0: off).
+- ``KISHPA_DRIFT_INTERVAL`` (``300``): seconds between two drift checks of the live tables
+  against the ledger (0: off).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class WorkerConfig:
     reindex_interval_s: float = 60.0
     reconcile_interval_s: float = 60.0
     stall_after_s: float = 60.0
+    drift_interval_s: float = 300.0
 
     @property
     def task_budget_s(self) -> float:
@@ -78,6 +81,7 @@ def config_from_settings(settings: Settings) -> WorkerConfig:
         reindex_interval_s=max(1.0, _float("KISHPA_REINDEX_INTERVAL", 60.0)),
         reconcile_interval_s=_float("KISHPA_RECONCILE_INTERVAL", 60.0),
         stall_after_s=_float("KISHPA_STALL_AFTER", 60.0),
+        drift_interval_s=_float("KISHPA_DRIFT_INTERVAL", 300.0),
     )
 
 

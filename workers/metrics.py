@@ -55,6 +55,21 @@ RECONCILIATION_RUNS = Counter(
     ["result"],
 )
 
+DRIFT_DIFFERENCES = Gauge(
+    "kishpa_wallet_drift_differences",
+    "Differences between live tables and the ledger found by the latest drift check, by check.",
+    ["check"],
+)
+DRIFT_RUNS = Counter(
+    "kishpa_wallet_drift_checks_total",
+    "Drift checks (live tables against the ledger) by result: clean, differences, error.",
+    ["result"],
+)
+DRIFT_LAST_RUN = Gauge(
+    "kishpa_wallet_drift_last_run_timestamp_seconds",
+    "When this process last finished a drift check (Unix time).",
+)
+
 
 def serve_metrics(port: int) -> None:
     """Serve ``/metrics`` on ``port`` in a background thread (0: do not serve)."""

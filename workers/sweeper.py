@@ -209,7 +209,7 @@ def reconcile(database_url: str) -> list[str]:
     # Imported here: only the process running the check needs the wallet's SQL stack.
     from services.wallet.reconcile import reconcile_url
 
-    report = reconcile_url(database_url)
+    report = reconcile_url(database_url, source="beat")
     return [f"{d.check} {d.subject}: {d.detail}" for d in report.discrepancies]
 
 

@@ -79,7 +79,8 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
     # Matchmaking seats players through its service path; nobody else may seat others.
     _TABLE + "CreateTable": frozenset({PLAYER, MATCHMAKING}),
     _TABLE + "JoinTable": frozenset({PLAYER, MATCHMAKING}),
-    _TABLE + "GetTable": frozenset({PLAYER, MATCHMAKING}),
+    # The drift check (workers' credential) reads each table's bowl and pot as a spectator.
+    _TABLE + "GetTable": frozenset({PLAYER, MATCHMAKING, WORKER}),
     **_all(
         (
             _TABLE + m
@@ -114,6 +115,26 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
     # Only the settlement worker moves tokens by batch (operators: AdminService).
     _WALLET + "ApplyBatch": frozenset({WORKER}),
     _WALLET + "ApplyBatches": frozenset({WORKER}),
+    # Finance reads (issue 24): finance operators, and the reconciliation and drift jobs,
+    # which run with the workers' credential (the beat task, the CronJobs).
+    **_all(
+        (
+            _WALLET + m
+            for m in (
+                "ExportTransfers",
+                "GetReasonTotals",
+                "GetBalancesAsOf",
+                "GetPeriodSummary",
+                "GetTableLedger",
+                "ListTableAccounts",
+                "ListReconciliationRuns",
+            )
+        ),
+        FINANCE,
+        WORKER,
+    ),
+    # Only the jobs store a run (the wallet stores its own ledger runs directly).
+    _WALLET + "RecordReconciliationRun": frozenset({WORKER}),
     _ADMIN + "CreditPlayer": frozenset({FINANCE}),
     _ADMIN + "DebitPlayer": frozenset({FINANCE}),
     _ADMIN + "ApproveAdjustment": frozenset({FINANCE}),

@@ -254,13 +254,38 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         _W + "Posting.table_id": Text(64, 0, _ID, "an id"),
         _W + "Posting.round": Number(0, 2**31 - 1, reason="INVALID_ROUND"),
         _W + "Posting.phase": Text(16, 0, _ID, "a phase name"),
+        # -- wallet: finance
+        _W + "ExportTransfersRequest.account": ACCOUNT,
+        _W + "ExportTransfersRequest.table_id": Text(64, 0, _ID, "an id"),
+        _W + "ExportTransfersRequest.cursor": Text(
+            80, 0, _PAGE_TOKEN, "a cursor from a previous chunk", "INVALID_CURSOR"
+        ),
+        _W + "ExportTransfersRequest.chunk_size": Number(0, 5000, reason="INVALID_CHUNK_SIZE"),
+        _W + "GetBalancesAsOfRequest.accounts": Items(100, reason="TOO_MANY_ACCOUNTS"),
+        _W + "GetBalancesAsOfRequest.accounts[]": ACCOUNT,
+        _W + "GetTableLedgerRequest.table_id": Text(64, 0, _ID, "an id"),
+        _W + "ListTableAccountsRequest.page_size": Number(0, 1000, reason="INVALID_PAGE_SIZE"),
+        _W + "ListTableAccountsRequest.page_token": Text(
+            200, 0, _PAGE_TOKEN, "a token from next_page_token", "INVALID_PAGE_TOKEN"
+        ),
+        _W + "ListReconciliationRunsRequest.kind": Text(16, 0, _ID, "ledger or drift"),
+        _W + "ListReconciliationRunsRequest.page_size": Number(0, 500, reason="INVALID_PAGE_SIZE"),
+        _W + "ListReconciliationRunsRequest.page_token": Text(
+            64, 0, _PAGE_TOKEN, "a token from next_page_token", "INVALID_PAGE_TOKEN"
+        ),
+        # A run's JSON lists its first differences, each with what to do.
+        _W + "ReconciliationRun.result_json": Text(200_000),
     }
 )
 """Field rules by full proto field name; ``<field>[]`` is the rule of each item."""
 
 REQUEST_BYTES: Final[Mapping[str, int]] = MappingProxyType(
     # ApplyBatches: up to 256 batches of a few postings, within the server's 1 MiB receive cap.
-    {_W + "ApplyBatchRequest": 512 * 1024, _W + "ApplyBatchesRequest": 1024 * 1024}
+    {
+        _W + "ApplyBatchRequest": 512 * 1024,
+        _W + "ApplyBatchesRequest": 1024 * 1024,
+        _W + "RecordReconciliationRunRequest": 1024 * 1024,
+    }
 )
 """Request-size limits other than :data:`MAX_REQUEST_BYTES`, by message full name."""
 

@@ -73,6 +73,17 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
 SERVICE_ONLY: dict[str, frozenset[str]] = {
     "kishpa.wallet.v1.WalletService": frozenset(
         {"ApplyBatch", "ApplyBatches", "OpenWallet", "LoadTokens"}
+        # Finance: services and finance operators, never a browser.
+        | {
+            "ExportTransfers",
+            "GetReasonTotals",
+            "GetBalancesAsOf",
+            "GetPeriodSummary",
+            "GetTableLedger",
+            "ListTableAccounts",
+            "ListReconciliationRuns",
+            "RecordReconciliationRun",
+        }
     ),
     # Admin only (the audited close of a stuck table; kishpa.admin.v1 is not exposed at all).
     "kishpa.table.v1.TableService": frozenset({"CloseTable"}),

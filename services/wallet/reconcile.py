@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from sqlalchemy import Engine, func, select
 
 from services.wallet import schema
 from services.wallet.database import create_wallet_engine, is_sqlite
+from services.wallet.runs import Run, record_run
 
 MAX_LISTED = 100  # a broken ledger lists the first discrepancies, not millions of lines
 
@@ -41,6 +43,8 @@ class ReconcileReport:
     postings: int = 0
     total_balance: int = 0
     bank_balance: int = 0
+    run_id: int = 0
+    """The stored run's id (0 when the run was not recorded)."""
     discrepancies: list[Discrepancy] = field(default_factory=list)
 
     @property
@@ -157,13 +161,34 @@ def _postings_by_batch(
         yield batch_id, recorded
 
 
-def reconcile_url(url: str) -> ReconcileReport:
-    """Reconcile the ledger at a database URL (what jobs and the sweeper call)."""
+def reconcile_url(url: str, *, source: str = "") -> ReconcileReport:
+    """Reconcile the ledger at a database URL (what jobs and the sweeper call); with a
+    ``source`` (``cronjob``, ``beat``, ``cli``) the run is stored as a record."""
     engine = create_wallet_engine(url, pool_size=1)
     try:
-        return reconcile(engine)
+        started = time.time()
+        report = reconcile(engine)
+        if source:
+            report.run_id = record_run(engine, ledger_run(report, source, started))
+        return report
     finally:
         engine.dispose()
+
+
+def ledger_run(report: ReconcileReport, source: str, started: float) -> Run:
+    """The record of a ledger reconciliation that started at ``started`` (Unix seconds)."""
+    result = report.to_dict()
+    result.pop("run_id", None)
+    return Run(
+        kind="ledger",
+        scope="all accounts, batches and postings",
+        source=source,
+        started_ms=int(started * 1000),
+        duration_ms=int((time.time() - started) * 1000),
+        ok=report.ok,
+        discrepancies=len(report.discrepancies),
+        result=result,
+    )
 
 
 def format_report(report: ReconcileReport) -> str:

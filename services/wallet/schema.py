@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     ForeignKey,
@@ -87,3 +88,20 @@ Index("ix_postings_batch", postings.c.batch_id, postings.c.seq, unique=True)
 Index("ix_postings_from", postings.c.from_account, postings.c.id)
 Index("ix_postings_to", postings.c.to_account, postings.c.id)
 Index("ix_postings_table_round", postings.c.table_id, postings.c.round)
+Index("ix_postings_created", postings.c.created_ms, postings.c.id)
+
+# What each reconciliation (ledger consistency, drift against live tables) found (0003_i24).
+reconciliation_runs = Table(
+    "reconciliation_runs",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("kind", String(16), nullable=False),
+    Column("scope", String(200), nullable=False),
+    Column("source", String(40), nullable=False),
+    Column("started_ms", BigInteger, nullable=False),
+    Column("duration_ms", BigInteger, nullable=False),
+    Column("ok", Boolean, nullable=False),
+    Column("discrepancies", BigInteger, nullable=False),
+    Column("result", Text, nullable=False),
+)
+Index("ix_reconciliation_runs_kind", reconciliation_runs.c.kind, reconciliation_runs.c.id)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ from services.common.errors import (
     failure_of,
 )
 from services.common.logging import get_logger
+from services.wallet import finance, runs
 from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
 from services.wallet.group_commit import GroupCommitter
@@ -280,6 +282,150 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         outcomes = await self._run(self._ledger.apply_group, batches)
         return wallet_pb2.ApplyBatchesResponse(outcomes=[_outcome_pb(o) for o in outcomes])
 
+    # --- finance (who may call: services/common/access.py, the worker and finance) ----
+
+    async def ExportTransfers(
+        self, request: wallet_pb2.ExportTransfersRequest, context: Context
+    ) -> AsyncIterator[wallet_pb2.ExportTransfersResponse]:
+        """Stream a period's postings in commit order, a chunk per message, with cursors."""
+        if request.chunk_size < 0:
+            raise InvalidArgument("INVALID_CHUNK_SIZE", "chunk_size must not be negative")
+        filters = finance.ExportFilter(
+            _ms(request.since),
+            _ms(request.until),
+            request.account,
+            request.table_id,
+            reason_text(request.reason),
+        )
+        cursor = request.cursor
+        # One page is read ahead while gRPC sends the previous one; memory stays two pages.
+        page = self._run(
+            finance.export_page, self._ledger.engine, filters, cursor, request.chunk_size
+        )
+        while True:
+            transfers, cursor = await page
+            if cursor:
+                page = self._run(
+                    finance.export_page, self._ledger.engine, filters, cursor, request.chunk_size
+                )
+            if transfers or not cursor:
+                yield wallet_pb2.ExportTransfersResponse(
+                    transfers=[_transfer_pb(t) for t in transfers], cursor=cursor
+                )
+            if not cursor:
+                return
+
+    async def GetReasonTotals(
+        self, request: wallet_pb2.GetReasonTotalsRequest, context: Context
+    ) -> wallet_pb2.GetReasonTotalsResponse:
+        """Totals per reason over a period."""
+        totals = await self._run(
+            finance.reason_totals, self._ledger.engine, _ms(request.since), _ms(request.until)
+        )
+        return wallet_pb2.GetReasonTotalsResponse(totals=[_reason_total_pb(t) for t in totals])
+
+    async def GetBalancesAsOf(
+        self, request: wallet_pb2.GetBalancesAsOfRequest, context: Context
+    ) -> wallet_pb2.GetBalancesAsOfResponse:
+        """Balances at a past moment."""
+        as_of = await self._run(
+            finance.balances_as_of, self._ledger.engine, _ms(request.as_of), list(request.accounts)
+        )
+        return wallet_pb2.GetBalancesAsOfResponse(
+            balances=[_balance(a, v) for a, v in as_of.balances.items()],
+            kinds=[_kind_total_pb(k) for k in as_of.kinds],
+        )
+
+    async def GetPeriodSummary(
+        self, request: wallet_pb2.GetPeriodSummaryRequest, context: Context
+    ) -> wallet_pb2.GetPeriodSummaryResponse:
+        """A period's close: opening, movements by reason, closing."""
+        summary = await self._run(
+            finance.period_summary, self._ledger.engine, _ms(request.since), _ms(request.until)
+        )
+        return wallet_pb2.GetPeriodSummaryResponse(
+            opening_outstanding=summary.opening_outstanding,
+            closing_outstanding=summary.closing_outstanding,
+            movements=[_reason_total_pb(t) for t in summary.movements],
+            opening=[_kind_total_pb(k) for k in summary.opening],
+            closing=[_kind_total_pb(k) for k in summary.closing],
+        )
+
+    async def GetTableLedger(
+        self, request: wallet_pb2.GetTableLedgerRequest, context: Context
+    ) -> wallet_pb2.GetTableLedgerResponse:
+        """The ledger's side of one table (its bowl, pot and batches)."""
+        if not request.table_id:
+            raise InvalidArgument("MISSING_TABLE_ID", "table_id is required")
+        held = await self._run(finance.table_ledger, self._ledger.engine, request.table_id)
+        return wallet_pb2.GetTableLedgerResponse(
+            bowl=held.bowl,
+            pot=held.pot,
+            batches=[
+                wallet_pb2.LedgerBatch(
+                    batch_id=b.batch_id,
+                    request_id=b.request_id,
+                    transfers=[_transfer_pb(t) for t in b.transfers],
+                )
+                for b in held.batches
+            ],
+        )
+
+    async def ListTableAccounts(
+        self, request: wallet_pb2.ListTableAccountsRequest, context: Context
+    ) -> wallet_pb2.ListTableAccountsResponse:
+        """Bowls and pots that hold tokens."""
+        if request.page_size < 0:
+            raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
+        rows, token = await self._run(
+            finance.table_accounts, self._ledger.engine, request.page_size, request.page_token
+        )
+        return wallet_pb2.ListTableAccountsResponse(
+            balances=[_balance(a, v) for a, v in rows], next_page_token=token
+        )
+
+    async def ListReconciliationRuns(
+        self, request: wallet_pb2.ListReconciliationRunsRequest, context: Context
+    ) -> wallet_pb2.ListReconciliationRunsResponse:
+        """Reconciliation runs, newest first."""
+        if request.page_size < 0:
+            raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
+        found, token = await self._run(
+            runs.list_runs,
+            self._ledger.engine,
+            request.kind,
+            request.page_size,
+            request.page_token,
+        )
+        return wallet_pb2.ListReconciliationRunsResponse(
+            runs=[run_pb(r) for r in found], next_page_token=token
+        )
+
+    async def RecordReconciliationRun(
+        self, request: wallet_pb2.RecordReconciliationRunRequest, context: Context
+    ) -> wallet_pb2.RecordReconciliationRunResponse:
+        """Store a run made outside the wallet (the drift check; service only)."""
+        require_service()
+        pb = request.run
+        try:
+            result = json.loads(pb.result_json or "{}")
+        except ValueError:
+            raise InvalidArgument("INVALID_RUN", "result_json is not JSON") from None
+        if not isinstance(result, dict):
+            raise InvalidArgument("INVALID_RUN", "result_json must be a JSON object")
+        run = runs.Run(
+            pb.kind,
+            pb.scope,
+            pb.source,
+            _ms(pb.start_time),
+            pb.duration_ms,
+            pb.ok,
+            pb.discrepancies,
+            result,
+        )
+        run_id = await self._run(runs.record_run, self._ledger.engine, run)
+        return wallet_pb2.RecordReconciliationRunResponse(run_id=run_id)
+
 
 def _batch_response(result: BatchResult) -> wallet_pb2.ApplyBatchResponse:
     return wallet_pb2.ApplyBatchResponse(
@@ -304,4 +450,38 @@ def _outcome_pb(outcome: BatchResult | Exception) -> wallet_pb2.ApplyBatchOutcom
         refusal=wallet_pb2.BatchRefusal(
             code=failure.code.value[0], reason=failure.reason, message=failure.message
         )
+    )
+
+
+def _ms(stamp: Timestamp) -> int:
+    """Milliseconds of a timestamp (0 when unset)."""
+    return int(stamp.ToMilliseconds())
+
+
+def _reason_total_pb(t: finance.ReasonTotal) -> wallet_pb2.ReasonTotal:
+    return wallet_pb2.ReasonTotal(
+        reason=reason_enum(t.reason),
+        postings=t.postings,
+        tokens=t.tokens,
+        from_bank=t.from_bank,
+        to_bank=t.to_bank,
+    )
+
+
+def _kind_total_pb(k: finance.KindTotal) -> wallet_pb2.KindTotal:
+    return wallet_pb2.KindTotal(kind=k.kind, tokens=k.tokens, accounts=k.accounts)
+
+
+def run_pb(r: runs.Run) -> wallet_pb2.ReconciliationRun:
+    """A run on the wire."""
+    return wallet_pb2.ReconciliationRun(
+        run_id=r.run_id,
+        kind=r.kind,
+        scope=r.scope,
+        source=r.source,
+        start_time=_timestamp(r.started_ms),
+        duration_ms=r.duration_ms,
+        ok=r.ok,
+        discrepancies=r.discrepancies,
+        result_json=json.dumps(r.result, sort_keys=True),
     )

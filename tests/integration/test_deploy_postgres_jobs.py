@@ -3,13 +3,15 @@
 Both run the commands and environment of the rendered prod overlay, with DATABASE_URL
 pointing at a database created for this test. The reconcile job runs as a role that may only
 read, as docs/operations.md tells operators to set it up: if reconciliation ever needed to
-write, this test fails before a production CronJob would.
+write, this test fails before a production CronJob would. It stores its run record through a
+real ``kishpa serve wallet`` (the only writer), as the CronJob does.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import uuid
@@ -23,6 +25,7 @@ from sqlalchemy.engine import make_url
 from deploy.checks import find, pod_template, workload_environment
 from deploy.render import Manifest, overlay_dir, render
 from tests.conftest import TEST_DATABASE_URL
+from tests.integration.workers_support import Process, free_port, port_open, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -67,12 +70,15 @@ def job_command(objects: list[Manifest], kind: str, name: str) -> list[str]:
     return [KISHPA, *template["spec"]["containers"][0]["args"]]
 
 
-def job_env(objects: list[Manifest], name: str, database_url: str) -> dict[str, str]:
+def job_env(
+    objects: list[Manifest], name: str, database_url: str, **secrets: str
+) -> dict[str, str]:
     values, secret_names = workload_environment(objects, name)
-    assert secret_names == {"DATABASE_URL"}
+    assert secret_names == {"DATABASE_URL", *secrets}
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env.update(values)
     env["DATABASE_URL"] = database_url
+    env.update(secrets)
     return env
 
 
@@ -83,7 +89,7 @@ def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
 
 
 def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
-    prod_objects: list[Manifest], database: tuple[str, str]
+    prod_objects: list[Manifest], database: tuple[str, str], tmp_path: Path
 ) -> None:
     name, reader = database
     owner_url = make_url(TEST_DATABASE_URL).set(database=name).render_as_string(hide_password=False)
@@ -103,14 +109,40 @@ def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
 
     reader_url = make_url(TEST_DATABASE_URL).set(database=name, username=reader, password=None)
     reconcile = job_command(prod_objects, "CronJob", "reconcile")
-    result = run(
-        reconcile,
-        job_env(prod_objects, "reconcile", reader_url.render_as_string(hide_password=False)),
-    )
+    secret = secrets.token_urlsafe(48)
+    port = free_port()
+    wallet_env = {
+        **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")},
+        "DATABASE_URL": owner_url,
+        "KISHPA_GRPC_PORT": str(port),
+        "KISHPA_GRPC_HOST": "127.0.0.1",
+        "KISHPA_METRICS_PORT": str(free_port()),
+        "KISHPA_SERVICE_SECRET": secret,
+        "KISHPA_TOKEN_SECRET": secrets.token_urlsafe(48),
+    }
+    wallet = Process("wallet", [KISHPA, "serve", "wallet"], wallet_env, tmp_path / "w.log")
+    wallet.start()
+    try:
+        wait_for(lambda: port_open(port), 60, "the wallet to listen")
+        env = job_env(
+            prod_objects,
+            "reconcile",
+            reader_url.render_as_string(hide_password=False),
+            KISHPA_SERVICE_SECRET=secret,
+        )
+        env["KISHPA_WALLET_ADDR"] = f"127.0.0.1:{port}"
+        result = run(reconcile, env)
+    finally:
+        wallet.stop()
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["ok"] is True
     assert report["discrepancies"] == []
+    with psycopg.connect(admin_conninfo(name), autocommit=True) as conn:
+        stored = conn.execute(
+            "SELECT id, kind, source, ok FROM reconciliation_runs ORDER BY id"
+        ).fetchall()
+    assert stored == [(report["run_id"], "ledger", "cronjob", True)]
 
     # The same role cannot write: the grant really is read-only.
     with (

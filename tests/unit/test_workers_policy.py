@@ -48,7 +48,15 @@ def test_every_task_acks_late_and_requeues_on_worker_loss() -> None:
     assert workers.settlement.settle_phase.name == "kishpa.settle_phase"
     assert workers.sweeper.sweep_outboxes.name == "kishpa.sweep_outboxes"
 
-    names = ("kishpa.settle_phase", "kishpa.sweep_outboxes", "kishpa.reconcile_wallet")
+    import workers.drift
+
+    assert workers.drift.check_drift_task.name == "kishpa.check_drift"
+    names = (
+        "kishpa.settle_phase",
+        "kishpa.sweep_outboxes",
+        "kishpa.reconcile_wallet",
+        "kishpa.check_drift",
+    )
     for name in names:
         task = app.tasks[name]
         assert task.acks_late is True
@@ -88,7 +96,7 @@ def test_celery_settings_hold_one_message_per_worker_and_a_visibility_timeout() 
     assert conf["broker_transport_options"]["visibility_timeout"] == 7
     assert conf["broker_transport_options"]["unacked_restore_interval"] <= 7
     assert conf["task_default_queue"] == "q1"
-    assert set(conf["beat_schedule"]) == {"sweep-outboxes", "reconcile-wallet"}
+    assert set(conf["beat_schedule"]) == {"sweep-outboxes", "reconcile-wallet", "check-drift"}
 
 
 def test_the_unsettled_index_is_rebuilt_every_minute_unless_configured(
@@ -107,7 +115,9 @@ def test_rabbitmq_broker_gets_no_redis_transport_options() -> None:
     settings = Settings(
         service="worker", redis_url="redis://r:6379/0", broker_url="amqp://guest@mq:5672//"
     )
-    conf = celery_settings(WorkerConfig(settings=settings, reconcile_interval_s=0))
+    conf = celery_settings(
+        WorkerConfig(settings=settings, reconcile_interval_s=0, drift_interval_s=0)
+    )
     assert conf["broker_url"].startswith("amqp://")
     assert conf["result_backend"] == "redis://r:6379/0"
     assert "broker_transport_options" not in conf

@@ -1,0 +1,436 @@
+"""``kishpa wallet export|report|runs|drift``: the finance commands (docs/wallet.md, "For
+finance").
+
+They call the wallet's finance RPCs at ``KISHPA_WALLET_ADDR`` with ``--token`` or
+``KISHPA_WALLET_TOKEN`` (an operator's token with the finance role), else the workers'
+service credential minted from ``KISHPA_SERVICE_SECRET`` (what the CronJobs have; the
+access table, ``services/common/access.py``, lets the worker and finance read these).
+``export`` writes each chunk as it arrives and prints the cursor to resume from on stderr,
+so a period of any size streams.
+``drift`` runs the drift check once (Redis, the table service and the wallet) and records it.
+
+Exit status: 0 done (drift: no difference), 1 refused or differences found, 2 not signed in
+or unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import IO, Any
+
+DEFAULT_WALLET_ADDR = "127.0.0.1:50051"
+CSV_COLUMNS = (
+    "transfer_id",
+    "batch_id",
+    "seq",
+    "time_utc",
+    "from_account",
+    "to_account",
+    "amount",
+    "reason",
+    "table_id",
+    "round",
+    "phase",
+)
+EXPORT_FORMATS = ("csv", "jsonl")
+
+
+def register(commands: Any) -> None:
+    """Add the finance commands to ``kishpa wallet``'s sub-commands."""
+    exp = commands.add_parser("export", help="stream a period's transfers as CSV or JSON lines")
+    exp.add_argument("--since", required=True, type=moment, help="start (inclusive), UTC")
+    exp.add_argument("--until", required=True, type=moment, help="end (exclusive), UTC")
+    exp.add_argument("--account", default="")
+    exp.add_argument("--table", default="")
+    exp.add_argument("--reason", default="", help="e.g. bowl_contribution")
+    exp.add_argument("--format", choices=EXPORT_FORMATS, default="csv")
+    exp.add_argument("--output", "-o", default="-", help="file to write (default stdout)")
+    exp.add_argument("--cursor", default="", help="resume after this cursor (printed on stderr)")
+    exp.add_argument("--chunk-size", type=int, default=2000)
+    _signed_in(exp)
+    exp.set_defaults(handler=_export_to_file)
+
+    rep = commands.add_parser("report", help="totals per reason, balances as of, month-end")
+    kinds = rep.add_subparsers(dest="report_kind", required=True, metavar="REPORT")
+    month = kinds.add_parser("month", help="a month's close: opening, movements, closing")
+    month.add_argument("month", type=_month, help="YYYY-MM (UTC)")
+    period = kinds.add_parser("period", help="the same close for any [since, until)")
+    period.add_argument("--since", required=True, type=moment)
+    period.add_argument("--until", required=True, type=moment)
+    totals = kinds.add_parser("totals", help="totals per reason over [since, until)")
+    totals.add_argument("--since", required=True, type=moment)
+    totals.add_argument("--until", required=True, type=moment)
+    asof = kinds.add_parser("balances", help="balances as of a moment")
+    asof.add_argument("--as-of", required=True, type=moment)
+    asof.add_argument("accounts", nargs="*", help="accounts to show (totals per kind always)")
+    for cmd in (month, period, totals, asof):
+        cmd.add_argument("--json", action="store_true", help="print JSON")
+        _signed_in(cmd)
+        cmd.set_defaults(handler=_rpc(_report))
+
+    runs = commands.add_parser("runs", help="reconciliation runs (ledger and drift), newest first")
+    runs.add_argument("--kind", choices=("ledger", "drift"), default="")
+    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--json", action="store_true")
+    _signed_in(runs)
+    runs.set_defaults(handler=_rpc(_runs))
+
+    drift = commands.add_parser(
+        "drift", help="compare live tables with the ledger; exit 1 on any difference"
+    )
+    drift.add_argument("--json", action="store_true")
+    drift.add_argument("--source", default="cli", help="recorded as who ran it (e.g. cronjob)")
+    drift.set_defaults(handler=_drift)
+
+
+def _signed_in(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--token", default="", help="bearer token (default KISHPA_WALLET_TOKEN)")
+
+
+def moment(text: str) -> dt.datetime:
+    """A UTC moment from ``2026-12-01`` or ``2026-12-01T10:00[:00][Z|+00:00]``."""
+    try:
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or time: {text!r}") from None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def _month(text: str) -> tuple[dt.datetime, dt.datetime]:
+    try:
+        start = dt.datetime.strptime(text, "%Y-%m").replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a month (YYYY-MM): {text!r}") from None
+    return start, month_after(start)
+
+
+def month_after(start: dt.datetime) -> dt.datetime:
+    """The first instant of the month after ``start``'s."""
+    return (start.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
+
+
+def _token(args: argparse.Namespace) -> str:
+    token: str = args.token or os.environ.get("KISHPA_WALLET_TOKEN", "")
+    if token:
+        return token
+    secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
+    if not secret:
+        raise LookupError(
+            "no token: pass --token, set KISHPA_WALLET_TOKEN, or run where "
+            "KISHPA_SERVICE_SECRET is set"
+        )
+    from services.common.auth import TokenAuthority
+
+    return TokenAuthority(None, secret).issue_service_token("worker").token
+
+
+Call = Callable[[Any, argparse.Namespace, Any], Awaitable[int]]
+
+
+def _rpc(call: Call) -> Callable[[argparse.Namespace], int]:
+    def handle(args: argparse.Namespace) -> int:
+        try:
+            token = _token(args)
+        except LookupError as exc:
+            print(f"kishpa wallet: {exc}", file=sys.stderr)
+            return 2
+        return asyncio.run(_call(call, args, token))
+
+    return handle
+
+
+async def _call(call: Call, args: argparse.Namespace, token: str) -> int:
+    import grpc
+
+    from kishpa.wallet.v1 import wallet_pb2_grpc
+    from services.common.errors import error_reason
+
+    address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
+    metadata = (("authorization", "Bearer " + token),)
+    async with grpc.aio.insecure_channel(address) as channel:
+        try:
+            return await call(wallet_pb2_grpc.WalletServiceStub(channel), args, metadata)
+        except grpc.aio.AioRpcError as exc:
+            reason = error_reason(exc) or exc.code().name
+            print(f"kishpa wallet: {exc.details()} ({reason})", file=sys.stderr)
+            no_answer = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED)
+            return 2 if exc.code() in no_answer else 1
+
+
+def _stamp(moment_: dt.datetime) -> Any:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    stamp = Timestamp()
+    stamp.FromDatetime(moment_)
+    return stamp
+
+
+def _iso(ms: int) -> str:
+    """UTC ISO 8601 with milliseconds and ``Z``."""
+    when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _reason_name(value: int) -> str:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    return wallet_pb2.TransferReason.Name(value).removeprefix("TRANSFER_REASON_").lower()  # type: ignore[arg-type]
+
+
+def _reason_value(text: str) -> int:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    if not text:
+        return 0
+    try:
+        return int(wallet_pb2.TransferReason.Value("TRANSFER_REASON_" + text.upper()))
+    except ValueError:
+        raise ValueError(f"unknown reason {text!r}") from None
+
+
+def _row(t: Any) -> dict[str, Any]:
+    p = t.posting
+    return {
+        "transfer_id": t.transfer_id,
+        "batch_id": t.batch_id,
+        "seq": t.seq,
+        "time_utc": _iso(t.create_time.ToMilliseconds()),
+        "from_account": p.from_account,
+        "to_account": p.to_account,
+        "amount": p.amount,
+        "reason": _reason_name(p.reason),
+        "table_id": p.table_id,
+        "round": p.round,
+        "phase": p.phase,
+    }
+
+
+async def _export(stub: Any, args: argparse.Namespace, md: Any) -> int:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    try:
+        reason = _reason_value(args.reason)
+    except ValueError as exc:
+        print(f"kishpa wallet export: {exc}", file=sys.stderr)
+        return 1
+    request = wallet_pb2.ExportTransfersRequest(
+        since=_stamp(args.since),
+        until=_stamp(args.until),
+        account=args.account,
+        table_id=args.table,
+        reason=reason,  # type: ignore[arg-type]
+        cursor=args.cursor,
+        chunk_size=args.chunk_size,
+    )
+    out: IO[str] = args.out
+    rows = 0
+    cursor = args.cursor
+    try:
+        writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        if args.format == "csv" and not args.cursor:
+            writer.writeheader()
+        async for chunk in stub.ExportTransfers(request, metadata=md):
+            for t in chunk.transfers:
+                row = _row(t)
+                if args.format == "csv":
+                    writer.writerow(row)
+                else:
+                    out.write(json.dumps(row, separators=(",", ":")) + "\n")
+            rows += len(chunk.transfers)
+            out.flush()  # what is written is durable before the cursor says so
+            cursor = chunk.cursor  # "" after the last chunk
+    finally:
+        done = cursor or "(done)"
+        print(f"exported {rows} transfers; resume with --cursor {done}", file=sys.stderr)
+    return 0
+
+
+def _export_to_file(args: argparse.Namespace) -> int:
+    if args.output == "-":
+        args.out = sys.stdout
+        return _rpc(_export)(args)
+    # Resuming appends to what the interrupted run wrote (the header is already there).
+    with open(args.output, "a" if args.cursor else "w", encoding="utf-8", newline="") as out:
+        args.out = out
+        return _rpc(_export)(args)
+
+
+def _kinds_text(kinds: Any) -> list[str]:
+    return [f"  {k.kind:<7} {k.tokens:>16} tokens in {k.accounts} accounts" for k in kinds]
+
+
+def _totals_text(totals: Any) -> list[str]:
+    lines = [f"  {'reason':<18} {'postings':>10} {'tokens':>14} {'from bank':>14} {'to bank':>14}"]
+    lines.extend(
+        f"  {_reason_name(t.reason):<18} {t.postings:>10} {t.tokens:>14} {t.from_bank:>14} "
+        f"{t.to_bank:>14}"
+        for t in totals
+    )
+    return lines
+
+
+async def _report(stub: Any, args: argparse.Namespace, md: Any) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from kishpa.wallet.v1 import wallet_pb2
+
+    kind = args.report_kind
+    if kind in ("month", "period"):
+        since, until = args.month if kind == "month" else (args.since, args.until)
+        reply = await stub.GetPeriodSummary(
+            wallet_pb2.GetPeriodSummaryRequest(since=_stamp(since), until=_stamp(until)),
+            metadata=md,
+            timeout=600,
+        )
+        lines = [
+            f"period {since.isoformat()} .. {until.isoformat()} (UTC, end exclusive)",
+            f"opening outstanding {reply.opening_outstanding} tokens",
+            *_kinds_text(reply.opening),
+            "movements by reason",
+            *_totals_text(reply.movements),
+            f"closing outstanding {reply.closing_outstanding} tokens",
+            *_kinds_text(reply.closing),
+        ]
+        net = sum(m.from_bank - m.to_bank for m in reply.movements)
+        check = reply.opening_outstanding + net == reply.closing_outstanding
+        lines.append(f"opening + issued - returned = closing: {'yes' if check else 'NO'}")
+    elif kind == "totals":
+        reply = await stub.GetReasonTotals(
+            wallet_pb2.GetReasonTotalsRequest(since=_stamp(args.since), until=_stamp(args.until)),
+            metadata=md,
+            timeout=600,
+        )
+        lines = ["totals by reason", *_totals_text(reply.totals)]
+    else:
+        reply = await stub.GetBalancesAsOf(
+            wallet_pb2.GetBalancesAsOfRequest(as_of=_stamp(args.as_of), accounts=args.accounts),
+            metadata=md,
+            timeout=600,
+        )
+        lines = [f"balances as of {args.as_of.isoformat()}"]
+        lines.extend(f"  {b.account}\t{b.tokens} tokens\t{b.ils} ILS" for b in reply.balances)
+        lines.extend(_kinds_text(reply.kinds))
+    if args.json:
+        print(
+            json.dumps(
+                MessageToDict(
+                    reply,
+                    preserving_proto_field_name=True,
+                    always_print_fields_with_no_presence=True,
+                ),
+                indent=2,
+            )
+        )
+    else:
+        print("\n".join(lines))
+    return 0
+
+
+async def _runs(stub: Any, args: argparse.Namespace, md: Any) -> int:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    reply = await stub.ListReconciliationRuns(
+        wallet_pb2.ListReconciliationRunsRequest(kind=args.kind, page_size=args.limit),
+        metadata=md,
+        timeout=30,
+    )
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "run_id": r.run_id,
+                        "kind": r.kind,
+                        "scope": r.scope,
+                        "source": r.source,
+                        "start_time": _iso(r.start_time.ToMilliseconds()),
+                        "duration_ms": r.duration_ms,
+                        "ok": r.ok,
+                        "discrepancies": r.discrepancies,
+                        "result": json.loads(r.result_json or "{}"),
+                    }
+                    for r in reply.runs
+                ],
+                indent=2,
+            )
+        )
+        return 0
+    for r in reply.runs:
+        verdict = "ok" if r.ok else f"{r.discrepancies} found"
+        print(
+            f"#{r.run_id} {_iso(r.start_time.ToMilliseconds())} {r.kind:<6} {verdict:<10} "
+            f"{r.duration_ms} ms  {r.source}: {r.scope}"
+        )
+    return 0
+
+
+def _drift(args: argparse.Namespace) -> int:
+    import grpc
+    import redis
+
+    from services.common.logging import configure_logging
+    from services.common.settings import Settings, SettingsError
+    from workers.drift import GrpcSources, format_report, run_drift_check
+    from workers.settlement import redis_client
+
+    settings = Settings(service="worker")
+    # Log lines (the alertable wallet_drift_found) go to stderr; the report to stdout.
+    configure_logging(settings.log_format, settings.log_level, service="drift")
+    try:
+        sources = GrpcSources(settings)
+    except SettingsError as exc:
+        print(f"kishpa wallet drift: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report, run_id = run_drift_check(redis_client(), sources, source=args.source)
+    except (redis.RedisError, grpc.RpcError) as exc:
+        print(f"kishpa wallet drift: could not check: {exc!r}"[:500], file=sys.stderr)
+        return 2
+    finally:
+        sources.close()
+    if args.json:
+        print(json.dumps({**report.to_dict(), "run_id": run_id}, indent=2))
+    else:
+        print(format_report(report, run_id))
+    return 0 if report.ok else 1
+
+
+def record_via_wallet(run: Any) -> int:
+    """Store a :class:`services.wallet.runs.Run` through the wallet's RecordReconciliationRun
+    (service credential from ``KISHPA_SERVICE_SECRET``); the stored run's id."""
+    import grpc
+
+    from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+    from services.common.auth import TokenAuthority
+
+    secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
+    if not secret:
+        raise LookupError("KISHPA_SERVICE_SECRET is needed to record through the wallet")
+    token = TokenAuthority(None, secret).issue_service_token("worker").token
+    address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
+    pb = wallet_pb2.ReconciliationRun(
+        kind=run.kind,
+        scope=run.scope,
+        source=run.source,
+        start_time=_stamp(dt.datetime.fromtimestamp(run.started_ms / 1000, tz=dt.UTC)),
+        duration_ms=run.duration_ms,
+        ok=run.ok,
+        discrepancies=run.discrepancies,
+        result_json=json.dumps(run.result, sort_keys=True),
+    )
+    with grpc.insecure_channel(address) as channel:
+        reply = wallet_pb2_grpc.WalletServiceStub(channel).RecordReconciliationRun(
+            wallet_pb2.RecordReconciliationRunRequest(run=pb),
+            metadata=(("authorization", "Bearer " + token),),
+            timeout=30,
+        )
+    return int(reply.run_id)

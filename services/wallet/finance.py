@@ -1,0 +1,438 @@
+"""Finance reads of the ledger: exports of a period, totals per reason, balances as of a past
+moment, a period's close, and what the ledger holds for one table (the drift check's side).
+
+Read-only. Every time here is a posting's commit time (``created_ms``, UTC milliseconds),
+and a period is ``[since, until)``. Exports walk the ``(created_ms, id)`` index a page at a
+time (keyset, never OFFSET), so a period of any size streams in constant memory and a job
+resumes from the cursor of the last page it kept. Balances as of a moment are today's
+balances minus what moved since, so a recent moment (a month-end close) reads only the
+postings after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Engine, case, func, literal, or_, select, tuple_, union_all
+
+from services.wallet import schema
+from services.wallet.accounts import (
+    BANK,
+    AccountKind,
+    Reason,
+    account_kind,
+    check_name,
+    parse_reason,
+)
+from services.wallet.batch import Posting
+from services.wallet.database import is_sqlite
+from services.wallet.errors import InvalidRequest
+from services.wallet.ledger import Transfer
+
+DEFAULT_CHUNK = 1_000
+MAX_CHUNK = 5_000
+MAX_ASOF_ACCOUNTS = 100
+DEFAULT_TABLE_PAGE = 500
+MAX_TABLE_PAGE = 1_000
+_MAX_BIGINT = 2**63 - 1
+KINDS: tuple[str, ...] = tuple(k.value for k in AccountKind)
+"""Every kind of account, in report order (player, bowl, pot, bank)."""
+REASON_ORDER: tuple[str, ...] = tuple(r.value for r in Reason)
+
+
+def _read(engine: Engine) -> Connection:
+    """A read-only connection whose transaction is one consistent snapshot."""
+    conn = engine.connect()
+    if is_sqlite(engine):
+        return conn.execution_options(sqlite_begin="DEFERRED")
+    return conn.execution_options(isolation_level="REPEATABLE READ")
+
+
+def check_period(since_ms: int, until_ms: int) -> None:
+    """Refuse a period that is empty, reversed or outside 64-bit milliseconds."""
+    if since_ms <= 0 or until_ms <= 0:
+        raise InvalidRequest("since and until are required", "INVALID_PERIOD")
+    if until_ms <= since_ms:
+        raise InvalidRequest("until must be after since", "INVALID_PERIOD")
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExportFilter:
+    """What an export covers: ``[since_ms, until_ms)`` plus optional filters."""
+
+    since_ms: int
+    until_ms: int
+    account: str = ""
+    table_id: str = ""
+    reason: str = ""
+
+    def check(self) -> None:
+        """Refuse malformed filters (InvalidRequest) before anything is read."""
+        check_period(self.since_ms, self.until_ms)
+        if self.account:
+            account_kind(self.account)
+        if self.table_id:
+            check_name(self.table_id, "table id")
+        if self.reason:
+            parse_reason(self.reason)
+
+
+def encode_cursor(created_ms: int, transfer_id: int) -> str:
+    """The opaque cursor after a posting."""
+    return base64.urlsafe_b64encode(f"x1:{created_ms}:{transfer_id}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[int, int]:
+    """``(created_ms, transfer_id)`` of a cursor, or InvalidRequest ``INVALID_CURSOR``."""
+    try:
+        version, ms, number = base64.urlsafe_b64decode(cursor.encode()).decode().split(":")
+        if version != "x1" or not (ms.isdigit() and number.isdigit()):
+            raise ValueError(version)
+        if len(ms) > 18 or len(number) > 19 or int(number) > _MAX_BIGINT:
+            raise ValueError(number)
+        return int(ms), int(number)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidRequest("malformed cursor", "INVALID_CURSOR") from None
+
+
+def _transfer(row: Any) -> Transfer:
+    posting = Posting(
+        row.from_account,
+        row.to_account,
+        int(row.amount),
+        row.reason,
+        row.table_id or "",
+        int(row.round or 0),
+        row.phase or "",
+    )
+    return Transfer(int(row.id), int(row.batch_id), int(row.seq), posting, int(row.created_ms))
+
+
+def export_page(
+    engine: Engine, filters: ExportFilter, cursor: str = "", size: int = 0
+) -> tuple[list[Transfer], str]:
+    """One page of an export, in ``(created_ms, id)`` order, and the cursor after it
+    (``""`` once the period is exhausted)."""
+    size = size or DEFAULT_CHUNK
+    if not 0 < size <= MAX_CHUNK:
+        raise InvalidRequest(f"chunk_size must be 1..{MAX_CHUNK}", "INVALID_CHUNK_SIZE")
+    filters.check()
+    p = schema.postings.c
+    query = (
+        select(
+            p.id,
+            p.batch_id,
+            p.seq,
+            p.from_account,
+            p.to_account,
+            p.amount,
+            p.reason,
+            p.table_id,
+            p.round,
+            p.phase,
+            p.created_ms,
+        )
+        .where(p.created_ms >= filters.since_ms, p.created_ms < filters.until_ms)
+        .order_by(p.created_ms, p.id)
+        .limit(size)
+    )
+    if cursor:
+        after_ms, after_id = decode_cursor(cursor)
+        query = query.where(tuple_(p.created_ms, p.id) > tuple_(after_ms, after_id))
+    if filters.account:
+        query = query.where(or_(p.from_account == filters.account, p.to_account == filters.account))
+    if filters.table_id:
+        query = query.where(p.table_id == filters.table_id)
+    if filters.reason:
+        query = query.where(p.reason == parse_reason(filters.reason).value)
+    with _read(engine) as conn:
+        transfers = [_transfer(row) for row in conn.execute(query)]
+    if len(transfers) < size:
+        return transfers, ""
+    last = transfers[-1]
+    return transfers, encode_cursor(last.created_ms, last.transfer_id)
+
+
+def export(
+    engine: Engine, filters: ExportFilter, cursor: str = "", size: int = 0
+) -> Iterator[tuple[list[Transfer], str]]:
+    """Every page of an export from ``cursor`` on; each with the cursor to resume after it."""
+    while True:
+        page, cursor = export_page(engine, filters, cursor, size)
+        if page or not cursor:
+            yield page, cursor
+        if not cursor:
+            return
+
+
+# --- totals -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonTotal:
+    """The postings of one reason in a period."""
+
+    reason: str
+    postings: int
+    tokens: int
+    from_bank: int
+    to_bank: int
+
+    @property
+    def outstanding_change(self) -> int:
+        """How much this reason changed the tokens held outside the bank."""
+        return self.from_bank - self.to_bank
+
+
+def _reason_totals(conn: Connection, since_ms: int, until_ms: int) -> list[ReasonTotal]:
+    p = schema.postings.c
+    query = (
+        select(
+            p.reason,
+            func.count(),
+            func.sum(p.amount),
+            func.sum(case((p.from_account == BANK, p.amount), else_=0)),
+            func.sum(case((p.to_account == BANK, p.amount), else_=0)),
+        )
+        .where(p.created_ms >= since_ms, p.created_ms < until_ms)
+        .group_by(p.reason)
+    )
+    rows = {
+        r[0]: ReasonTotal(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]))
+        for r in conn.execute(query)
+    }
+    order = {reason: n for n, reason in enumerate(REASON_ORDER)}
+    return [rows[r] for r in sorted(rows, key=lambda r: (order.get(r, len(order)), r))]
+
+
+def reason_totals(engine: Engine, since_ms: int, until_ms: int) -> list[ReasonTotal]:
+    """Totals per reason of the postings committed in ``[since_ms, until_ms)``."""
+    check_period(since_ms, until_ms)
+    with _read(engine) as conn, conn.begin():
+        return _reason_totals(conn, since_ms, until_ms)
+
+
+# --- balances as of a moment ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KindTotal:
+    """What the accounts of one kind held."""
+
+    kind: str
+    tokens: int
+    accounts: int
+
+
+@dataclass(slots=True)
+class AsOf:
+    """Balances at a moment: the named accounts, and the totals per kind (they sum to 0)."""
+
+    balances: dict[str, int] = field(default_factory=dict)
+    kinds: list[KindTotal] = field(default_factory=list)
+
+    @property
+    def outstanding(self) -> int:
+        """Tokens held outside the bank (players, bowls, pots): minus the bank's balance."""
+        return sum(k.tokens for k in self.kinds if k.kind != AccountKind.BANK)
+
+
+def _moved_since(conn: Connection, as_of_ms: int) -> Any:
+    """Per account, the net change brought by postings committed at or after ``as_of_ms``."""
+    p = schema.postings.c
+    moves = union_all(
+        select(p.to_account.label("account"), p.amount.label("delta")).where(
+            p.created_ms >= as_of_ms
+        ),
+        select(p.from_account.label("account"), (literal(0) - p.amount).label("delta")).where(
+            p.created_ms >= as_of_ms
+        ),
+    ).subquery()
+    return select(moves.c.account, func.sum(moves.c.delta).label("delta")).group_by(moves.c.account)
+
+
+def _as_of(conn: Connection, as_of_ms: int, accounts: Sequence[str]) -> AsOf:
+    a = schema.accounts.c
+    tokens = dict.fromkeys(KINDS, 0)
+    holders = dict.fromkeys(KINDS, 0)
+    now_by_kind = select(
+        a.kind, func.sum(a.balance), func.sum(case((a.balance != 0, 1), else_=0))
+    ).group_by(a.kind)
+    for kind, total, nonzero in conn.execute(now_by_kind):
+        tokens[kind] += int(total or 0)
+        holders[kind] += int(nonzero or 0)
+    moved = _moved_since(conn, as_of_ms).subquery()
+    changed = select(a.id, a.kind, a.balance, moved.c.delta).join(moved, moved.c.account == a.id)
+    wanted = set(accounts)
+    result = AsOf()
+    for account, kind, balance, delta in conn.execute(changed):
+        then = int(balance) - int(delta)
+        tokens[kind] -= int(delta)
+        holders[kind] += (then != 0) - (int(balance) != 0)
+        if account in wanted:
+            result.balances[account] = then
+    if wanted - set(result.balances):
+        rest = select(a.id, a.balance).where(a.id.in_(wanted - set(result.balances)))
+        current = {str(r[0]): int(r[1]) for r in conn.execute(rest)}
+        for account in wanted - set(result.balances):
+            result.balances[account] = int(current.get(account, 0))
+    result.balances = {account: result.balances[account] for account in accounts}
+    result.kinds = [KindTotal(k, tokens[k], holders[k]) for k in KINDS]
+    return result
+
+
+def balances_as_of(engine: Engine, as_of_ms: int, accounts: Sequence[str] = ()) -> AsOf:
+    """Balances after every posting committed strictly before ``as_of_ms``."""
+    if as_of_ms <= 0:
+        raise InvalidRequest("as_of is required", "INVALID_PERIOD")
+    if len(accounts) > MAX_ASOF_ACCOUNTS:
+        raise InvalidRequest(f"at most {MAX_ASOF_ACCOUNTS} accounts", "TOO_MANY_ACCOUNTS")
+    for account in accounts:
+        account_kind(account)
+    with _read(engine) as conn, conn.begin():
+        return _as_of(conn, as_of_ms, list(dict.fromkeys(accounts)))
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodSummary:
+    """A period's close: opening + sum of movements' outstanding change = closing."""
+
+    since_ms: int
+    until_ms: int
+    opening: list[KindTotal]
+    closing: list[KindTotal]
+    movements: list[ReasonTotal]
+
+    @property
+    def opening_outstanding(self) -> int:
+        return sum(k.tokens for k in self.opening if k.kind != AccountKind.BANK)
+
+    @property
+    def closing_outstanding(self) -> int:
+        return sum(k.tokens for k in self.closing if k.kind != AccountKind.BANK)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (what ``kishpa wallet report --json`` prints)."""
+        return {
+            "since_ms": self.since_ms,
+            "until_ms": self.until_ms,
+            "opening_outstanding": self.opening_outstanding,
+            "closing_outstanding": self.closing_outstanding,
+            "movements": [
+                {
+                    "reason": m.reason,
+                    "postings": m.postings,
+                    "tokens": m.tokens,
+                    "from_bank": m.from_bank,
+                    "to_bank": m.to_bank,
+                }
+                for m in self.movements
+            ],
+            "opening": {k.kind: {"tokens": k.tokens, "accounts": k.accounts} for k in self.opening},
+            "closing": {k.kind: {"tokens": k.tokens, "accounts": k.accounts} for k in self.closing},
+        }
+
+
+def period_summary(engine: Engine, since_ms: int, until_ms: int) -> PeriodSummary:
+    """Opening and closing holdings and the movements between, from one snapshot."""
+    check_period(since_ms, until_ms)
+    with _read(engine) as conn, conn.begin():
+        opening = _as_of(conn, since_ms, ())
+        closing = _as_of(conn, until_ms, ())
+        movements = _reason_totals(conn, since_ms, until_ms)
+    return PeriodSummary(since_ms, until_ms, opening.kinds, closing.kinds, movements)
+
+
+# --- one table, for the drift check -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerBatch:
+    """A batch with a posting naming a table: its id, key and postings."""
+
+    batch_id: int
+    request_id: str
+    transfers: list[Transfer]
+
+
+@dataclass(frozen=True, slots=True)
+class TableLedger:
+    """What the ledger holds for one table."""
+
+    bowl: int
+    pot: int
+    batches: list[LedgerBatch]
+
+
+def table_ledger(engine: Engine, table_id: str) -> TableLedger:
+    """The table's bowl and pot, and every batch with a posting of the table."""
+    check_name(table_id, "table id")
+    a, b, p = schema.accounts.c, schema.batches.c, schema.postings.c
+    of_table = select(p.batch_id).where(p.table_id == table_id).distinct().subquery()
+    query = (
+        select(
+            p.id,
+            p.batch_id,
+            p.seq,
+            p.from_account,
+            p.to_account,
+            p.amount,
+            p.reason,
+            p.table_id,
+            p.round,
+            p.phase,
+            p.created_ms,
+            b.idempotency_key,
+        )
+        .join(schema.batches, b.id == p.batch_id)
+        .where(p.batch_id.in_(select(of_table.c.batch_id)))
+        .order_by(p.batch_id, p.seq)
+    )
+    accounts = (f"bowl:{table_id}", f"pot:{table_id}")
+    with _read(engine) as conn, conn.begin():
+        held = {
+            str(r[0]): int(r[1])
+            for r in conn.execute(select(a.id, a.balance).where(a.id.in_(accounts)))
+        }
+        batches: list[LedgerBatch] = []
+        for row in conn.execute(query):
+            if not batches or batches[-1].batch_id != row.batch_id:
+                batches.append(LedgerBatch(int(row.batch_id), row.idempotency_key, []))
+            batches[-1].transfers.append(_transfer(row))
+    return TableLedger(int(held.get(accounts[0], 0)), int(held.get(accounts[1], 0)), batches)
+
+
+def table_accounts(
+    engine: Engine, page_size: int = 0, page_token: str = ""
+) -> tuple[list[tuple[str, int]], str]:
+    """Bowls and pots holding tokens, by id, a page at a time (token: the last id)."""
+    size = page_size or DEFAULT_TABLE_PAGE
+    if not 0 < size <= MAX_TABLE_PAGE:
+        raise InvalidRequest(f"page_size must be 1..{MAX_TABLE_PAGE}", "INVALID_PAGE_SIZE")
+    after = ""
+    if page_token:
+        try:
+            after = base64.urlsafe_b64decode(page_token.encode()).decode()
+            account_kind(after)
+        except (ValueError, binascii.Error, UnicodeDecodeError, InvalidRequest):
+            raise InvalidRequest("malformed page_token", "INVALID_PAGE_TOKEN") from None
+    a = schema.accounts.c
+    query = (
+        select(a.id, a.balance)
+        .where(a.kind.in_(("bowl", "pot")), a.balance != 0, a.id > after)
+        .order_by(a.id)
+        .limit(size + 1)
+    )
+    with _read(engine) as conn:
+        rows = [(str(r[0]), int(r[1])) for r in conn.execute(query)]
+    more = len(rows) > size
+    rows = rows[:size]
+    token = base64.urlsafe_b64encode(rows[-1][0].encode()).decode() if more else ""
+    return rows, token

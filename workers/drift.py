@@ -1,0 +1,527 @@
+"""The drift check: live tables against the ledger.
+
+The ledger's own consistency is :mod:`services.wallet.reconcile`; this checks that what the
+tables say happened is what the ledger holds, and reports each difference with what to do.
+It reads each side only through its contract: the outbox and settled hashes through
+``shared`` (the settlement hand-off the workers already own), the table's bowl and pot and
+whether it is closed through the table service's ``GetTable``, and the ledger through the
+wallet's finance RPCs (``GetTableLedger``, ``ListTableAccounts``). The run is stored by
+the wallet (``RecordReconciliationRun``) and counted in metrics an alert fires on.
+
+Tables looked at: every table with an outbox in Redis (every table that ever moved money,
+until its keys expire a day after it closed), plus every bowl or pot the ledger says holds
+tokens. A table whose phases are still settling, or that moved while it was read, has only
+its settled phases compared (never its bowl): the next run looks again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import grpc
+import redis
+
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.logging import get_logger
+from services.common.settings import Settings
+from shared import keys
+from shared.phase_record import BadPhaseRecord, PhaseRecord, parse_phase_record
+from workers import metrics
+from workers.celery_app import kishpa_task
+from workers.config import worker_config
+from workers.settlement import PermanentSettlementError, compute_postings, redis_client
+from workers.wallet_client import CHANNEL_OPTIONS, WalletPosting
+
+log = get_logger(__name__)
+
+DRIFT_TASK = "kishpa.check_drift"
+CALL_TIMEOUT_S = 30.0
+SERVICE_NAME = "worker"
+MAX_LISTED = 100
+SETTLEMENT_KEY_PREFIX = "kishpa:"
+LOAD_REASON = "bank_load"
+
+ACTIONS: Mapping[str, str] = {
+    "bowl_mismatch": (
+        "the table's bowl in Redis differs from bowl:<table> in the ledger, with every phase "
+        "settled: the ledger is the truth for money. Compare the table's events with "
+        "`kishpa wallet history --table <table>`; if the table state is wrong, close the table "
+        "(`kishpa admin close-table`) so its bowl is refunded from the ledger"
+    ),
+    "pot_mismatch": (
+        "the Hand table's pot in Redis differs from pot:<table> in the ledger, with every "
+        "phase settled: as for a bowl, the ledger is the truth; close the table to refund it"
+    ),
+    "closed_table_not_zero": (
+        "a closed (or forgotten) table's bowl or pot still holds tokens: refund it with "
+        "`kishpa admin close-table --table <table>` (it refunds whoever paid in)"
+    ),
+    "phase_settled_twice": (
+        "two ledger batches carry the same round phase: find the one the table's settled hash "
+        "does not name (`kishpa wallet export --table <table>`) and reverse its effect with "
+        "`kishpa admin debit|credit`, quoting the incident"
+    ),
+    "batch_without_phase": (
+        "a ledger batch names the table but no phase the table recorded: someone applied it "
+        "by hand (or a bug invented it). Identify its request id, confirm with the table's "
+        "events, and reverse it with `kishpa admin debit|credit` if it is not owed"
+    ),
+    "settled_without_batch": (
+        "the table marked a phase settled but the ledger has no batch under its key: the "
+        "players saw balances the ledger never applied. Stop and escalate: do not settle by hand"
+    ),
+    "settled_batch_mismatch": (
+        "the table's settled hash names another batch than the ledger holds for the phase: "
+        "escalate (a database restore or a replay under another key)"
+    ),
+    "postings_differ": (
+        "the ledger's postings for a phase are not what the rules compute from the table's "
+        "phase record (a doctored posting or a changed rule): run `kishpa wallet reconcile`, "
+        "then correct with audited admin batches"
+    ),
+    "bad_phase_record": (
+        "a phase record in the outbox cannot be read: it is also dead-lettered; see "
+        "`kishpa worker dead-letters`"
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One disagreement between a table and the ledger."""
+
+    check: str
+    table_id: str
+    detail: str
+
+    @property
+    def action(self) -> str:
+        return ACTIONS[self.check]
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "check": self.check,
+            "table_id": self.table_id,
+            "detail": self.detail,
+            "action": self.action,
+        }
+
+
+@dataclass(slots=True)
+class DriftReport:
+    """What one drift check looked at and found."""
+
+    tables: int = 0
+    in_motion: int = 0
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def by_check(self) -> dict[str, int]:
+        counts = dict.fromkeys(ACTIONS, 0)
+        for d in self.differences:
+            counts[d.check] += 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tables": self.tables,
+            "in_motion": self.in_motion,
+            "ok": self.ok,
+            "by_check": self.by_check(),
+            "differences": [d.to_dict() for d in self.differences[:MAX_LISTED]],
+        }
+
+
+# --- the facts of one table, from each side ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RedisFacts:
+    """The settlement hand-off of a table: phase records and settled phases' batch ids."""
+
+    records: Mapping[str, PhaseRecord | None]
+    """Outbox field ("<round>:<phase>") -> its record (None: unreadable)."""
+    settled: Mapping[str, str]
+    """Settled field -> the batch id the workers recorded."""
+
+    @property
+    def fully_settled(self) -> bool:
+        return set(self.records) <= set(self.settled)
+
+
+@dataclass(frozen=True, slots=True)
+class TableFacts:
+    """What the table service says: closed or not, its bowl and pot."""
+
+    closed: bool
+    bowl: int
+    pot: int
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerBatch:
+    batch_id: int
+    request_id: str
+    postings: tuple[WalletPosting, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerFacts:
+    bowl: int
+    pot: int
+    batches: tuple[LedgerBatch, ...]
+
+
+def _movement(p: WalletPosting) -> tuple[str, str, int, str]:
+    return (p.from_account, p.to_account, p.amount, p.reason)
+
+
+def compare(
+    table_id: str,
+    redis_facts: RedisFacts | None,
+    table: TableFacts | None,
+    ledger: LedgerFacts,
+    expected: Callable[[PhaseRecord], Sequence[WalletPosting]],
+    *,
+    settled_still: bool,
+) -> list[Difference]:
+    """Every difference between one table's live facts and the ledger (pure).
+
+    ``redis_facts`` None: Redis no longer holds the table; ``table`` None: the table service
+    does not know it. ``settled_still``: nothing moved while the facts were read, and every
+    recorded phase is settled, so money can be compared.
+    """
+    found: list[Difference] = []
+    by_phase: dict[str, list[LedgerBatch]] = {}
+    for batch in ledger.batches:
+        if batch.request_id.startswith("wallet:admin:"):
+            continue  # audited corrections and refunds: the admin audit log explains them
+        phases = {f"{p.round_no}:{p.phase}" for p in batch.postings if p.table_id == table_id}
+        for phase_field in sorted(phases):
+            by_phase.setdefault(phase_field, []).append(batch)
+            if redis_facts is not None and phase_field not in redis_facts.records:
+                found.append(
+                    Difference(
+                        "batch_without_phase",
+                        table_id,
+                        f"batch {batch.batch_id} ({batch.request_id}) posts phase "
+                        f"{phase_field!r}, which the table never recorded",
+                    )
+                )
+    for phase_field, batches in sorted(by_phase.items()):
+        if len(batches) > 1:
+            ids = ", ".join(f"{b.batch_id} ({b.request_id})" for b in batches)
+            found.append(
+                Difference("phase_settled_twice", table_id, f"phase {phase_field}: batches {ids}")
+            )
+    if redis_facts is not None:
+        for phase_field, record in sorted(redis_facts.records.items()):
+            if record is None:
+                found.append(Difference("bad_phase_record", table_id, f"phase {phase_field}"))
+                continue
+            settled_batch = redis_facts.settled.get(phase_field)
+            if settled_batch is None:
+                continue  # still settling: the sweeper's business
+            key = f"{SETTLEMENT_KEY_PREFIX}{table_id}:{phase_field}"
+            keyed = [b for b in ledger.batches if b.request_id == key]
+            if not keyed:
+                found.append(
+                    Difference(
+                        "settled_without_batch",
+                        table_id,
+                        f"phase {phase_field} settled as batch {settled_batch}, no batch {key}",
+                    )
+                )
+                continue
+            batch = keyed[0]
+            if str(batch.batch_id) != settled_batch:
+                found.append(
+                    Difference(
+                        "settled_batch_mismatch",
+                        table_id,
+                        f"phase {phase_field}: settled names batch {settled_batch}, "
+                        f"the ledger's is {batch.batch_id}",
+                    )
+                )
+            want = sorted(_movement(p) for p in expected(record))
+            have = sorted(_movement(p) for p in batch.postings if p.reason != LOAD_REASON)
+            if want != have:
+                found.append(
+                    Difference(
+                        "postings_differ",
+                        table_id,
+                        f"phase {phase_field} batch {batch.batch_id}: the rules give "
+                        f"{_show(want)}, the ledger holds {_show(have)}",
+                    )
+                )
+    if settled_still:
+        if table is not None and table.bowl != ledger.bowl:
+            found.append(
+                Difference(
+                    "bowl_mismatch",
+                    table_id,
+                    f"table bowl {table.bowl}, ledger bowl:{table_id} {ledger.bowl}",
+                )
+            )
+        if table is not None and table.pot != ledger.pot:
+            found.append(
+                Difference(
+                    "pot_mismatch",
+                    table_id,
+                    f"table pot {table.pot}, ledger pot:{table_id} {ledger.pot}",
+                )
+            )
+        if (table is None or table.closed) and (ledger.bowl or ledger.pot):
+            state = "closed" if table is not None else "unknown to the table service"
+            found.append(
+                Difference(
+                    "closed_table_not_zero",
+                    table_id,
+                    f"table {state}; bowl {ledger.bowl}, pot {ledger.pot}",
+                )
+            )
+    return found
+
+
+def _show(movements: Sequence[tuple[str, str, int, str]]) -> str:
+    text = "; ".join(f"{f}->{t} {a} {r}" for f, t, a, r in movements)
+    return text if len(text) <= 600 else text[:600] + "..."
+
+
+# --- reading the facts ------------------------------------------------------------------
+
+
+def read_redis_facts(client: redis.Redis, table_id: str) -> RedisFacts | None:
+    """The table's outbox and settled hashes (None when Redis holds no outbox)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(keys.outbox(table_id))
+    pipe.hgetall(keys.settled(table_id))
+    outbox, settled = pipe.execute()
+    if not outbox:
+        return None
+    records: dict[str, PhaseRecord | None] = {}
+    for name, raw in outbox.items():
+        phase_field = name.decode() if isinstance(name, bytes) else str(name)
+        try:
+            records[phase_field] = parse_phase_record(raw)
+        except BadPhaseRecord:
+            records[phase_field] = None
+    done: dict[str, str] = {}
+    for name, raw in settled.items():
+        phase_field = name.decode() if isinstance(name, bytes) else str(name)
+        if phase_field.startswith("_"):
+            continue  # the workers' own bookkeeping (e.g. _balances_order), not a phase
+        try:
+            done[phase_field] = str(json.loads(raw).get("batch_id", ""))
+        except (ValueError, AttributeError):
+            done[phase_field] = ""
+    return RedisFacts(records, done)
+
+
+def tables_in_redis(client: redis.Redis, scan_count: int = 500) -> Iterable[str]:
+    """Every table with an outbox (SCAN: a drift check runs minutes apart, not per sweep)."""
+    prefix = f"{keys.PREFIX}:table:{{"
+    for key in client.scan_iter(match=keys.outbox_pattern(), count=scan_count):
+        text = key.decode() if isinstance(key, bytes) else str(key)
+        if text.startswith(prefix) and "}:" in text:
+            yield text[len(prefix) : text.index("}:")]
+
+
+class Sources(Protocol):
+    """Where the check reads the table service and the ledger."""
+
+    def table(self, table_id: str) -> TableFacts | None: ...
+
+    def ledger(self, table_id: str) -> LedgerFacts: ...
+
+    def nonzero_tables(self) -> Iterable[str]: ...
+
+    def record(self, report: DriftReport, source: str, started: float) -> int: ...
+
+
+class GrpcSources:
+    """The table service and the wallet over gRPC, with the workers' service credential."""
+
+    def __init__(self, settings: Settings) -> None:
+        authority = TokenAuthority(None, settings.require_service_secret())
+        self._credentials = ServiceCredentials(authority, SERVICE_NAME)
+        self._table_channel = grpc.insecure_channel(settings.table_addr, options=CHANNEL_OPTIONS)
+        self._wallet_channel = grpc.insecure_channel(settings.wallet_addr, options=CHANNEL_OPTIONS)
+        self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
+        self._wallet = wallet_pb2_grpc.WalletServiceStub(self._wallet_channel)
+
+    def close(self) -> None:
+        self._table_channel.close()
+        self._wallet_channel.close()
+
+    def table(self, table_id: str) -> TableFacts | None:
+        try:
+            view = self._tables.GetTable(
+                table_pb2.GetTableRequest(table_id=table_id),
+                metadata=self._credentials.metadata(),
+                timeout=CALL_TIMEOUT_S,
+            ).table
+        except grpc.RpcError as exc:
+            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise
+        pot = view.round.hand.pot if view.round.WhichOneof("game_round") == "hand" else 0
+        return TableFacts(view.status == table_pb2.TABLE_STATUS_CLOSED, view.bowl, pot)
+
+    def ledger(self, table_id: str) -> LedgerFacts:
+        reply = self._wallet.GetTableLedger(
+            wallet_pb2.GetTableLedgerRequest(table_id=table_id),
+            metadata=self._credentials.metadata(),
+            timeout=CALL_TIMEOUT_S,
+        )
+        batches = tuple(
+            LedgerBatch(
+                b.batch_id,
+                b.request_id,
+                tuple(
+                    WalletPosting(
+                        t.posting.from_account,
+                        t.posting.to_account,
+                        t.posting.amount,
+                        wallet_pb2.TransferReason.Name(t.posting.reason)
+                        .removeprefix("TRANSFER_REASON_")
+                        .lower(),
+                        t.posting.table_id,
+                        t.posting.round,
+                        t.posting.phase,
+                    )
+                    for t in b.transfers
+                ),
+            )
+            for b in reply.batches
+        )
+        return LedgerFacts(reply.bowl, reply.pot, batches)
+
+    def nonzero_tables(self) -> Iterable[str]:
+        token = ""
+        while True:
+            reply = self._wallet.ListTableAccounts(
+                wallet_pb2.ListTableAccountsRequest(page_size=1000, page_token=token),
+                metadata=self._credentials.metadata(),
+                timeout=CALL_TIMEOUT_S,
+            )
+            for balance in reply.balances:
+                yield balance.account.partition(":")[2]
+            token = reply.next_page_token
+            if not token:
+                return
+
+    def record(self, report: DriftReport, source: str, started: float) -> int:
+        start = wallet_pb2.ReconciliationRun().start_time
+        start.FromMilliseconds(int(started * 1000))
+        run = wallet_pb2.ReconciliationRun(
+            kind="drift",
+            scope=f"{report.tables} tables (Redis outboxes and non-zero bowls/pots)",
+            source=source,
+            start_time=start,
+            duration_ms=int((time.time() - started) * 1000),
+            ok=report.ok,
+            discrepancies=len(report.differences),
+            result_json=json.dumps(report.to_dict(), sort_keys=True),
+        )
+        reply = self._wallet.RecordReconciliationRun(
+            wallet_pb2.RecordReconciliationRunRequest(run=run),
+            metadata=self._credentials.metadata(),
+            timeout=CALL_TIMEOUT_S,
+        )
+        return int(reply.run_id)
+
+
+def check_drift(
+    client: redis.Redis,
+    sources: Sources,
+    expected: Callable[[PhaseRecord], Sequence[WalletPosting]],
+) -> DriftReport:
+    """Compare every table Redis or the ledger knows with the ledger."""
+    report = DriftReport()
+    tables = set(tables_in_redis(client)) | set(sources.nonzero_tables())
+    for table_id in sorted(tables):
+        report.tables += 1
+        before = read_redis_facts(client, table_id)
+        table = sources.table(table_id)
+        ledger = sources.ledger(table_id)
+        after = read_redis_facts(client, table_id)
+        still = before == after and (after is None or after.fully_settled)
+        if not still:
+            report.in_motion += 1
+        report.differences.extend(
+            compare(table_id, after, table, ledger, expected, settled_still=still)
+        )
+    return report
+
+
+def expected_postings(record: PhaseRecord) -> Sequence[WalletPosting]:
+    """What the rules say the phase's batch holds (the settlement's own computation)."""
+    try:
+        return compute_postings(record)
+    except PermanentSettlementError:
+        return ()
+
+
+def run_drift_check(
+    client: redis.Redis, sources: Sources, *, source: str
+) -> tuple[DriftReport, int]:
+    """One drift check: compare, record the run with the wallet, set the metrics, log."""
+    started = time.time()
+    try:
+        report = check_drift(client, sources, expected_postings)
+    except (redis.RedisError, grpc.RpcError) as exc:
+        metrics.DRIFT_RUNS.labels(result="error").inc()
+        log.error("wallet_drift_check_error", error=repr(exc)[:500])
+        raise
+    run_id = sources.record(report, source, started)
+    for check, count in report.by_check().items():
+        metrics.DRIFT_DIFFERENCES.labels(check=check).set(count)
+    metrics.DRIFT_LAST_RUN.set(time.time())
+    if report.ok:
+        metrics.DRIFT_RUNS.labels(result="clean").inc()
+        log.info("wallet_drift_clean", tables=report.tables, run_id=run_id)
+    else:
+        metrics.DRIFT_RUNS.labels(result="differences").inc()
+        log.error(
+            "wallet_drift_found",
+            differences=len(report.differences),
+            run_id=run_id,
+            details=[d.to_dict() for d in report.differences[:20]],
+        )
+    return report, run_id
+
+
+def format_report(report: DriftReport, run_id: int = 0) -> str:
+    """A readable report for people."""
+    lines = [f"tables {report.tables} (in motion, money not compared: {report.in_motion})"]
+    if run_id:
+        lines.append(f"recorded as run {run_id}")
+    if report.ok:
+        lines.append("OK: the live tables agree with the ledger")
+        return "\n".join(lines)
+    lines.append(f"FOUND {len(report.differences)} differences")
+    for d in report.differences:
+        lines.append(f"  [{d.check}] table {d.table_id}: {d.detail}")
+        lines.append(f"      what to do: {d.action}")
+    return "\n".join(lines)
+
+
+@kishpa_task(DRIFT_TASK, ignore_result=True)
+def check_drift_task() -> dict[str, Any]:
+    """Celery task ``kishpa.check_drift`` (beat, every ``KISHPA_DRIFT_INTERVAL``)."""
+    sources = GrpcSources(worker_config().settings)
+    try:
+        report, run_id = run_drift_check(redis_client(), sources, source="beat")
+    finally:
+        sources.close()
+    return {"differences": len(report.differences), "run_id": run_id}
