@@ -24,8 +24,9 @@ from typing import Any
 class Reason(StrEnum):
     """Why tokens move: the closed set (RULES.md section 10, Hand's pot, the wallet's own).
 
-    The wire enum ``kishpa.wallet.v1.TransferReason`` has one value per member
-    (``TRANSFER_REASON_`` + the upper-cased value; a test keeps them equal).
+    The wire enum ``kishpa.wallet.v1.TransferReason`` has one value per member, in the same
+    order (``TRANSFER_REASON_`` + the upper-cased value; a test keeps them equal): reports
+    list reasons in this order.
     """
 
     # Kishpa (games/kishpa)
@@ -37,13 +38,14 @@ class Reason(StrEnum):
     WIN = "win"
     BOWL_WIN = "bowl_win"
     BOWL_SPLIT = "bowl_split"
-    # Hand (games/hand)
-    POT_BUY_IN = "pot_buy_in"
-    POT_PAYOUT = "pot_payout"
-    # The wallet's own: loads from the bank and the audited operator corrections.
+    # The wallet's loads from the bank
     BANK_LOAD = "bank_load"
     OPENING_GRANT = "opening_grant"
     PLAYER_LOAD = "player_load"
+    # Hand (games/hand)
+    POT_BUY_IN = "pot_buy_in"
+    POT_PAYOUT = "pot_payout"
+    # The audited operator corrections
     ADMIN_CREDIT = "admin_credit"
     ADMIN_DEBIT = "admin_debit"
     ADMIN_REFUND = "admin_refund"
