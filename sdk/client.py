@@ -233,7 +233,7 @@ class KishpaClient:
         """One unary call with the token, retried (same request) while unreachable, and
         after the wait the server names when it refuses a call as rate-limited (a refused
         call changed nothing, so sending it again is safe)."""
-        deadline = self.retry.deadline()
+        deadline: float | None = None  # the budget counts from the first failure
         attempt = 0
         while True:
             metadata = await self._metadata() if authenticated else None
@@ -243,6 +243,7 @@ class KishpaClient:
                 code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
                 wait = retry_after_s(exc) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
                 pause = wait if wait is not None else self.retry.delay(attempt)
+                deadline = deadline or self.retry.deadline()
                 if not is_retryable(code, hinted=wait is not None) or not self.retry.may_retry(
                     attempt, deadline, pause
                 ):
@@ -254,6 +255,14 @@ class KishpaClient:
                 continue
             self._set_reconnecting(False)
             return response
+
+    def _stream_deadline(self, deadline: float | None, opened: float) -> float:
+        """When a reopened stream gives up: the budget counts from the first failure of an
+        outage; a stream that stayed open longer than the longest pause was up (a quiet
+        table sends nothing for minutes), so its failure starts a new outage."""
+        if deadline is None or time.monotonic() - opened > self.retry.max_delay_s:
+            return self.retry.deadline()
+        return deadline
 
     def _set_reconnecting(self, reconnecting: bool) -> None:
         """Note (and tell ``on_reconnecting``) that the services became unreachable, or
@@ -387,18 +396,20 @@ class KishpaClient:
         A dropped stream is reopened (the server sends the current state first).
         """
         attempt = 0
-        deadline = self.retry.deadline()
+        deadline: float | None = None  # the budget counts from the first failure
         while True:
             call = self._mm.WatchQueue(
                 mm_pb2.WatchQueueRequest(ticket_id=ticket_id), metadata=await self._metadata()
             )
+            opened = time.monotonic()
             try:
                 async for message in call:
-                    attempt, deadline = 0, self.retry.deadline()
+                    attempt, deadline = 0, None
                     self._set_reconnecting(False)
                     yield message.ticket
                 return
             except grpc.RpcError as exc:
+                deadline = self._stream_deadline(deadline, opened)
                 pause = self.retry.delay(attempt)
                 if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
                     attempt, deadline, pause
@@ -703,17 +714,18 @@ class KishpaClient:
         """
         cursor = after_event_id
         attempt = 0
-        deadline = self.retry.deadline()
+        deadline: float | None = None  # the budget counts from the first failure
         closed = False
         while True:
             call = self._tables.WatchTable(
                 table_pb2.WatchTableRequest(table_id=table_id, after_event_id=cursor, batched=True),
                 metadata=await self._metadata(),
             )
+            opened = time.monotonic()
             try:
                 async for message in call:
-                    # Something arrived: the budget counts from here again.
-                    attempt, deadline = 0, self.retry.deadline()
+                    # Something arrived: a later failure gets the whole budget again.
+                    attempt, deadline = 0, None
                     self._set_reconnecting(False)
                     for event in message.events:
                         cursor = event.event_id
@@ -723,9 +735,11 @@ class KishpaClient:
                     return
                 # Ended before the table closed (a server going away): reopen, bounded.
                 pause = self.retry.delay(attempt)
+                deadline = deadline or self.retry.deadline()
                 if not self.retry.may_retry(attempt, deadline, pause):
                     return
             except grpc.RpcError as exc:
+                deadline = self._stream_deadline(deadline, opened)
                 pause = self.retry.delay(attempt)
                 if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
                     attempt, deadline, pause

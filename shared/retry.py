@@ -69,6 +69,13 @@ SERVICE_BUDGET_S = 2.0
 FIRST_DELAY_S = 0.1
 MAX_DELAY_S = 2.0
 
+REDIS_COMMAND_TIMEOUT_S = 5.0
+"""Deadline of one Redis command of a service (socket timeout): a Redis that stopped
+answering without closing its connections (a black-holed link) is UNAVAILABLE after this,
+well within a player's call deadline (15 s), never a hung request."""
+REDIS_CONNECT_TIMEOUT_S = 2.0
+"""Deadline of opening a connection to Redis."""
+
 
 def is_retryable(code: grpc.StatusCode, *, hinted: bool = False) -> bool:
     """Whether a call that ended with ``code`` may be sent again (``hinted``: the server

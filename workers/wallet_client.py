@@ -4,13 +4,26 @@ Blocking calls on one channel per process (Celery tasks are synchronous; a chann
 thread-safe and reconnects by itself). Every call carries a service credential signed with
 ``KISHPA_SERVICE_SECRET`` and a deadline, so a stuck wallet surfaces as DEADLINE_EXCEEDED,
 which the settlement task retries within its budget.
+
+Batches of concurrent tasks travel together: while one task's call is on the wire, the
+batches other threads hand in wait, and the next call carries all of them in one
+``ApplyBatches`` (one RPC, one shared transaction in the wallet). A batch alone still goes
+as ``ApplyBatch``. Each caller gets its own batch's answer, or its own refusal raised as the
+``grpc.RpcError`` ``ApplyBatch`` would have raised (same code, details and ``ErrorInfo``), so
+the settlement task cannot tell the difference. A wallet without ``ApplyBatches``
+(``UNIMPLEMENTED``, during a rolling upgrade) gets one ``ApplyBatch`` a batch.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -28,6 +41,9 @@ CHANNEL_OPTIONS = (
     ("grpc.max_reconnect_backoff_ms", 5000),
 )
 SERVICE_NAME = "worker"
+# Batches one ApplyBatches call carries at most (the wallet takes 256).
+MAX_BATCHES_PER_CALL = 64
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
 # Players whose wallets this process has opened; remembered so settling a round costs one
 # OpenWallet per player per process, not per phase. Bounded: forgetting only costs a call.
 _OPENED_LIMIT = 100_000
@@ -42,6 +58,55 @@ class BatchResult:
     replayed: bool
     applied: tuple[Posting, ...] = ()
     """Every posting applied, in order, automatic bank loads included."""
+
+
+class BatchRefused(grpc.RpcError, grpc.Call):
+    """One batch of an ``ApplyBatches`` call refused: raised to its caller exactly as the
+    ``ApplyBatch`` failure it stands for (code, details, the ``ErrorInfo`` reason)."""
+
+    def __init__(self, refusal: wallet_pb2.BatchRefusal) -> None:
+        super().__init__(refusal.message)
+        self._code = grpc.StatusCode.UNKNOWN
+        for code in grpc.StatusCode:
+            if code.value[0] == refusal.code:
+                self._code = code
+        detail = any_pb2.Any()
+        detail.Pack(error_details_pb2.ErrorInfo(reason=refusal.reason, domain="kishpa.dev"))
+        status = status_pb2.Status(code=refusal.code, message=refusal.message, details=[detail])
+        self._trailing = ((_STATUS_DETAILS_KEY, status.SerializeToString()),)
+        self._details = refusal.message
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def trailing_metadata(self) -> Any:
+        return self._trailing
+
+    def initial_metadata(self) -> Any:
+        return ()
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> float:
+        return 0.0
+
+    def cancel(self) -> bool:
+        return False
+
+    def add_callback(self, callback: Any) -> bool:
+        return False
+
+
+@dataclass(slots=True)
+class _Waiting:
+    request: wallet_pb2.ApplyBatchRequest
+    done: threading.Event = field(default_factory=threading.Event)
+    response: wallet_pb2.ApplyBatchResponse | None = None
+    error: BaseException | None = None
 
 
 class WalletClient:
@@ -61,6 +126,9 @@ class WalletClient:
         self._credentials = credentials
         self._opened: set[str] = set()
         self._lock = threading.Lock()
+        self._waiting: list[_Waiting] = []
+        self._sending = False  # one thread at a time sends what is waiting
+        self._batches_supported = True
 
     @classmethod
     def from_settings(
@@ -98,27 +166,24 @@ class WalletClient:
                 self._opened.add(player_id)
 
     def apply_batch(self, request_id: str, postings: Sequence[Posting]) -> BatchResult:
-        """Apply ``postings`` (between wallet accounts: ``player:<id>``, ``bowl:<table>``,
-        ``pot:<table>``, ``bank``) as one atomic batch under the idempotency key ``request_id``."""
-        response = self._stub.ApplyBatch(
-            wallet_pb2.ApplyBatchRequest(
-                request_id=request_id,
-                postings=[
-                    wallet_pb2.Posting(
-                        from_account=p.from_account,
-                        to_account=p.to_account,
-                        amount=p.amount,
-                        reason=wallet_pb2.TransferReason.Value(REASON_PREFIX + p.reason.upper()),
-                        table_id=p.table_id,
-                        round=p.round,
-                        phase=p.phase,
-                    )
-                    for p in postings
-                ],
-            ),
-            metadata=self._credentials.metadata(),
-            timeout=self._timeout_s,
+        """Apply ``postings`` as one atomic batch under the idempotency key ``request_id``
+        (with the batches of concurrent callers, see the module docstring)."""
+        request = wallet_pb2.ApplyBatchRequest(
+            request_id=request_id,
+            postings=[
+                wallet_pb2.Posting(
+                    from_account=p.from_account,
+                    to_account=p.to_account,
+                    amount=p.amount,
+                    reason=wallet_pb2.TransferReason.Value(REASON_PREFIX + p.reason.upper()),
+                    table_id=p.table_id,
+                    round=p.round,
+                    phase=p.phase,
+                )
+                for p in postings
+            ],
         )
+        response = self._apply_together(request)
         return BatchResult(
             batch_id=str(response.batch_id),
             balances={b.account: b.tokens for b in response.balances},
@@ -138,6 +203,83 @@ class WalletClient:
                 for p in response.applied
             ),
         )
+
+    def _apply_together(
+        self, request: wallet_pb2.ApplyBatchRequest
+    ) -> wallet_pb2.ApplyBatchResponse:
+        """Hand the batch in; the first caller to find nobody sending sends what waits, call
+        after call, until nothing does; the others wait for their own answer."""
+        mine = _Waiting(request)
+        with self._lock:
+            self._waiting.append(mine)
+            send = not self._sending
+            self._sending = True
+        if send:
+            try:
+                while True:
+                    with self._lock:
+                        group = self._waiting[:MAX_BATCHES_PER_CALL]
+                        del self._waiting[:MAX_BATCHES_PER_CALL]
+                        if not group:
+                            self._sending = False
+                            break
+                    self._send(group)
+            except BaseException:
+                with self._lock:
+                    self._sending = False
+                    left, self._waiting = self._waiting, []
+                for waiting in left:  # nobody may wait forever on a sender that died
+                    waiting.error = RuntimeError("the wallet call carrying this batch failed")
+                    waiting.done.set()
+                raise
+        mine.done.wait()
+        if mine.error is not None:
+            raise mine.error
+        assert mine.response is not None
+        return mine.response
+
+    def _send(self, group: list[_Waiting]) -> None:
+        """One call for ``group``; every member gets its answer or its error (never raises
+        for a failed call: each caller raises its own)."""
+        try:
+            if len(group) > 1 and self._batches_supported:
+                try:
+                    reply = self._stub.ApplyBatches(
+                        wallet_pb2.ApplyBatchesRequest(batches=[w.request for w in group]),
+                        metadata=self._credentials.metadata(),
+                        timeout=self._timeout_s,
+                    )
+                except grpc.RpcError as exc:
+                    if not (
+                        isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.UNIMPLEMENTED
+                    ):
+                        raise
+                    self._batches_supported = False  # an older wallet: one call a batch
+                else:
+                    for waiting, outcome in zip(group, reply.outcomes, strict=True):
+                        if outcome.HasField("refusal"):
+                            waiting.error = BatchRefused(outcome.refusal)
+                        else:
+                            waiting.response = outcome.result
+                    return
+            for waiting in group:
+                try:
+                    waiting.response = self._stub.ApplyBatch(
+                        waiting.request,
+                        metadata=self._credentials.metadata(),
+                        timeout=self._timeout_s,
+                    )
+                except grpc.RpcError as exc:
+                    waiting.error = exc
+        except Exception as exc:  # the shared call failed: each caller sees that failure
+            for waiting in group:
+                if waiting.response is None and waiting.error is None:
+                    waiting.error = exc
+        finally:
+            for waiting in group:
+                if waiting.response is None and waiting.error is None:
+                    waiting.error = RuntimeError("the wallet call carrying this batch failed")
+                waiting.done.set()
 
     def balance(self, account: str) -> int:
         """The balance of one account, in tokens."""

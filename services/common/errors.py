@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any, Final, NoReturn
 
 import grpc
+import sqlalchemy.exc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
@@ -118,6 +119,11 @@ _DEPENDENCY_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError,
     TimeoutError,
     *TRANSIENT_REDIS_ERRORS,
+    # The wallet's database unreachable (a refused or dropped connection, a failover, a
+    # pool that cannot get a connection in time): the same batch succeeds once it is back.
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.DisconnectionError,
+    sqlalchemy.exc.TimeoutError,
 )
 _UNREACHABLE_RPC_CODES = UNREACHABLE_CODES
 

@@ -20,7 +20,10 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+import redis.exceptions
 from redis._parsers.commands import AsyncCommandsParser
+
+from shared.retry import REDIS_COMMAND_TIMEOUT_S, REDIS_CONNECT_TIMEOUT_S
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
@@ -53,6 +56,40 @@ class _CommandTableOnce(AsyncCommandsParser):
             self.node = node  # where COMMAND GETKEYS goes (movable-key commands)
 
 
+_CLOSED_TRANSPORT_ERRORS = (AttributeError, TypeError, RuntimeError)
+"""What a write on a connection whose transport the event loop already tore down raises
+instead of an OSError: ``'NoneType' object has no attribute 'writelines'`` (the writer
+dropped by a concurrent disconnect), ``'NoneType' object is not callable`` (CPython 3.12's
+``writelines`` on a lost transport), uvloop's ``RuntimeError: ... handler is closed``."""
+
+
+class GuardedConnection(redis.asyncio.Connection):
+    """redis-py's asyncio connection with the guard of redis-py PR #4288 (issue #4287; in no
+    release up to 8.1.0, the version pinned here): a write on a connection whose peer went
+    away raises ``ConnectionError``, not a transport-internal AttributeError, TypeError or
+    RuntimeError. Those are not ``RedisError``s, so they passed every retry layer (the
+    cluster client's ``ERRORS_ALLOW_RETRY`` matches exact types) and reached callers as
+    INTERNAL while a cluster master restarted; a ``ConnectionError`` is retried by the
+    cluster client on a fresh connection, or answered UNAVAILABLE. Remove when a fixed
+    redis-py is pinned (``tests/unit/test_redis_guard.py`` shows what it guards)."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        writer = getattr(self, "_writer", None)
+        if self.is_connected and (writer is None or writer.transport.is_closing()):
+            # The peer closed it while idle in the pool: reconnect instead of writing.
+            await self.disconnect(nowait=True)
+        try:
+            await super().send_packed_command(command, check_health=check_health)
+        except _CLOSED_TRANSPORT_ERRORS as exc:
+            writer = getattr(self, "_writer", None)
+            if writer is not None and not writer.transport.is_closing():
+                raise  # not a closed transport: a real bug, keep it loud
+            await self.disconnect(nowait=True)
+            raise redis.exceptions.ConnectionError(
+                f"connection to {self.host}:{self.port} closed while writing"
+            ) from exc
+
+
 class _WaitingCluster(redis.asyncio.cluster.RedisCluster):
     """redis-py's asyncio cluster client raises ``MaxConnectionsError`` when a node's pool is
     exhausted; callers here wait for a connection instead, as the standalone client's
@@ -67,13 +104,26 @@ class _WaitingCluster(redis.asyncio.cluster.RedisCluster):
 
 def async_client(url: str, *, max_connections: int = 32, **kwargs: Any) -> Any:
     """An asyncio client: ``redis.asyncio.Redis`` over a blocking pool of at most
-    ``max_connections``, or ``RedisCluster`` with at most that many per node."""
+    ``max_connections``, or ``RedisCluster`` with at most that many per node.
+
+    Every command has a deadline (``shared.retry.REDIS_COMMAND_TIMEOUT_S``, connecting
+    ``REDIS_CONNECT_TIMEOUT_S``) unless the caller names its own: a Redis that stops
+    answering makes a request fail UNAVAILABLE, never hang."""
+    kwargs.setdefault("socket_timeout", REDIS_COMMAND_TIMEOUT_S)
+    kwargs.setdefault("socket_connect_timeout", REDIS_CONNECT_TIMEOUT_S)
     if is_cluster_url(url):
         cluster = _WaitingCluster.from_url(node_url(url), max_connections=max_connections, **kwargs)
         assert isinstance(cluster, _WaitingCluster)
+        # Every node's connections, present and discovered later, carry the write guard.
+        cluster.nodes_manager.connection_kwargs["connection_class"] = GuardedConnection
+        for node in cluster.nodes_manager.startup_nodes.values():
+            node.connection_class = GuardedConnection
         cluster.gate = asyncio.Semaphore(max_connections)
         cluster.commands_parser = _CommandTableOnce()
         return cluster
+    kwargs.setdefault("connection_class", GuardedConnection)
+    if urlsplit(url).scheme != "redis":
+        kwargs.pop("connection_class")  # rediss:// and unix:// keep their own classes
     pool = redis.asyncio.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=10, **kwargs
     )

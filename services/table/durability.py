@@ -22,6 +22,16 @@ A barrier not met within ``KISHPA_DURABILITY_TIMEOUT_MS`` answers UNAVAILABLE wi
 ``NOT_DURABLE``: the commit stands, and the caller's retry with the same request id is
 answered once a barrier (after a small write of its own, since ``WAIT``/``WAITAOF`` count a
 connection's own writes) is met.
+
+**Probed again on every (re)connection** (:class:`DurabilityWatch`): a Redis that crashed and
+came back may run another configuration (restarted with ``appendfsync everysec``, a replica
+promoted with other settings). Every new connection of the pool asks the server again
+before its first command, so the first commit after a restart already knows. Under
+``required`` a server that cannot make commits durable makes the service refuse every
+action whose commit would write a phase record (round starts and ends): UNAVAILABLE /
+``NOT_DURABLE`` before anything is written, until a connection finds it durable again;
+other actions go on. The gauge ``kishpa_table_phase_durable`` says which, and the alert
+``KishpaPhaseOutcomesNotDurable`` fires on 0.
 """
 
 from __future__ import annotations
@@ -29,11 +39,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import redis.exceptions
 
 from services.common.errors import Unavailable
+from services.common.logging import get_logger
+from services.table.metrics import PHASE_DURABLE
+
+log = get_logger(__name__)
 
 MODE_ENV = "KISHPA_PHASE_DURABILITY"
 """``auto`` (default): probe and use what the server offers, warn if nothing; ``required``:
@@ -121,6 +135,108 @@ def choose(
     if appendonly == "yes" and appendfsync == "always":
         return Durability(FSYNC_ALWAYS, replicas, timeout_ms, server)
     return Durability(NONE, replicas, timeout_ms, server)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _config_pairs(reply: Any) -> dict[str, str]:
+    """CONFIG GET's reply (a flat list in RESP2, a map in RESP3) as text."""
+    if isinstance(reply, dict):
+        return {_text(k): _text(v) for k, v in reply.items()}
+    items = list(reply or [])
+    return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items) - 1, 2)}
+
+
+async def probe_connection(connection: Any) -> Durability | None:
+    """What the server behind one raw connection can promise (INFO server, CONFIG GET
+    append*), asked on that connection before its first command; ``None`` when CONFIG is
+    not readable there (a managed Redis: the start-up probe's answer stands)."""
+    await connection.send_command("INFO", "server")
+    info = _text(await connection.read_response())
+    version = "0"
+    for line in info.splitlines():
+        if line.startswith("redis_version:"):
+            version = line.split(":", 1)[1].strip()
+    await connection.send_command("CONFIG", "GET", "append*")
+    try:
+        settings = _config_pairs(await connection.read_response())
+    except redis.exceptions.ResponseError:
+        return None
+    return choose(
+        version,
+        settings.get("appendonly", "unknown"),
+        settings.get("appendfsync", "unknown"),
+        replicas=_int_env(REPLICAS_ENV, 0),
+        timeout_ms=_int_env(TIMEOUT_ENV, 2000),
+    )
+
+
+class HoldsDurability(Protocol):
+    """What the watch updates: the table store's ``durability``."""
+
+    durability: Durability
+
+
+class DurabilityWatch:
+    """Probes the server again on every new connection of an asyncio pool and updates
+    ``holder.durability`` (redis-py's ``redis_connect_func`` hook: it runs after the
+    socket connects and before the connection's first command)."""
+
+    def __init__(self, holder: HoldsDurability) -> None:
+        self.holder = holder
+
+    def install(self, client: Any) -> bool:
+        """Hook every connection of ``client``'s pool, present and future; False for a
+        client without one pool (a cluster: not probed, see :func:`probe`)."""
+        pool = getattr(client, "connection_pool", None)
+        if pool is None or mode() == "off":
+            return False
+        pool.connection_kwargs["redis_connect_func"] = self.on_connect
+        existing = [
+            *getattr(pool, "_available_connections", ()),
+            *getattr(pool, "_in_use_connections", ()),
+        ]
+        for connection in existing:
+            connection.redis_connect_func = self.on_connect
+        return True
+
+    async def on_connect(self, connection: Any) -> None:
+        await connection.on_connect()
+        found = await probe_connection(connection)
+        if found is not None:
+            self.update(found)
+
+    def update(self, found: Durability) -> None:
+        """Use ``found`` from now on; say so when it changed what commits can promise."""
+        before = self.holder.durability
+        self.holder.durability = found
+        PHASE_DURABLE.set(1 if found.durable else 0)
+        if before.durable == found.durable and before.barrier == found.barrier:
+            return
+        if found.durable:
+            log.info("phase_durability_restored", barrier=found.barrier, server=found.server)
+        else:
+            log.warning(
+                "phase_outcomes_not_durable",
+                server=found.server,
+                refusing=mode() == "required",
+                hint="Redis came back unable to make a commit durable before it is answered",
+            )
+
+
+def refuse_unless_durable(durability: Durability) -> None:
+    """Under ``required``, refuse (before writing anything) a commit that writes a phase
+    record while the server cannot make it durable."""
+    if mode() == "required" and not durability.durable:
+        from services.table.metrics import DURABILITY_REFUSALS
+
+        DURABILITY_REFUSALS.inc()
+        raise NotDurableError(
+            "Redis cannot make a round's start or end durable right now "
+            f"({durability.server}); retry with the same request id"
+        )
 
 
 async def probe(client: Any) -> Durability:

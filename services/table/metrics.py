@@ -62,3 +62,14 @@ STATE_CACHE = Counter(
     "again on a fresh read). Actions that found no kept state are not counted.",
     ["outcome"],
 )
+
+PHASE_DURABLE = Gauge(
+    "kishpa_table_phase_durable",
+    "1 when Redis, as last probed (at start and on every new connection), can make a "
+    "phase-ending commit durable before it is answered; 0 when it cannot",
+)
+DURABILITY_REFUSALS = Counter(
+    "kishpa_table_durability_refusals_total",
+    "Round starts and ends refused NOT_DURABLE because Redis cannot make them durable now "
+    "(KISHPA_PHASE_DURABILITY=required)",
+)

@@ -30,9 +30,10 @@ from services.table.engine import GameEngine
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
 from services.table.kishpa_engine import KishpaEngine
+from services.table.metrics import PHASE_DURABLE
 from services.table.service import Tables
 from services.table.servicer import TableServicer
-from services.table.store import TableStore
+from services.table.store import FINISHED_TABLE_TTL_S, TableStore
 from services.table.timers import run_timers
 from services.table.wallet_balances import BalanceSource, WalletBalances
 from shared import keys
@@ -89,9 +90,22 @@ def build_tables(
 ) -> Tables:
     """The use cases over Redis connections (``stakes``: the stakes offered per game;
     ``balances``: where seated players' wallet balances are read)."""
-    return Tables(
-        TableStore(redis), engines(), enqueue=enqueue, hub=hub, stakes=stakes, balances=balances
-    )
+    store = TableStore(redis, finished_ttl_s=finished_table_ttl_s())
+    return Tables(store, engines(), enqueue=enqueue, hub=hub, stakes=stakes, balances=balances)
+
+
+FINISHED_TTL_ENV = "KISHPA_FINISHED_TABLE_TTL_S"
+"""Seconds a closed table's keys are kept once every phase is settled (default a day; the
+soak benchmark shortens it to reach a steady state)."""
+
+
+def finished_table_ttl_s() -> int:
+    """``KISHPA_FINISHED_TABLE_TTL_S``, or the store's default (a day)."""
+    raw = os.environ.get(FINISHED_TTL_ENV, "")
+    try:
+        return max(1, int(raw)) if raw else FINISHED_TABLE_TTL_S
+    except ValueError as exc:
+        raise ValueError(f"{FINISHED_TTL_ENV} must be whole seconds, got {raw!r}") from exc
 
 
 def wallet_balances(settings: Settings) -> tuple[grpc.aio.Channel, WalletBalances]:
@@ -108,6 +122,10 @@ async def use_durability(tables: Tables) -> None:
     store = tables.store
     store.durability = await durability.probe(store.redis)
     durability.check_required(store.durability)
+    # Asked again on every new connection: a Redis restarted with weaker settings makes
+    # the service refuse round ends under `required` (and warn under `auto`).
+    if durability.DurabilityWatch(store).install(store.redis):
+        PHASE_DURABLE.set(1 if store.durability.durable else 0)
     if store.durability.durable:
         log.info(
             "phase_durability",

@@ -24,7 +24,7 @@ import structlog
 from redis.exceptions import NoScriptError, RedisError
 
 from services.common.errors import Aborted, AlreadyExists
-from services.table.durability import Durability, NotDurableError
+from services.table.durability import Durability, NotDurableError, refuse_unless_durable
 from services.table.metrics import COMMITS, STATE_CACHE
 from services.table.state_cache import STATE_CACHE_TABLES, KeptState, StateCache
 from shared import keys
@@ -315,6 +315,8 @@ class TableStore:
             commit_keys.append(keys.unsettled(table_id))
             if index_deadline:
                 commit_keys += self._deadline_keys(table_id)
+        if transition.phases:
+            refuse_unless_durable(self.durability)
         barrier = self.durability.commands() if transition.phases else []
         try:
             if barrier:

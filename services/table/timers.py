@@ -13,10 +13,13 @@ import contextlib
 
 import structlog
 
+from services.common.errors import Unavailable
 from services.table.service import Tables
+from shared.retry import TRANSIENT_REDIS_ERRORS
 
 log = structlog.get_logger("kishpa.table.timers")
 
+_DEFERRABLE: tuple[type[BaseException], ...] = (Unavailable, *TRANSIENT_REDIS_ERRORS)
 POLL_SECONDS = 0.1
 LEASE_MS = 2000
 CLAIM_BATCH = 50
@@ -27,6 +30,10 @@ REINDEX_SECONDS = 60.0
 async def _apply(tables: Tables, table_id: str) -> None:
     try:
         await tables.handle_deadline(table_id)
+    except _DEFERRABLE as exc:
+        # Redis away, or not durable under `required`: the lease expires and the deadline
+        # is claimed again; an outage is not a bug (one line, no traceback).
+        log.warning("deadline_deferred", table_id=table_id, error=str(exc))
     except Exception:
         # One broken table must not stop the timers of every other table.
         log.exception("deadline_failed", table_id=table_id)

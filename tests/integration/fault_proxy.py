@@ -50,12 +50,19 @@ class FaultProxy:
                 client, _ = listener.accept()
             except OSError:
                 return  # cut or stopped
+            if self._listener is not listener:  # cut meanwhile
+                client.close()
+                return
             try:
                 upstream = socket.create_connection((self.target_host, self.target_port), 5)
             except OSError:
                 client.close()
                 continue
             with self._lock:
+                if self._listener is not listener:
+                    client.close()
+                    upstream.close()
+                    return
                 self._sockets.update((client, upstream))
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
@@ -83,9 +90,13 @@ class FaultProxy:
 
     def cut(self) -> None:
         """Drop every connection and refuse new ones until :meth:`restore`."""
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone would leave
+            # the kernel socket accepting for it.
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
         with self._lock:
             open_sockets = list(self._sockets)
             self._sockets.clear()

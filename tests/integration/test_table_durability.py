@@ -110,6 +110,7 @@ async def test_without_an_append_only_file_the_same_kill_loses_the_round_end(
         monkeypatch.setenv(durability.MODE_ENV, "required")
         with pytest.raises(durability.DurabilityRequiredError, match="appendonly no"):
             durability.check_required(store.durability)
+        monkeypatch.setenv(durability.MODE_ENV, "auto")  # (`required` refuses the commit)
         assert not await _survives_kill9(server, store, f"t-dur-{uuid.uuid4().hex[:8]}")
     finally:
         await client.aclose()
@@ -204,3 +205,69 @@ def test_a_table_service_that_requires_durability_refuses_a_server_without_it(
         assert "appendfsync everysec" in output
     finally:
         server.stop()
+
+
+async def _reachable(client: object) -> None:
+    """Wait (with a deadline) until ``client`` answers again after a restart."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    deadline = asyncio.get_running_loop().time() + 20
+    while True:
+        try:
+            await client.ping()  # type: ignore[attr-defined]
+            return
+        except RedisConnectionError:
+            assert asyncio.get_running_loop().time() < deadline, "Redis did not come back"
+            await asyncio.sleep(0.05)
+
+
+def _durable_gauge() -> float | None:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value("kishpa_table_phase_durable")
+
+
+async def test_a_redis_restarted_with_a_weaker_fsync_gets_no_round_end_acknowledged(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.common.redis_client import async_client
+
+    monkeypatch.setenv(durability.MODE_ENV, "required")
+    client = async_client(server.url)  # the table service's own kind of client and pool
+    try:
+        store = TableStore(client)
+        store.durability = await durability.probe(client)
+        durability.check_required(store.durability)  # appendfsync always: it may start
+        assert durability.DurabilityWatch(store).install(client)
+        table_id = f"t-dur-{uuid.uuid4().hex[:8]}"
+        await store.transact(table_id, _create, create=True)
+
+        # Redis crashes and an operator brings it back with `appendfsync everysec`.
+        server.kill9()
+        server.appendfsync = "everysec"
+        server.start()
+        await _reachable(client)
+        assert store.durability.barrier == NONE  # learnt on the new connection
+        assert _durable_gauge() == 0
+        with pytest.raises(NotDurableError) as refused:
+            await store.transact(table_id, lambda s: _round_end(table_id), request="p1:r1")
+        assert refused.value.reason == "NOT_DURABLE"
+        # Refused before anything was written: no round end exists to be lost.
+        assert await client.hget(keys.state(table_id), "version") == b"1"
+        assert await client.hget(keys.outbox(table_id), "1:end") is None
+        # Actions that end no round go on.
+        other = f"t-dur-{uuid.uuid4().hex[:8]}"
+        assert (await store.transact(other, _create, create=True)).version == 1
+
+        # Fixed (restarted with `appendfsync always`): round ends are answered again.
+        server.kill9()
+        server.appendfsync = "always"
+        server.start()
+        await _reachable(client)
+        assert store.durability.barrier == FSYNC_ALWAYS
+        assert _durable_gauge() == 1
+        committed = await store.transact(table_id, lambda s: _round_end(table_id), request="p1:r1")
+        assert committed.version == 2
+        assert await client.hget(keys.outbox(table_id), "1:end") is not None
+    finally:
+        await client.aclose()

@@ -29,7 +29,9 @@ def exported_metrics() -> set[str]:
     grpc_registry = CollectorRegistry()
     GrpcMetrics(registry=grpc_registry)
     families = list(grpc_registry.collect())
-    for value in vars(workers.metrics).values():
+    import services.table.metrics
+
+    for value in [*vars(workers.metrics).values(), *vars(services.table.metrics).values()]:
         if hasattr(value, "collect") and hasattr(value, "_name"):
             families.extend(value.collect())
     return _sample_names(families)
