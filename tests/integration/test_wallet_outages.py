@@ -29,8 +29,8 @@ import pytest
 import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
-from workers.samples import phase_entry, round_record, start_part
 
+from devkit.phase_samples import phase_entry, round_record, start_part
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from services.wallet.database import temporary_postgres_database
