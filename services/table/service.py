@@ -68,7 +68,7 @@ class Tables(Seating, Watching, Deadlines):
                 return None, {}
             event = TableEvent(
                 fair_order.CONTRIBUTION_ACCEPTED,
-                deal,
+                deal - 1,
                 seat,
                 {"deal": deal, "contribution": contribution},
             )
