@@ -20,13 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from devkit.tlscerts import TestCA
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.auth_service import auth_registration
 from services.common.server import create_server
 from services.common.settings import load_settings
 from services.common.tls import CertificateFiles, ClientTls, aio_channel
-from tests.tlscerts import TestCA
 
 KEY = "k" * 40
 

@@ -24,9 +24,9 @@ from sqlalchemy.engine import make_url
 
 from deploy.checks import find, pod_template, workload_environment
 from deploy.render import Manifest, overlay_dir, render
+from devkit.tlscerts import TestCA
 from tests.conftest import TEST_DATABASE_URL
 from tests.integration.workers_support import Process, free_port, port_open, wait_for
-from tests.tlscerts import TestCA
 
 pytestmark = pytest.mark.integration
 
