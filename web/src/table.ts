@@ -864,7 +864,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const find = (key: string) => root.querySelector<HTMLElement>(`[data-key="${key}"]`);
     if (summary && summaryFocus) {
       summaryFocus = false;
-      find("close-summary")?.focus();
+      find("close-summary")?.focus({ preventScroll: true }); // its title stays in view
       return;
     }
     if (rulesOpen) return;
