@@ -44,7 +44,7 @@ from services.common.settings import load_settings
 from services.wallet import finance
 from services.wallet.database import create_wallet_engine
 from services.wallet.migrate import upgrade
-from services.wallet.reconcile import reconcile_url
+from services.wallet.reconcile import reconcile, reconcile_url
 from services.wallet.server import create_wallet_server
 
 DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -90,16 +90,19 @@ def scratch_database(admin_url: str, name: str, keep: bool) -> Iterator[str]:
 def build(url: str, postings: int) -> dict[str, float]:
     """Fill the migrated ledger at ``url``; seconds per step."""
     batches = max(1, postings // POSTINGS_PER_BATCH)
+    # 100,000 players and 20,000 tables at 10 million postings; fewer on a small ledger.
+    players = min(PLAYERS, max(10, postings // 100))
+    tables = min(TABLES, max(5, postings // 500))
     step_ms = DAYS * DAY_MS // batches
     times: dict[str, float] = {}
     engine = create_engine(url)
     # Player p, table t of batch g; the four postings move the same amount a.
     who = f"""
-        'player:p' || mod(g * 7, {PLAYERS}) AS p1,
-        'player:p' || mod(g * 7 + 1, {PLAYERS}) AS p2,
-        'player:p' || mod(g * 7 + 2, {PLAYERS}) AS p3,
-        'bowl:t' || mod(g, {TABLES}) AS bowl,
-        't' || mod(g, {TABLES}) AS tbl,
+        'player:p' || mod(g * 7, {players}) AS p1,
+        'player:p' || mod(g * 7 + 1, {players}) AS p2,
+        'player:p' || mod(g * 7 + 2, {players}) AS p3,
+        'bowl:t' || mod(g, {tables}) AS bowl,
+        't' || mod(g, {tables}) AS tbl,
         1 + mod(g, 50) AS a,
         {START_MS} + g * {step_ms} AS at
     """
@@ -123,9 +126,9 @@ def build(url: str, postings: int) -> dict[str, float]:
             f"""
             INSERT INTO accounts (id, kind, balance, created_ms)
             SELECT 'player:p' || n, 'player', 0, {START_MS}
-            FROM generate_series(0, {PLAYERS - 1}) n
+            FROM generate_series(0, {players - 1}) n
             UNION ALL
-            SELECT 'bowl:t' || n, 'bowl', 0, {START_MS} FROM generate_series(0, {TABLES - 1}) n
+            SELECT 'bowl:t' || n, 'bowl', 0, {START_MS} FROM generate_series(0, {tables - 1}) n
             """  # noqa: S608
         )
         conn.exec_driver_sql(
@@ -201,7 +204,7 @@ async def export_over_grpc(url: str, since_ms: int, until_ms: int) -> tuple[int,
     settings = load_settings("wallet", database_url=url, **SECRETS)
     server = create_wallet_server(settings, address="127.0.0.1:0")
     await server.start()
-    md = bearer_metadata(TokenAuthority.from_settings(settings).issue_service_token("bench").token)
+    md = bearer_metadata(TokenAuthority.from_settings(settings).issue_service_token("worker").token)
     rows = 0
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
@@ -233,13 +236,30 @@ def timed(what: str, results: dict[str, Any], fn: Any, *args: Any) -> Any:
     return value
 
 
-def run(postings: int, admin_url: str, name: str, keep: bool) -> dict[str, Any]:
+@contextmanager
+def existing_database(admin_url: str, name: str) -> Iterator[str]:
+    yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def run(
+    postings: int,
+    admin_url: str,
+    name: str,
+    keep: bool,
+    *,
+    reuse: bool = False,
+    python_baseline: bool = False,
+) -> dict[str, Any]:
     results: dict[str, Any] = {"postings": postings}
-    with scratch_database(admin_url, name, keep) as url:
-        upgrade(url)
-        print(f"building {postings:,} postings in {name} ...", flush=True)
-        results["build_s"] = {k: round(v, 1) for k, v in build(url, postings).items()}
-        print(f"  build: {results['build_s']}", flush=True)
+    database = (
+        existing_database(admin_url, name) if reuse else scratch_database(admin_url, name, keep)
+    )
+    with database as url:
+        if not reuse:
+            upgrade(url)
+            print(f"building {postings:,} postings in {name} ...", flush=True)
+            results["build_s"] = {k: round(v, 1) for k, v in build(url, postings).items()}
+            print(f"  build: {results['build_s']}", flush=True)
         report = timed("reconcile_s", results, reconcile_url, url)
         assert report.ok, report.discrepancies[:5]
         assert report.postings == postings // POSTINGS_PER_BATCH * POSTINGS_PER_BATCH
@@ -277,6 +297,13 @@ def run(postings: int, admin_url: str, name: str, keep: bool) -> dict[str, Any]:
                 START_MS + 45 * DAY_MS,
                 ["player:p1", "bowl:t1"],
             )
+            if python_baseline:
+                # The same check streaming every posting and result through Python (SQLite's
+                # way, and PostgreSQL's before the in-database comparison): the baseline.
+                slow = timed(
+                    "reconcile_python_s", results, lambda: reconcile(engine, in_database=False)
+                )
+                assert slow.ok
         finally:
             engine.dispose()
     return results
@@ -288,8 +315,23 @@ def main() -> int:
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--database", default="bench_ledger_i24")
     parser.add_argument("--keep", action="store_true", help="do not drop the database")
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure a ledger built (and kept) by an earlier run"
+    )
+    parser.add_argument(
+        "--python-baseline",
+        action="store_true",
+        help="also time the reconciliation streaming through Python (slow on a large ledger)",
+    )
     args = parser.parse_args()
-    results = run(args.postings, args.admin_url, args.database, args.keep)
+    results = run(
+        args.postings,
+        args.admin_url,
+        args.database,
+        args.keep,
+        reuse=args.reuse,
+        python_baseline=args.python_baseline,
+    )
     print(json.dumps(results, indent=2))
     return 0
 

@@ -72,6 +72,7 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "CreatePrivateTable",
                 "JoinByCode",
                 "GetMyTable",
+                "ListOffers",
             )
         ),
         PLAYER,

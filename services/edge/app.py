@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import mimetypes
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import structlog
 
 from services.common.health_client import SERVING, check_health
 from services.edge import grpcweb
+from services.edge.assets import Assets
 from services.edge.routes import Route, public_routes
 from shared.tls import ClientTls, aio_channel
 
@@ -88,6 +88,7 @@ class Edge:
     def __init__(self, config: EdgeConfig) -> None:
         self.config = config
         self.channels: dict[str, grpc.aio.Channel] = {}
+        self._assets: Assets | None = None
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -127,7 +128,7 @@ class Edge:
             ready = await self.ready()
             await _plain(send, 200 if ready else 503, b"ready\n" if ready else b"not ready\n")
         else:
-            await self._static(path, send, head=method == "HEAD")
+            await self._static(scope, path, send, head=method == "HEAD")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -283,29 +284,31 @@ class Edge:
 
     # ---- the web client --------------------------------------------------------------
 
-    async def _static(self, path: str, send: Send, *, head: bool) -> None:
+    async def _static(self, scope: Scope, path: str, send: Send, *, head: bool) -> None:
         root = self.config.web_root
         if root is None:
             await _plain(send, 404, b"not found\n")
             return
-        relative = path.lstrip("/") or "index.html"
-        target = (root / relative).resolve()
-        if not target.is_relative_to(root.resolve()) or not target.is_file():
+        if self._assets is None or self._assets.root != root.resolve():
+            self._assets = Assets(root)
+        target = self._assets.find(path)
+        if target is None:
             await _plain(send, 404, b"not found\n")
             return
-        content = await asyncio.to_thread(target.read_bytes)
-        kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-        if kind.startswith("text/") or kind in ("application/javascript", "image/svg+xml"):
-            kind += "; charset=utf-8"
-        cache = b"no-cache" if target.suffix == ".html" else b"public, max-age=300"
+        accept = _header(scope, b"accept-encoding")
+        asset = await asyncio.to_thread(self._assets.load, target, accept)
         headers = [
-            (b"content-type", kind.encode()),
-            (b"content-length", str(len(content)).encode()),
-            (b"cache-control", cache),
+            (b"content-type", asset.content_type.encode()),
+            (b"content-length", str(len(asset.body)).encode()),
+            (b"cache-control", asset.cache_control.encode()),
             (b"x-content-type-options", b"nosniff"),
         ]
+        if asset.encoding:
+            headers.append((b"content-encoding", asset.encoding.encode()))
+        if asset.vary:
+            headers.append((b"vary", b"accept-encoding"))
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b"" if head else content})
+        await send({"type": "http.response.body", "body": b"" if head else asset.body})
 
 
 class _Refused(Exception):

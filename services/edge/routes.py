@@ -39,6 +39,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "CreatePrivateTable",
             "JoinByCode",
             "GetMyTable",
+            "ListOffers",
         ),
     ),
     (table_pb2.DESCRIPTOR, "TableService"): (

@@ -168,6 +168,13 @@ class Matchmaking:
             raise InvalidArgument("BAD_STAKE", f"stake must be one of: {offered}")
         return Queue(game, seats, stake)
 
+    def offers(self) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+        """Each game with the stakes and table sizes it is offered at (``GAMES`` order)."""
+        low, high = SEAT_RANGE
+        return [
+            (g, tuple(self.config.stakes.get(g, (1,))), tuple(range(low, high + 1))) for g in GAMES
+        ]
+
     def _offered_queues(self) -> set[Queue]:
         low, high = SEAT_RANGE
         return {

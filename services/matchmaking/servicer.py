@@ -139,3 +139,18 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
             seat=seating.seat,
             game=GAME_ENUMS.get(seating.game, 0),  # type: ignore[arg-type]
         )
+
+    async def ListOffers(
+        self, request: mm_pb2.ListOffersRequest, context: Context
+    ) -> mm_pb2.ListOffersResponse:
+        current_player()  # signed-in players only, like every call here
+        return mm_pb2.ListOffersResponse(
+            offers=[
+                mm_pb2.GameOffer(
+                    game=GAME_ENUMS.get(game, 0),  # type: ignore[arg-type]
+                    stakes=stakes,
+                    seats=seats,
+                )
+                for game, stakes, seats in self.mm.offers()
+            ]
+        )

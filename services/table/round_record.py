@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from games.contributions import CONTRIBUTION_ACCEPTED, SEED_COMMITTED
 from services.common.errors import FailedPrecondition, NotFound, PermissionDenied
 from services.table.store import TableStore
 from shared.stream import StoredEvent, TableEvent
@@ -79,10 +80,10 @@ def _hand_size(data: Mapping[str, Any], starter: int) -> int:
 
 def _before_deal(before: _Before, stored: StoredEvent) -> None:
     event = stored.event
-    if event.type == "seed_committed":
+    if event.type == SEED_COMMITTED:
         before.precommitment = str(event.data.get("commitment") or "")
         before.precommitment_event_id = stored.id
-    elif event.type == "contribution_accepted":
+    elif event.type == CONTRIBUTION_ACCEPTED:
         before.contributions.append(
             (event.seat, str(event.data.get("contribution") or ""), stored.id)
         )
@@ -105,10 +106,12 @@ async def round_record(
         cursor = page[-1].id
         for stored in page:
             event = stored.event
-            if event.round != round_no:
+            if event.type in (SEED_COMMITTED, CONTRIBUTION_ACCEPTED):
+                # Sent between deals (their round is the one before): the deal is in the data.
+                if int(event.data.get("deal") or 0) == round_no:
+                    _before_deal(before, stored)
                 continue
-            if record is None and event.type not in ("round_started", "deal_started"):
-                _before_deal(before, stored)
+            if event.round != round_no:
                 continue
             if event.type == "round_started":
                 record = _started(table_id, round_no, player_id, event)

@@ -496,7 +496,9 @@ class Tables:
     def _commit_event(self, table: Table, deal: int) -> TableEvent:
         """Commit the table to a fresh seed for ``deal``; its ``seed_committed`` event."""
         data = fair_order.commit(table, deal, new_server_seed())
-        return TableEvent(fair_order.SEED_COMMITTED, deal, NO_SEAT, data)
+        # Between deals, events carry the round that ended (0 before the first): the deal
+        # they are for is in their data.
+        return TableEvent(fair_order.SEED_COMMITTED, deal - 1, NO_SEAT, data)
 
     def _commit_after_reveal(self, table: Table, events: Sequence[TableEvent]) -> list[TableEvent]:
         """With a deal's reveal, the commitment to the next deal's seed (before anyone can
@@ -515,7 +517,7 @@ class Tables:
             table.fair["waiting"] = how
             deadline = Deadline(now + self.contribution_wait_ms, fair_order.CONTRIBUTIONS)
             events: list[TableEvent] = []
-            announce_deadline(table, int(table.fair["deal"]), deadline, events)
+            announce_deadline(table, int(table.fair["deal"]) - 1, deadline, events)
             return Step(game=table.game, events=events, deadline=deadline)
         seed = fair_order.take_seed(table) or new_server_seed()
         if how == fair_order.START:
@@ -541,7 +543,7 @@ class Tables:
                 return None, {}
             event = TableEvent(
                 fair_order.CONTRIBUTION_ACCEPTED,
-                deal,
+                deal - 1,
                 seat,
                 {"deal": deal, "contribution": contribution},
             )

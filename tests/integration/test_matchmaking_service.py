@@ -634,3 +634,19 @@ async def test_matchmade_seats_show_names_client_seeds_and_wallet_balances_from_
         await srv.stop(0)
         await table.stop(0)
         await wallet.stop(0)
+
+
+async def test_list_offers_names_every_game_with_its_stakes_and_sizes(
+    mm: Any, authority: TokenAuthority
+) -> None:
+    md = md_for(authority, new_players(1)[0])
+    answer = await mm.ListOffers(mm_pb2.ListOffersRequest(), metadata=md)
+    offers = {o.game: (list(o.stakes), list(o.seats)) for o in answer.offers}
+    # The settings' default stakes (no KISHPA_STAKES_* set here) and the 2-4 seat tables.
+    assert offers == {
+        KISHPA: ([1, 5, 10, 50, 100], [2, 3, 4]),
+        common_pb2.GAME_HAND: ([1, 5, 10, 50, 100], [2, 3, 4]),
+    }
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await mm.ListOffers(mm_pb2.ListOffersRequest())
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED

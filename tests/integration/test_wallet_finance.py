@@ -21,6 +21,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from sqlalchemy import text as sql
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
@@ -31,7 +32,7 @@ from services.wallet.batch import Posting
 from services.wallet.database import create_wallet_engine, temporary_postgres_database
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade
-from services.wallet.reconcile import reconcile_url
+from services.wallet.reconcile import reconcile, reconcile_url
 from services.wallet.server import WalletServer, create_wallet_server
 from tests.conftest import TEST_DATABASE_URL
 
@@ -538,3 +539,55 @@ def test_property_as_of_at_every_cut_is_the_prefix_of_the_postings(
     issued = sum(m.from_bank - m.to_bank for m in summary.movements)
     assert summary.opening_outstanding + issued == summary.closing_outstanding
     assert issued == sum(held[a] for a in accounts)
+
+
+def test_the_in_database_batch_check_finds_what_the_streaming_one_finds() -> None:
+    """PostgreSQL compares batches with their results in one query; SQLite (and the baseline)
+    streams both through Python. On a clean ledger and a doctored one they agree."""
+    with temporary_postgres_database(TEST_DATABASE_URL) as url:
+        upgrade(url)
+        engine = create_wallet_engine(url, pool_size=1)
+        try:
+            ledger = Ledger(engine)
+            for player in ("a", "b"):
+                ledger.open_wallet(player)
+            for n in range(4):
+                ledger.apply_batch(
+                    f"k{n}",
+                    [
+                        Posting("player:a", "player:b", 1 + n, "win"),
+                        Posting("player:b", "player:a", 1, "bonus_doll"),
+                    ],
+                )
+            fast, slow = reconcile(engine, in_database=True), reconcile(engine, in_database=False)
+            assert fast.ok
+            assert slow.ok
+            assert (fast.batches, fast.postings) == (slow.batches, slow.postings) == (6, 10)
+            with engine.begin() as conn:
+                conn.execute(
+                    sql(
+                        "UPDATE postings SET amount = amount + 5 WHERE seq = 0 AND batch_id = "
+                        "(SELECT id FROM batches WHERE idempotency_key = :k)"
+                    ),
+                    {"k": "k1"},
+                )
+                conn.execute(
+                    sql("UPDATE batches SET result = replace(result, '\"win\"', '\"bowl_win\"') "
+                        "WHERE idempotency_key = :k"),
+                    {"k": "k2"},
+                )  # fmt: skip
+                conn.execute(
+                    sql(
+                        "DELETE FROM postings WHERE seq = 1 AND batch_id = "
+                        "(SELECT id FROM batches WHERE idempotency_key = :k)"
+                    ),
+                    {"k": "k3"},
+                )
+            fast, slow = reconcile(engine, in_database=True), reconcile(engine, in_database=False)
+        finally:
+            engine.dispose()
+    found = [(d.check, d.subject) for d in fast.discrepancies]
+    assert found == [(d.check, d.subject) for d in slow.discrepancies]
+    doctored = {s.split("(")[-1].rstrip(")") for c, s in found if c == "batch_balanced"}
+    assert doctored == {"k1", "k2", "k3"}
+    assert ("postings_match", "player:a") in found

@@ -41,6 +41,13 @@ export interface UiEvent {
   dealt?: number[];
   /** A settlement: every payment it applied. */
   payments?: UiPayment[];
+  /** Hand: the faces of melds laid, a card laid off, jokers released. */
+  faces?: string[];
+  opening?: boolean;
+  value?: number;
+  handWin?: boolean;
+  winnerSeat?: number | null;
+  stockOut?: boolean;
 }
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -88,6 +95,31 @@ export function fromWire(e: TableEvent): UiEvent {
     case "lastRoundPressed":
       ev.nextRound = value.nextRound;
       break;
+    case "cardDrawn":
+      ev.drawnFace = value.tile?.face;
+      break;
+    case "dealStarted":
+      ev.face = value.topDiscard?.face;
+      break;
+    case "meldsLaid":
+      ev.opening = value.opening;
+      ev.value = value.value;
+      ev.faces = value.melds.map((m) => m.cards.map((c) => c.face).join(" "));
+      break;
+    case "laidOff":
+      ev.face = value.card?.face;
+      break;
+    case "jokerReleased":
+      ev.faces = value.cards.map((c) => c.face);
+      break;
+    case "wentOut":
+      ev.handWin = value.handWin;
+      break;
+    case "dealEnded":
+      ev.winnerSeat = value.winnerSeat ?? null;
+      ev.handWin = value.handWin;
+      ev.stockOut = value.winnerSeat === undefined;
+      break;
     case "settled":
       ev.payments = value.payments.map((p) => ({
         from: p.fromAccount,
@@ -121,6 +153,8 @@ export function deadlineMsOf(round: Round | undefined): number | null {
 }
 
 export interface NewTable {
+  game: Game;
+  stake: bigint;
   seats: number;
   bots: number;
   turnSeconds: number;
@@ -128,16 +162,16 @@ export interface NewTable {
   pauseMs: number;
 }
 
-/** The settings message of a new Kishpa table. */
+/** The settings message of a new table. */
 export function settingsOf(t: NewTable): MessageInitShape<typeof TableSettingsSchema> {
   return {
-    game: Game.KISHPA,
+    game: t.game,
     seats: t.seats,
     bots: t.bots,
     turnTime: { seconds: BigInt(t.turnSeconds) },
     revealWindow: { seconds: BigInt(t.revealSeconds) },
     nextRoundPause: { seconds: BigInt(Math.floor(t.pauseMs / 1000)), nanos: (t.pauseMs % 1000) * 1e6 },
-    stake: 1n,
+    stake: t.stake,
   };
 }
 
@@ -150,12 +184,13 @@ export function isSettled(ev: UiEvent): boolean {
 }
 
 export function endsRound(ev: UiEvent): boolean {
-  return ev.kind === "round_ended";
+  return ev.kind === "round_ended" || ev.kind === "deal_scored";
 }
 
 /** One line of the event log; null for events not worth a line. */
-export function describe(ev: UiEvent, name: (seat: number | null) => string, mySeat: number | null): string | null {
+export function describe(ev: UiEvent, name: (seat: number | null) => string, mySeat: number | null, tile: (face: string) => string = (f) => f): string | null {
   const who = name(ev.seat);
+  const t = (face: string | undefined) => (face ? tile(face) : "");
   const you = ev.seat !== null && ev.seat === mySeat;
   switch (ev.kind) {
     case "table_created":
@@ -165,17 +200,17 @@ export function describe(ev: UiEvent, name: (seat: number | null) => string, myS
     case "player_left":
       return `${who} left`;
     case "round_started":
-      return `Round ${ev.round} started — kishpa ${ev.face ?? ""}, joker ${ev.joker ?? ""}`;
+      return `Round ${ev.round} started — kishpa ${t(ev.face)}, joker ${t(ev.joker)}`;
     case "dealt":
       return you ? `You were dealt ${ev.dealt?.length ?? ""} tiles` : null;
     case "turn_started":
       return you ? "Your turn" : `${who}'s turn`;
     case "drew": {
-      const source = ev.fromDiscards ? `took ${ev.face ?? ""} from the discards` : "drew from the pile";
-      return `${you ? "You" : who} ${source}${ev.drawnFace ? ` (${ev.drawnFace})` : ""}`;
+      const source = ev.fromDiscards ? `took ${t(ev.face)} from the discards` : "drew from the pile";
+      return `${you ? "You" : who} ${source}${ev.drawnFace ? ` (${t(ev.drawnFace)})` : ""}`;
     }
     case "discarded":
-      return `${you ? "You" : who} discarded ${ev.face ?? ""}`;
+      return `${you ? "You" : who} discarded ${t(ev.face)}`;
     case "won":
       return `${you ? "You" : who} won the round!`;
     case "pile_exhausted":
@@ -183,11 +218,11 @@ export function describe(ev: UiEvent, name: (seat: number | null) => string, myS
     case "reveal_window_opened":
       return `Reveal window open (${ev.moment})`;
     case "kishpa_revealed":
-      return `${who} revealed the kishpa ${ev.face ?? ""}`;
+      return `${who} revealed the kishpa ${t(ev.face)}`;
     case "reveal_window_closed":
       return "Reveal window closed";
     case "kishpa_replaced":
-      return `Nobody held a joker: new kishpa ${ev.face ?? ""}, joker ${ev.joker ?? ""}`;
+      return `Nobody held a joker: new kishpa ${t(ev.face)}, joker ${t(ev.joker)}`;
     case "turn_timed_out":
       return `${you ? "Your" : `${who}'s`} turn timed out`;
     case "autoplay_on":
@@ -202,6 +237,28 @@ export function describe(ev: UiEvent, name: (seat: number | null) => string, myS
       return `Round ${ev.nextRound ?? ""} will be the last`;
     case "table_closed":
       return "The table closed";
+    case "game_started":
+      return "The game started: everyone bought into the pot";
+    case "deal_started":
+      return `Deal ${ev.round} started${ev.face ? ` — first discard ${t(ev.face)}` : ""}`;
+    case "card_drawn":
+      return ev.drawnFace ? `You drew ${t(ev.drawnFace)}` : null;
+    case "melds_laid":
+      return `${you ? "You" : who} ${ev.opening ? "opened with" : "laid"} ${ev.faces?.map((m) => m.split(" ").map(t).join(", ")).join(" · ") ?? ""}${ev.value ? ` (${ev.value} points)` : ""}`;
+    case "laid_off":
+      return `${you ? "You" : who} laid off ${t(ev.face)}`;
+    case "joker_released":
+      return `${you ? "You" : who} released a joker with ${ev.faces?.map(t).join(", ") ?? ""}`;
+    case "turn_undone":
+      return `${you ? "You" : who} took the turn back`;
+    case "went_out":
+      return `${you ? "You" : who} went out${ev.handWin ? " with a hand!" : "!"}`;
+    case "deal_ended":
+      return ev.stockOut ? `Deal ${ev.round} ended: the stock ran out` : `Deal ${ev.round} ended`;
+    case "deal_scored":
+      return `Deal ${ev.round} scored`;
+    case "game_ended":
+      return "The game ended: the pot was split";
     default:
       return null;
   }

@@ -1,10 +1,11 @@
-// The Kishpa web client: guest login, lobby, table, wallet. Screens are plain DOM built on
-// each change; the table screen lives in table.ts.
+// The web client: guest login, lobby, table, wallet, how to play. Screens are plain DOM
+// built on each change; the table screen lives in table.ts, the rules in rules.ts.
 import { ConnectError, Code } from "@connectrpc/connect";
 import { Game } from "./gen/kishpa/common/v1/common_pb";
 import { TicketState } from "./gen/kishpa/matchmaking/v1/matchmaking_pb";
-import { auth, clientSeed, loadSession, matchmaking, rememberSeed, requestId, saveSession, tables, wallet } from "./api";
+import { auth, clientSeed, knownNames, loadSession, matchmaking, rememberSeed, saveSession, tables, wallet, withRetry } from "./api";
 import { reasonText, settingsOf } from "./events";
+import { rulesScreen } from "./rules";
 import { openTable } from "./table";
 import { errorText, h, replace } from "./ui";
 
@@ -23,16 +24,15 @@ function header(): HTMLElement {
     "header",
     { class: "top" },
     h("a", { href: "#/", class: "brand", "data-testid": "home" }, "Kishpa"),
-    session
-      ? h(
-          "nav",
-          {},
-          h("a", { href: "#/" }, "Lobby"),
-          h("a", { href: "#/wallet", "data-testid": "wallet-link" }, "Wallet"),
-          h("span", { class: "who", "data-testid": "player-name" }, session.name),
-          h("button", { class: "link", onclick: () => { saveSession(null); location.hash = "#/"; route(); } }, "Sign out"),
-        )
-      : null,
+    h(
+      "nav",
+      { "aria-label": "Main" },
+      session ? h("a", { href: "#/", "data-testid": "lobby-link" }, "Lobby") : null,
+      session ? h("a", { href: "#/wallet", "data-testid": "wallet-link" }, "Wallet") : null,
+      h("a", { href: "#/rules", "data-testid": "rules-link" }, "Rules"),
+      session ? h("span", { class: "who", "data-testid": "player-name" }, session.name) : null,
+      session ? h("button", { class: "link", onclick: () => { saveSession(null); location.hash = "#/"; route(); } }, "Sign out") : null,
+    ),
   );
 }
 
@@ -56,9 +56,9 @@ function loginScreen(): void {
         }
       },
     },
-    h("h1", {}, "Play Kishpa"),
-    h("p", {}, "A Rummikub-style tile game: win two rounds in a row to take the bowl."),
-    h("label", { for: "name" }, "Name"),
+    h("h1", {}, "Play Kishpa and Hand"),
+    h("p", {}, "Two tile-and-card games for tokens: Kishpa (win two rounds in a row to take the bowl) and Hand (open with 51, go out first, split the pot). ", h("a", { href: "#/rules" }, "How to play")),
+    h("label", { for: "name" }, "Your name"),
     input,
     h("button", { type: "submit", class: "primary", "data-testid": "login" }, "Play as guest"),
     status,
@@ -67,33 +67,74 @@ function loginScreen(): void {
   input.focus();
 }
 
-function seatsSelect(id: string, value = 4): HTMLSelectElement {
-  return h("select", { id, "data-testid": id }, ...[2, 3, 4].map((n) => h("option", { value: n, selected: n === value }, `${n} seats`)));
+// ---- the lobby ---------------------------------------------------------------------------
+
+interface Offer {
+  game: Game;
+  stakes: bigint[];
+  seats: number[];
+}
+
+const GAME_NAMES: Record<number, string> = { [Game.KISHPA]: "Kishpa", [Game.HAND]: "Hand" };
+const CHOICE_KEY = "kishpa.lobby";
+
+function labelled(id: string, label: string, control: HTMLElement): HTMLElement {
+  return h("span", { class: "field" }, h("label", { for: id }, label), control);
+}
+
+function select(id: string, options: [string, string][], value: string): HTMLSelectElement {
+  return h("select", { id, "data-testid": id }, ...options.map(([v, text]) => h("option", { value: v, selected: v === value }, text)));
 }
 
 async function lobbyScreen(): Promise<void> {
   const status = h("p", { class: "status", role: "status", "data-testid": "lobby-status" });
   const fail = (err: unknown) => (status.textContent = errorText(err));
   const resume = h("div", {});
-  const botsCount = h("select", { id: "bots", "data-testid": "bots" }, ...[1, 2, 3].map((n) => h("option", { value: n, selected: n === 3 }, `${n} bot${n > 1 ? "s" : ""}`)));
-  const quickSeats = seatsSelect("quick-seats");
-  const privateSeats = seatsSelect("private-seats");
-  const privateBots = h("select", { id: "private-bots", "data-testid": "private-bots" }, ...[0, 1, 2].map((n) => h("option", { value: n }, `${n} bots`)));
-  const code = h("input", { id: "code", placeholder: "Invite code", maxlength: 12, autocapitalize: "characters", "data-testid": "code" });
+  const balance = h("strong", { "data-testid": "lobby-balance" }, "…");
+  const saved = JSON.parse(localStorage.getItem(CHOICE_KEY) ?? "{}") as { game?: string; stake?: string };
+  let offers: Offer[] = [
+    { game: Game.KISHPA, stakes: [1n], seats: [2, 3, 4] },
+    { game: Game.HAND, stakes: [1n], seats: [2, 3, 4] },
+  ];
+  const gameSelect = select("game", offers.map((o) => [String(o.game), GAME_NAMES[o.game]!]), saved.game ?? String(Game.KISHPA));
+  const stakeSelect = h("select", { id: "stake", "data-testid": "stake" });
+  const stakeLabel = h("label", { for: "stake" }, "Stake");
+  const stakeHelp = h("p", { class: "help", id: "stake-help" });
+  stakeSelect.setAttribute("aria-describedby", "stake-help");
+  const gameOf = (): Game => Number(gameSelect.value) as Game;
+  const stakeOf = (): bigint => BigInt(stakeSelect.value || "1");
+  const fillStakes = () => {
+    const offer = offers.find((o) => o.game === gameOf()) ?? offers[0]!;
+    const keep = stakeSelect.value || saved.stake || "";
+    replace(stakeSelect, ...offer.stakes.map((s) => h("option", { value: String(s), selected: String(s) === keep }, `${s} token${s === 1n ? "" : "s"}`)));
+    const hand = gameOf() === Game.HAND;
+    stakeLabel.textContent = hand ? "Buy-in" : "Stake";
+    stakeHelp.textContent = hand
+      ? "Hand: every player pays the buy-in into the pot; after 7 deals the best total takes at least 75% of it."
+      : "Kishpa: every payment of the rules (bowl, bonuses, the win) is multiplied by the stake.";
+  };
+  const remember = () => localStorage.setItem(CHOICE_KEY, JSON.stringify({ game: gameSelect.value, stake: stakeSelect.value }));
+  gameSelect.addEventListener("change", () => (fillStakes(), remember()));
+  stakeSelect.addEventListener("change", remember);
+  fillStakes();
+
+  const botsCount = select("bots", [["1", "1 bot"], ["2", "2 bots"], ["3", "3 bots"]], "3");
+  const quickSeats = select("quick-seats", [["2", "2 players"], ["3", "3 players"], ["4", "4 players"]], "4");
+  const privateSeats = select("private-seats", [["2", "2 seats"], ["3", "3 seats"], ["4", "4 seats"]], "4");
+  const privateBots = select("private-bots", [["0", "no bots"], ["1", "1 bot"], ["2", "2 bots"]], "0");
+  const code = h("input", { id: "code", placeholder: "e.g. K7Q2MX", maxlength: 12, autocapitalize: "characters", autocomplete: "off", "data-testid": "code" });
+  const timers = { turnSeconds: 60, revealSeconds: 15, pauseMs: 5000 };
 
   const playWithBots = async () => {
     status.textContent = "Dealing…";
     try {
       const bots = Number(botsCount.value);
       const seed = clientSeed(`new-${Date.now()}`);
-      const created = await tables.createTable({
-        settings: settingsOf({ seats: bots + 1, bots, turnSeconds: 60, revealSeconds: 15, pauseMs: 5000 }),
-        requestId: requestId(),
-        clientSeed: seed,
-      });
+      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: bots + 1, bots, ...timers });
+      const created = await withRetry((requestId) => tables.createTable({ settings, requestId, clientSeed: seed }));
       const tableId = created.table!.tableId;
       rememberSeed(tableId, seed);
-      await tables.startGame({ tableId, requestId: requestId() });
+      await withRetry((requestId) => tables.startGame({ tableId, requestId }));
       location.hash = `#/table/${tableId}`;
     } catch (err) {
       fail(err);
@@ -102,10 +143,10 @@ async function lobbyScreen(): Promise<void> {
   const quickMatch = async () => {
     status.textContent = "Looking for players…";
     try {
-      const joined = await matchmaking.joinQueue({ game: Game.KISHPA, seats: Number(quickSeats.value), stake: 1n, requestId: requestId() });
+      const joined = await withRetry((requestId) => matchmaking.joinQueue({ game: gameOf(), seats: Number(quickSeats.value), stake: stakeOf(), requestId }));
       let ticket = joined.ticket!;
-      const cancel = h("button", { onclick: async () => { await matchmaking.cancelQueue({ ticketId: ticket.ticketId, requestId: requestId() }).catch(fail); } }, "Cancel");
-      replace(resume, h("p", { "data-testid": "queue" }, "Waiting for players… "), cancel);
+      const cancel = h("button", { onclick: () => void withRetry((requestId) => matchmaking.cancelQueue({ ticketId: ticket.ticketId, requestId })).catch(fail) }, "Cancel");
+      replace(resume, h("section", { class: "card highlight" }, h("p", { "data-testid": "queue" }, `Waiting for players for ${GAME_NAMES[gameOf()]} at ${stakeOf()}… `), cancel));
       if (ticket.state !== TicketState.MATCHED) {
         for await (const update of matchmaking.watchQueue({ ticketId: ticket.ticketId })) {
           ticket = update.ticket!;
@@ -114,17 +155,15 @@ async function lobbyScreen(): Promise<void> {
         }
       }
       if (ticket.state === TicketState.MATCHED) location.hash = `#/table/${ticket.tableId}`;
-      else status.textContent = "Left the queue";
+      else status.textContent = "You left the queue.";
     } catch (err) {
       fail(err);
     }
   };
   const createPrivate = async () => {
     try {
-      const created = await matchmaking.createPrivateTable({
-        settings: settingsOf({ seats: Number(privateSeats.value), bots: Number(privateBots.value), turnSeconds: 60, revealSeconds: 15, pauseMs: 5000 }),
-        requestId: requestId(),
-      });
+      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: Number(privateSeats.value), bots: Number(privateBots.value), ...timers });
+      const created = await withRetry((requestId) => matchmaking.createPrivateTable({ settings, requestId }));
       sessionStorage.setItem(`kishpa.invite.${created.tableId}`, created.inviteCode);
       location.hash = `#/table/${created.tableId}`;
     } catch (err) {
@@ -134,7 +173,7 @@ async function lobbyScreen(): Promise<void> {
   const joinByCode = async (e: Event) => {
     e.preventDefault();
     try {
-      const joined = await matchmaking.joinByCode({ inviteCode: code.value.trim(), requestId: requestId() });
+      const joined = await withRetry((requestId) => matchmaking.joinByCode({ inviteCode: code.value.trim(), requestId }));
       location.hash = `#/table/${joined.tableId}`;
     } catch (err) {
       fail(err);
@@ -146,62 +185,109 @@ async function lobbyScreen(): Promise<void> {
     h(
       "main",
       { "data-testid": "lobby" },
+      h("h1", {}, "Lobby"),
+      h("p", { class: "balance-line" }, "Your balance: ", balance, " tokens"),
       resume,
+      h(
+        "section",
+        { class: "card choose", "aria-labelledby": "choose-title" },
+        h("h2", { id: "choose-title" }, "Game and stake"),
+        h("div", { class: "row" }, labelled("game", "Game", gameSelect), h("span", { class: "field" }, stakeLabel, stakeSelect)),
+        stakeHelp,
+        h("p", { class: "help" }, h("a", { href: "#/rules", "data-testid": "lobby-rules" }, "How to play")),
+      ),
       h(
         "div",
         { class: "lobby" },
-      h("section", { class: "card" }, h("h2", {}, "Play with bots"), h("p", {}, "A table of your own with bots played by the server."), h("div", { class: "row" }, botsCount, h("button", { class: "primary", onclick: playWithBots, "data-testid": "play-bots" }, "Play"))),
-      h("section", { class: "card" }, h("h2", {}, "Quick match"), h("div", { class: "row" }, quickSeats, h("button", { onclick: quickMatch, "data-testid": "quick-match" }, "Find a table"))),
-      h("section", { class: "card" }, h("h2", {}, "Private table"), h("p", {}, "Get an invite code for friends."), h("div", { class: "row" }, privateSeats, privateBots, h("button", { onclick: createPrivate, "data-testid": "create-private" }, "Create"))),
-      h("section", { class: "card" }, h("h2", {}, "Join a friend"), h("form", { class: "row", onsubmit: joinByCode }, code, h("button", { type: "submit", "data-testid": "join-code" }, "Join"))),
+        h("section", { class: "card" }, h("h2", {}, "Play with bots"), h("p", {}, "A table of your own with bots played by the server."), h("div", { class: "row" }, labelled("bots", "Bots", botsCount), h("button", { class: "primary", onclick: playWithBots, "data-testid": "play-bots" }, "Play"))),
+        h("section", { class: "card" }, h("h2", {}, "Quick match"), h("p", {}, "Play other people at this stake."), h("div", { class: "row" }, labelled("quick-seats", "Table size", quickSeats), h("button", { onclick: quickMatch, "data-testid": "quick-match" }, "Find a table"))),
+        h("section", { class: "card" }, h("h2", {}, "Private table"), h("p", {}, "Get an invite code for friends."), h("div", { class: "row" }, labelled("private-seats", "Seats", privateSeats), labelled("private-bots", "Bots", privateBots), h("button", { onclick: createPrivate, "data-testid": "create-private" }, "Create"))),
+        h("section", { class: "card" }, h("h2", {}, "Join a friend"), h("form", { class: "row", onsubmit: joinByCode }, labelled("code", "Invite code", code), h("button", { type: "submit", "data-testid": "join-code" }, "Join"))),
       ),
       status,
     ),
   );
-  try {
-    const mine = await matchmaking.getMyTable({});
-    replace(resume, h("section", { class: "card highlight" }, h("p", {}, "You are seated at a table."), h("a", { class: "button primary", href: `#/table/${mine.tableId}`, "data-testid": "resume" }, "Back to the table")));
-  } catch (err) {
-    if (!(err instanceof ConnectError && err.code === Code.NotFound)) fail(err);
-  }
+  const reads: Promise<unknown>[] = [
+    matchmaking.listOffers({}).then((answer) => {
+      offers = answer.offers.map((o) => ({ game: o.game, stakes: [...o.stakes], seats: [...o.seats] }));
+      fillStakes();
+    }),
+    wallet.getBalance({}).then((answer) => (balance.textContent = String(answer.balance?.tokens ?? 0n))),
+    matchmaking.getMyTable({}).then(
+      (mine) => replace(resume, h("section", { class: "card highlight" }, h("p", {}, `You are seated at a ${GAME_NAMES[mine.game] ?? ""} table.`), h("a", { class: "button primary", href: `#/table/${mine.tableId}`, "data-testid": "resume" }, "Back to the table"))),
+      (err: unknown) => {
+        if (!(err instanceof ConnectError && err.code === Code.NotFound)) throw err;
+      },
+    ),
+  ];
+  for (const read of reads) read.catch(fail);
+}
+
+// ---- the wallet --------------------------------------------------------------------------
+
+const BOT_NAMES = ["Bot Noa", "Bot Eitan", "Bot Maya"];
+
+/** A wallet account as a person reads it: "you", "the bowl", a player's or a bot's name. */
+export function accountLabel(account: string, me: string, names: Record<string, string>): string {
+  if (account === "bank") return "the bank";
+  if (account.startsWith("bowl:")) return "the table's bowl";
+  if (account.startsWith("pot:")) return "the table's pot";
+  const player = account.replace(/^player:/, "");
+  if (player === me) return "you";
+  if (names[player]) return names[player]!;
+  const bot = /^bot-(\d+)-/.exec(player);
+  if (bot) return BOT_NAMES[Number(bot[1]) - 1] ?? "a bot";
+  return account.startsWith("player:") ? "another player" : account.split(":")[0]!;
 }
 
 async function walletScreen(): Promise<void> {
   const list = h("tbody", {});
   const balance = h("strong", { "data-testid": "wallet-balance" }, "…");
-  const more = h("button", { class: "link" }, "More");
+  const status = h("p", { class: "status", role: "status" });
+  const more = h("button", { class: "more", hidden: true, "data-testid": "wallet-more" }, "Show older");
+  const seen = new Set<bigint>();
   let token = "";
+  const me = loadSession()?.playerId ?? "";
+  const names = knownNames();
   const page = async () => {
+    more.hidden = true;
     const answer = await wallet.listTransfers({ pageSize: 50, pageToken: token });
-    const me = `player:${loadSession()?.playerId}`;
     for (const t of answer.transfers) {
+      if (seen.has(t.transferId)) continue; // a page boundary that moved: never a row twice
+      seen.add(t.transferId);
       const p = t.posting!;
-      const incoming = p.toAccount === me;
+      const incoming = p.toAccount === `player:${me}`;
+      const other = accountLabel(incoming ? p.fromAccount : p.toAccount, me, names);
       list.append(
         h(
           "tr",
           {},
-          h("td", {}, t.createTime ? new Date(Number(t.createTime.seconds) * 1000).toLocaleString() : ""),
-          h("td", {}, reasonText(p.reason)),
-          h("td", {}, incoming ? `from ${p.fromAccount}` : `to ${p.toAccount}`),
-          h("td", { class: incoming ? "plus" : "minus" }, `${incoming ? "+" : "−"}${p.amount}`),
-          h("td", {}, p.tableId ? `${p.tableId.slice(0, 8)} r${p.round}` : ""),
+          h("td", { "data-label": "When" }, t.createTime ? new Date(Number(t.createTime.seconds) * 1000).toLocaleString() : ""),
+          h("td", { "data-label": "Why" }, reasonText(p.reason)),
+          h("td", { "data-label": "With" }, incoming ? `from ${other}` : `to ${other}`),
+          h("td", { "data-label": "Tokens", class: incoming ? "plus" : "minus" }, `${incoming ? "+" : "−"}${p.amount}`),
+          h("td", { "data-label": "Table" }, p.tableId ? `${p.tableId.slice(0, 6)}… round ${p.round}` : ""),
         ),
       );
     }
     token = answer.nextPageToken;
-    more.hidden = !token;
+    more.hidden = !token; // only when there is a next page
   };
-  more.addEventListener("click", () => void page());
+  more.addEventListener("click", () => void page().catch((err) => (status.textContent = errorText(err))));
   screen(
     header(),
     h(
       "main",
-      { class: "card wide", "data-testid": "wallet" },
-      h("h2", {}, "Your wallet"),
-      h("p", {}, "Balance: ", balance, " tokens"),
-      h("table", { class: "history" }, h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Why"), h("th", {}, "With"), h("th", {}, "Tokens"), h("th", {}, "Table"))), list),
-      more,
+      { "data-testid": "wallet" },
+      h(
+        "section",
+        { class: "card wide" },
+        h("h1", {}, "Your wallet"),
+        h("p", {}, "Balance: ", balance, " tokens"),
+        h("table", { class: "history" }, h("caption", {}, "Your payments, newest first"), h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "When"), h("th", { scope: "col" }, "Why"), h("th", { scope: "col" }, "With"), h("th", { scope: "col" }, "Tokens"), h("th", { scope: "col" }, "Table"))), list),
+        more,
+        status,
+      ),
     ),
   );
   try {
@@ -209,13 +295,18 @@ async function walletScreen(): Promise<void> {
     balance.textContent = String(answer.balance?.tokens ?? 0n);
     await page();
   } catch (err) {
-    balance.textContent = errorText(err);
+    status.textContent = errorText(err);
   }
 }
 
 function route(): void {
   const session = loadSession();
   const hash = location.hash || "#/";
+  const rules = /^#\/rules(?:\/(kishpa|hand))?$/.exec(hash);
+  if (rules) {
+    screen(header(), rulesScreen(rules[1] === "hand" ? "hand" : rules[1] === "kishpa" ? "kishpa" : null));
+    return;
+  }
   if (!session) {
     loginScreen();
     return;

@@ -1,20 +1,22 @@
-// The table screen: the view (GetTable) redrawn after every event of the WatchTable stream,
-// the rack in the player's own order (kept on the server), actions, hints, the event log,
-// the round-end summary and the fairness check. A dropped stream resumes after the last
-// event id seen (kept in sessionStorage, so a reload resumes too): nothing lost, nothing twice.
-import { ConnectError } from "@connectrpc/connect";
+// The table screen of both games: the view (GetTable) redrawn after every event of the
+// WatchTable stream, the rack in the player's own order (kept on the server), actions,
+// hints, the event log, the round-end summary and the fairness check. A dropped stream
+// resumes after the last event id seen (kept in sessionStorage, so a reload resumes too):
+// nothing lost, nothing twice. Hand adds the melds on the table, the opening count, laying
+// off, releasing jokers and undo (its card logic is hand.ts).
 import type { Tile } from "./gen/kishpa/common/v1/common_pb";
-import { GroupKind } from "./gen/kishpa/common/v1/common_pb";
+import { Game, GroupKind } from "./gen/kishpa/common/v1/common_pb";
 import {
   DrawSource,
   PlayerAction,
   RoundPhase,
   TableStatus,
   type GetHintResponse,
+  type Meld,
   type TableView,
 } from "./gen/kishpa/table/v1/table_pb";
 import type { Transfer } from "./gen/kishpa/wallet/v1/wallet_pb";
-import { knownSeed, requestId, tables, wallet, type Session } from "./api";
+import { backoffMs, isTransient, knownSeed, onReconnecting, rememberNames, sleep, tables, wallet, withRetry, type Session } from "./api";
 import {
   dealtTiles,
   deadlineMsOf,
@@ -30,7 +32,9 @@ import {
   type UiPayment,
 } from "./events";
 import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
-import { errorText, h, replace, tileClass, tileLabel, tileTitle } from "./ui";
+import { OPENING_POINTS, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
+import { rulesDialog } from "./rules";
+import { errorText, h, isRepeat, replace, tileClass, tileLabel, tileTitle, touchOnly, type Attrs } from "./ui";
 
 interface Saved {
   lastId: string;
@@ -38,6 +42,8 @@ interface Saved {
   arranged: number[];
   /** Every payment of each round, from its settlements' events (who paid whom and why). */
   payments: Record<number, UiPayment[]>;
+  /** The reveal window now open (Kishpa): at the round's start or its end. */
+  window?: string;
 }
 
 const LOG_LIMIT = 200;
@@ -60,48 +66,68 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   const saved: Saved = { lastId: "", log: [], arranged: [], payments: {}, ...JSON.parse(sessionStorage.getItem(storeKey) ?? "{}") };
   const persist = () => sessionStorage.setItem(storeKey, JSON.stringify(saved));
   const abort = new AbortController();
+  const keysShown = !touchOnly();
   let view: TableView | null = null;
   let hint: GetHintResponse | null = null;
   let hintFor = "";
-  let selected: number | null = null;
+  /** Picked tiles: one at Kishpa, any number at Hand (a meld to lay, cards to lay off). */
+  let picked: number[] = [];
   let status = "";
-  let connection = "connecting…";
+  let statusAt = 0;
+  let streamDown = false;
+  let retrying = false;
   let summary: Summary | null = null;
+  let rulesOpen = false;
   let dismissed = Number(sessionStorage.getItem(`${storeKey}.dismissed`) ?? "0");
   let refreshing: Promise<void> | null = null;
   let again = false;
   let busy = false;
-  let focusTile: number | null = null;
+  let focusAfterDraw: string | null = null;
 
+  const isHand = () => view?.settings?.game === Game.HAND;
   const seatName = (seat: number | null): string => {
-    if (seat === null || !view) return "The table";
+    if (seat === null || !view) return "Nobody";
     const s = view.seats[seat];
     if (!s) return `Seat ${seat + 1}`;
-    return s.displayName || (s.playerId === session.playerId ? session.name : `Player ${seat + 1}`);
+    if (s.playerId === session.playerId) return "You";
+    return s.displayName || `Player ${seat + 1}`;
   };
   const accountName = (account: string): string => {
     if (account === "bank") return "the bank";
     if (account.startsWith("bowl:")) return "the bowl";
+    if (account.startsWith("pot:")) return "the pot";
     const player = account.replace(/^player:/, "");
     if (player === session.playerId) return "you";
     const seat = view?.seats.findIndex((s) => s.playerId === player) ?? -1;
-    return seat >= 0 ? seatName(seat) : player;
+    return seat >= 0 ? seatName(seat) : "another player";
+  };
+  const jokerFace = () => (view?.round?.gameRound.case === "kishpa" ? view.round.gameRound.value.jokerFace : "");
+  const nameOf = (face: string) => tileTitle(face, jokerFace());
+
+  const say = (text: string) => {
+    status = text;
+    statusAt = Date.now();
   };
 
   // ---- the stream ----------------------------------------------------------------------
 
+  let summaryNeeded = false;
+
   function onEvent(ev: UiEvent): void {
     if (saved.lastId && compareIds(ev.id, saved.lastId) <= 0) return; // seen before a reconnect
     saved.lastId = ev.id;
-    const text = describe(ev, seatName, view ? mySeatOf(view) : null);
+    const text = describe(ev, (seat) => seatName(seat), view ? mySeatOf(view) : null, (face) => tileTitle(face, ev.joker ?? jokerFace()));
     if (text) {
       saved.log.push({ id: ev.id, text, kind: ev.kind });
       if (saved.log.length > LOG_LIMIT) saved.log.splice(0, saved.log.length - LOG_LIMIT);
     }
     if (dealtTiles(ev)) saved.arranged = [];
+    if (ev.kind === "reveal_window_opened") saved.window = ev.moment;
+    if (ev.kind === "reveal_window_closed") delete saved.window;
     if (ev.payments?.length) saved.payments[ev.round] = [...(saved.payments[ev.round] ?? []), ...ev.payments];
     persist();
-    if (ev.kind === "seed_committed") void contribute(ev.round);
+    // Between deals an event carries the round that ended: seed_committed is for the next.
+    if (ev.kind === "seed_committed") void contribute(ev.round + 1);
     if (endsRound(ev)) summaryNeeded = true;
     // Any settlement moves the balances the summary shows (the next round's start can settle
     // while this round's summary is still open), so the wallet is read again after each one.
@@ -109,34 +135,36 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     scheduleRefresh();
   }
 
-  let summaryNeeded = false;
-
   async function watch(): Promise<void> {
-    let delay = 250;
-    while (!abort.signal.aborted) {
+    for (let attempt = 0; !abort.signal.aborted; ) {
       try {
-        connection = "live";
-        draw();
         const request = { tableId, afterEventId: saved.lastId, batched: true };
         for await (const message of tables.watchTable(request, { signal: abort.signal })) {
-          delay = 250;
+          if (streamDown) {
+            streamDown = false;
+            draw();
+          }
+          attempt = 0;
           for (const event of message.events) onEvent(fromWire(event));
         }
-        if (view?.status === TableStatus.CLOSED) {
-          connection = "table closed";
-          draw();
-          return;
-        }
+        if (view?.status === TableStatus.CLOSED) return;
       } catch (err) {
         if (abort.signal.aborted) return;
-        connection = `reconnecting… (${errorText(err)})`;
+        if (!isTransient(err) && attempt > 8) {
+          say(errorText(err));
+        }
+        streamDown = true;
         draw();
       }
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 5000);
+      // Watch again after the last event seen: capped, jittered, for as long as the page is open.
+      await sleep(backoffMs(attempt++), abort.signal);
       scheduleRefresh();
     }
   }
+  const stopListening = onReconnecting((on) => {
+    retrying = on;
+    draw();
+  });
 
   // ---- the view --------------------------------------------------------------------------
 
@@ -154,6 +182,14 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     });
   }
 
+  function takeView(next: TableView | undefined): void {
+    if (!next || (view && next.version < view.version)) return;
+    view = next;
+    rememberNames(view.seats.filter((s) => s.playerId && s.playerId !== session.playerId).map((s) => [s.playerId, s.displayName] as [string, string]));
+    const rack = new Set(view.round?.myRack?.tiles.map((t) => t.id) ?? []);
+    picked = picked.filter((id) => rack.has(id));
+  }
+
   // ---- fair deals: a random contribution to each deal once its commitment is out ---------
 
   const contributed: Record<number, string> = {};
@@ -163,7 +199,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const text = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
     contributed[deal] = text;
     try {
-      await tables.contribute({ tableId, deal, contribution: text, requestId: requestId() });
+      await withRetry((requestId) => tables.contribute({ tableId, deal, contribution: text, requestId }), abort.signal);
     } catch {
       delete contributed[deal]; // too late (dealt already): the deal uses this seat's default
     }
@@ -171,13 +207,14 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
 
   async function refresh(): Promise<void> {
     try {
-      view = (await tables.getTable({ tableId })).table ?? null;
+      takeView((await withRetry(() => tables.getTable({ tableId }), abort.signal)).table);
       if (view?.nextDeal && !view.contributed) void contribute(view.nextDeal);
     } catch (err) {
-      status = errorText(err);
+      say(errorText(err));
       draw();
       return;
     }
+    if (status && Date.now() - statusAt > 6000) status = ""; // an old message does not linger for turns
     const round = view?.round;
     const live = round && round.phase !== RoundPhase.ENDED && round.phase !== RoundPhase.UNSPECIFIED && mySeatOf(view!) !== null;
     const rackKey = round ? `${round.round}:${round.myRack?.tiles.map((t) => t.id).join(",")}` : "";
@@ -188,7 +225,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       } catch {
         hint = null;
       }
-      if (hint && saved.arranged.length === 0 && round!.myRack!.tiles.length >= 14) await arrange();
+      if (hint && !isHand() && saved.arranged.length === 0 && round!.myRack!.tiles.length >= 14) await arrange();
     }
     if (!live) hint = null;
     if (round && round.phase === RoundPhase.ENDED && round.round > dismissed && (summaryNeeded || summary?.round !== round.round)) {
@@ -208,12 +245,12 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
 
   async function setOrder(ids: number[]): Promise<void> {
     try {
-      const answer = await tables.setRackOrder({ tableId, tileIds: ids, requestId: requestId() });
+      const answer = await withRetry((requestId) => tables.setRackOrder({ tableId, tileIds: ids, requestId }), abort.signal);
       if (answer.rack && view?.round) view.round.myRack = answer.rack;
       saved.arranged = ids;
       persist();
     } catch (err) {
-      status = errorText(err);
+      say(errorText(err));
     }
     draw();
   }
@@ -222,84 +259,163 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
 
   const can = (action: PlayerAction) => !!view?.availableActions.includes(action);
 
-  async function act(what: string, call: () => Promise<unknown>): Promise<void> {
-    if (busy) return;
+  /** One move: sent (again on an outage, with the same request id); its answer redraws at once. */
+  async function act(what: string, call: (requestId: string) => Promise<{ table?: TableView }>): Promise<void> {
+    if (busy) return; // a double press: the first one is on its way
     busy = true;
-    status = what;
+    say(what);
     draw();
     try {
-      await call();
+      const answer = await withRetry(call, abort.signal);
+      takeView(answer.table);
       status = "";
     } catch (err) {
-      status = err instanceof ConnectError ? err.rawMessage : errorText(err);
+      // A second press the server already answered ("not your turn" now): nothing to say.
+      status = isRepeat(err) ? "" : errorText(err);
+      statusAt = Date.now();
     } finally {
       busy = false;
     }
+    draw();
     scheduleRefresh();
   }
 
-  const drawPile = () => act("Drawing…", () => tables.draw({ tableId, source: DrawSource.PILE, requestId: requestId() }));
-  const takeDiscard = () => act("Taking…", () => tables.draw({ tableId, source: DrawSource.DISCARD, requestId: requestId() }));
-  const suggested = (): number | null => {
-    const rack = view?.round?.myRack?.tiles ?? [];
+  const rackTiles = () => view?.round?.myRack?.tiles ?? [];
+  const drawPile = () => act("Drawing…", (requestId) => tables.draw({ tableId, source: DrawSource.PILE, requestId }));
+  const takeDiscard = () => act("Taking the discard…", (requestId) => tables.draw({ tableId, source: DrawSource.DISCARD, requestId }));
+  const suggested = (): Tile | null => {
+    const rack = rackTiles();
     if (!rack.length) return null;
+    if (isHand()) return suggestedDiscard(hint?.looseTiles ?? [], rack) as Tile | null;
     const loose = hint?.looseTiles ?? [];
-    return loose.length ? loose[loose.length - 1]!.id : rack[rack.length - 1]!.id;
+    return loose.length ? loose[loose.length - 1]! : rack[rack.length - 1]!;
   };
   const discard = () => {
-    const tile = selected ?? suggested();
-    if (tile === null) return;
-    selected = null;
-    void act("Discarding…", () => tables.discard({ tableId, tileId: tile, requestId: requestId() }));
+    const tile = picked.length === 1 ? picked[0]! : suggested()?.id;
+    if (tile === undefined || tile === null) return;
+    picked = [];
+    void act("Discarding…", (requestId) => tables.discard({ tableId, tileId: tile, requestId }));
   };
   const win = () => {
-    const tile = hint?.winningDiscards[0]?.id ?? selected;
-    if (tile === undefined || tile === null) return;
-    void act("Winning…", () => tables.win({ tableId, discardTileId: tile, requestId: requestId() }));
+    const tile = hint?.winningDiscards[0]?.id ?? picked[0];
+    if (tile === undefined) return;
+    void act("Winning…", (requestId) => tables.win({ tableId, discardTileId: tile, requestId }));
   };
-  const reveal = () => act("Revealing…", () => tables.revealKishpa({ tableId, requestId: requestId() }));
-  const pass = () => act("Passing…", () => tables.declineReveal({ tableId, requestId: requestId() }));
-  const start = () => act("Starting…", () => tables.startGame({ tableId, requestId: requestId() }));
-  const lastRound = () => act("Pressing last round…", () => tables.pressLastRound({ tableId, requestId: requestId() }));
+  const reveal = () => act("Revealing…", (requestId) => tables.revealKishpa({ tableId, requestId }));
+  const pass = () => act("Passing…", (requestId) => tables.declineReveal({ tableId, requestId }));
+  const start = () => act("Starting…", (requestId) => tables.startGame({ tableId, requestId }));
+  const lastRound = () => act("Pressing last round…", (requestId) => tables.pressLastRound({ tableId, requestId }));
   const leave = () =>
-    act("Leaving…", async () => {
-      await tables.leaveTable({ tableId, requestId: requestId() });
+    act("Leaving…", async (requestId) => {
+      const answer = await tables.leaveTable({ tableId, requestId });
       location.hash = "#/";
+      return answer;
     });
 
+  // Hand
+  const hand = () => (view?.round?.gameRound.case === "hand" ? view.round.gameRound.value : null);
+  const opened = () => {
+    const me = view ? mySeatOf(view) : null;
+    return me !== null && !!hand()?.openedSeats.includes(me);
+  };
+  const pickedCards = () => rackTiles().filter((t) => picked.includes(t.id));
+  const suggestedMelds = () => (isHand() ? hint?.groups.filter((g) => g.tiles.length >= 3) ?? [] : []);
+  const suggestedValue = () => suggestedMelds().reduce((sum, g) => sum + meldValue(g.tiles.map((t) => t.face)), 0);
+  const laySuggested = () => {
+    const melds = suggestedMelds().map((g) => ({ tileIds: g.tiles.map((t) => t.id) }));
+    if (!melds.length) return;
+    picked = [];
+    void act(opened() ? "Laying melds…" : "Opening…", (requestId) => tables.layMelds({ tableId, melds, requestId }));
+  };
+  const layPicked = () => {
+    const cards = layOrder(pickedCards());
+    if (cards.length < 3) {
+      say("Pick three or more cards to lay as a meld.");
+      draw();
+      return;
+    }
+    picked = [];
+    void act("Laying the meld…", (requestId) => tables.layMelds({ tableId, melds: [{ tileIds: cards.map((c) => c.id) }], requestId }));
+  };
+  const layOff = (meld: Meld) => {
+    const [card] = picked;
+    if (card === undefined || picked.length !== 1) {
+      say("Pick one card of yours first, then the meld to add it to.");
+      draw();
+      return;
+    }
+    picked = [];
+    focusAfterDraw = `meld-${meld.meldId}`;
+    void act("Laying off…", (requestId) => tables.layOff({ tableId, meldId: meld.meldId, tileId: card, requestId }));
+  };
+  const release = (meld: Meld) => {
+    const cards = [...picked];
+    if (!cards.length) {
+      say("Pick the card (or two) that takes the joker's place, then Release.");
+      draw();
+      return;
+    }
+    picked = [];
+    void act("Releasing the joker…", (requestId) => tables.releaseJoker({ tableId, meldId: meld.meldId, tileIds: cards, requestId }));
+  };
+  const undo = () => act("Taking the turn back…", (requestId) => tables.undoTurn({ tableId, requestId }));
+
   function moveTile(id: number, delta: number): void {
-    const ids = view?.round?.myRack?.tiles.map((t) => t.id) ?? [];
+    const ids = rackTiles().map((t) => t.id);
     const from = ids.indexOf(id);
     const to = from + delta;
     if (from < 0 || to < 0 || to >= ids.length) return;
     ids.splice(to, 0, ...ids.splice(from, 1));
-    focusTile = id;
+    focusAfterDraw = `tile-${id}`;
     void setOrder(ids);
   }
 
   function dropTile(id: number, beforeId: number | null): void {
-    const ids = (view?.round?.myRack?.tiles.map((t) => t.id) ?? []).filter((t) => t !== id);
+    const ids = rackTiles().map((t) => t.id).filter((t) => t !== id);
     const at = beforeId === null ? ids.length : ids.indexOf(beforeId);
     ids.splice(at < 0 ? ids.length : at, 0, id);
     void setOrder(ids);
   }
 
+  function togglePick(id: number): void {
+    if (isHand()) picked = picked.includes(id) ? picked.filter((p) => p !== id) : [...picked, id];
+    else picked = picked[0] === id ? [] : [id];
+    focusAfterDraw = `tile-${id}`;
+    draw();
+  }
+
   function onKey(e: KeyboardEvent): void {
-    if (!view || e.target instanceof HTMLInputElement) return;
+    if (!view || e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement || e.ctrlKey || e.metaKey || e.altKey) return;
     const key = e.key.toLowerCase();
+    if (key === "escape") {
+      if (rulesOpen) closeRules();
+      else if (summary) closeSummary();
+      return;
+    }
+    if (summary || rulesOpen) return;
     if (key === "d" && can(PlayerAction.DRAW_PILE)) void drawPile();
     else if (key === "t" && can(PlayerAction.DRAW_DISCARD)) void takeDiscard();
     else if (key === "x" && can(PlayerAction.DISCARD)) discard();
     else if (key === "w" && can(PlayerAction.WIN) && hint?.winningDiscards.length) win();
-    else if (key === "a") void arrange();
-    else if (key === "escape" && summary) closeSummary();
+    else if (key === "r" && can(PlayerAction.REVEAL_KISHPA)) void reveal();
+    else if (key === "p" && can(PlayerAction.DECLINE_REVEAL)) void pass();
+    else if (key === "m" && can(PlayerAction.LAY_MELDS) && suggestedMelds().length) laySuggested();
+    else if (key === "g" && can(PlayerAction.LAY_MELDS) && picked.length >= 3) layPicked();
+    else if (key === "u" && can(PlayerAction.UNDO_TURN)) void undo();
+    else if (key === "a" && !isHand()) void arrange();
+    else if (key === "?") openRules();
+    else return;
+    e.preventDefault();
   }
   document.addEventListener("keydown", onKey);
 
   // ---- round end -------------------------------------------------------------------------
 
+  let summaryFocus = false;
+
   async function buildSummary(round: number): Promise<void> {
     summary = { round, transfers: summary?.round === round ? summary.transfers : null, wallet: null, fairness: summary?.round === round ? summary.fairness : "checking" };
+    summaryFocus = true;
     draw();
     const current = summary;
     await readSettlement(current, true);
@@ -315,19 +431,19 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   async function readSettlement(current: Summary, transfers: boolean): Promise<void> {
     const read = ++walletReads;
     try {
-      if (transfers) current.transfers = [...(await wallet.listTransfers({ tableId, round: current.round, pageSize: 100 })).transfers].reverse();
-      const tokens = (await wallet.getBalance({})).balance?.tokens ?? null;
+      if (transfers) current.transfers = [...(await withRetry(() => wallet.listTransfers({ tableId, round: current.round, pageSize: 100 }), abort.signal)).transfers].reverse();
+      const tokens = (await withRetry(() => wallet.getBalance({}), abort.signal)).balance?.tokens ?? null;
       if (read === walletReads) current.wallet = tokens; // an older read answering late is stale
     } catch (err) {
       current.transfers ??= [];
-      status = errorText(err);
+      say(errorText(err));
     }
     draw();
   }
 
   async function checkFairness(round: number): Promise<TableVerdict | string> {
     try {
-      const record = (await tables.getRoundRecord({ tableId, round })).record!;
+      const record = (await withRetry(() => tables.getRoundRecord({ tableId, round }), abort.signal)).record!;
       // What this seat handed in for the deal: its contribution (this page's, or after a
       // reload the one the record shows for it), else its sit-down seed.
       const mine = record.contributions.find((c) => c.seat === record.mySeat)?.contribution;
@@ -344,67 +460,87 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     dismissed = summary.round;
     sessionStorage.setItem(`${storeKey}.dismissed`, String(dismissed));
     summary = null;
+    focusAfterDraw = "after-summary";
+    draw();
+  }
+
+  function openRules(): void {
+    rulesOpen = true;
+    draw();
+    (root.querySelector('[data-testid="rules-dialog"]') as HTMLElement | null)?.focus();
+  }
+
+  function closeRules(): void {
+    rulesOpen = false;
+    focusAfterDraw = "rules";
     draw();
   }
 
   // ---- drawing ---------------------------------------------------------------------------
 
-  const tileEl = (tile: Tile, extra: Record<string, string | number | boolean | ((e: Event) => void) | undefined> = {}) =>
-    h("span", { class: tileClass(tile.face), title: tileTitle(tile.face), "data-face": tile.face, "data-id": tile.id, ...extra }, tileLabel(tile.face));
+  const tileEl = (tile: Tile, extra: Attrs = {}) =>
+    h("span", { class: tileClass(tile.face), role: "img", "aria-label": nameOf(tile.face), title: nameOf(tile.face), "data-face": tile.face, "data-id": tile.id, ...extra }, tileLabel(tile.face));
 
   function rackEl(): HTMLElement | null {
-    const rack = view?.round?.myRack?.tiles ?? [];
+    const rack = rackTiles();
     if (!rack.length) return null;
     const groupOf = new Map<number, number>();
     hint?.groups.forEach((g, i) => g.tiles.forEach((t) => groupOf.set(t.id, i)));
     const winning = new Set(hint?.winningDiscards.map((t) => t.id));
-    const suggestion = suggested();
+    const suggestion = can(PlayerAction.DISCARD) ? suggested()?.id : undefined;
     const items: HTMLElement[] = [];
     rack.forEach((tile, index) => {
       const group = groupOf.get(tile.id);
       const prev = index > 0 ? groupOf.get(rack[index - 1]!.id) : undefined;
-      if (index > 0 && group !== prev) items.push(h("span", { class: "gap", "aria-hidden": "true" }));
-      const button = h(
-        "button",
-        {
-          class: `${tileClass(tile.face)} ${selected === tile.id ? "selected" : ""} ${group !== undefined ? "grouped" : ""} ${winning.has(tile.id) ? "winning" : ""}`,
-          title: `${tileTitle(tile.face)}${group !== undefined ? ` (in a ${hint!.groups[group]!.kind === GroupKind.RUN ? "run" : "set"})` : ""}`,
-          "aria-pressed": selected === tile.id ? "true" : "false",
-          "data-testid": "rack-tile",
-          "data-face": tile.face,
-          "data-id": tile.id,
-          "data-suggested": suggestion === tile.id ? "true" : undefined,
-          draggable: "true",
-          onclick: () => {
-            selected = selected === tile.id ? null : tile.id;
-            focusTile = tile.id;
-            draw();
-          },
-          onkeydown: (e: Event) => {
-            const k = e as KeyboardEvent;
-            if (k.shiftKey && (k.key === "ArrowLeft" || k.key === "ArrowRight")) {
+      if (index > 0 && group !== prev && !isHand()) items.push(h("span", { class: "gap", "aria-hidden": "true" }));
+      const isPicked = picked.includes(tile.id);
+      const notes = [
+        group !== undefined ? `in a ${hint!.groups[group]!.kind === GroupKind.RUN ? "run" : "set"}` : "",
+        suggestion === tile.id ? "suggested discard" : "",
+        winning.has(tile.id) ? "discard it to win" : "",
+      ].filter(Boolean);
+      const name = `${nameOf(tile.face)}${notes.length ? `, ${notes.join(", ")}` : ""}`;
+      items.push(
+        h(
+          "button",
+          {
+            class: `${tileClass(tile.face)} ${isPicked ? "selected" : ""} ${group !== undefined ? "grouped" : ""} ${winning.has(tile.id) ? "winning" : ""} ${tile.face === jokerFace() ? "joker" : ""}`,
+            title: name,
+            "aria-pressed": isPicked ? "true" : "false",
+            "data-testid": "rack-tile",
+            "data-key": `tile-${tile.id}`,
+            "data-face": tile.face,
+            "data-id": tile.id,
+            "data-suggested": suggestion === tile.id ? "true" : undefined,
+            draggable: "true",
+            onclick: () => togglePick(tile.id),
+            onkeydown: (e: Event) => {
+              const k = e as KeyboardEvent;
+              if (k.shiftKey && (k.key === "ArrowLeft" || k.key === "ArrowRight")) {
+                e.preventDefault();
+                moveTile(tile.id, k.key === "ArrowLeft" ? -1 : 1);
+              }
+            },
+            ondragstart: (e: Event) => (e as DragEvent).dataTransfer?.setData("text/plain", String(tile.id)),
+            ondragover: (e: Event) => e.preventDefault(),
+            ondrop: (e: Event) => {
               e.preventDefault();
-              moveTile(tile.id, k.key === "ArrowLeft" ? -1 : 1);
-            }
+              const id = Number((e as DragEvent).dataTransfer?.getData("text/plain"));
+              if (!Number.isNaN(id) && id !== tile.id) dropTile(id, tile.id);
+            },
           },
-          ondragstart: (e: Event) => (e as DragEvent).dataTransfer?.setData("text/plain", String(tile.id)),
-          ondragover: (e: Event) => e.preventDefault(),
-          ondrop: (e: Event) => {
-            e.preventDefault();
-            const id = Number((e as DragEvent).dataTransfer?.getData("text/plain"));
-            if (!Number.isNaN(id) && id !== tile.id) dropTile(id, tile.id);
-          },
-        },
-        tileLabel(tile.face),
+          // The name is read from the content: the face shown, and its name for screen readers.
+          h("span", { "aria-hidden": "true" }, tileLabel(tile.face)),
+          h("span", { class: "visually-hidden" }, name),
+        ),
       );
-      items.push(button);
     });
     return h(
       "div",
       {
         class: "rack",
         role: "group",
-        "aria-label": "Your rack (Shift+arrows move a tile)",
+        "aria-label": keysShown ? "Your rack (Shift+arrows move the focused tile)" : "Your rack",
         "data-testid": "rack",
         ondragover: (e: Event) => e.preventDefault(),
         ondrop: (e: Event) => {
@@ -421,79 +557,199 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const v = view!;
     const turn = turnSeatOf(v.round);
     const me = mySeatOf(v);
+    const hr = hand();
     return h(
       "ol",
-      { class: "seats", "data-testid": "seats" },
+      { class: "seats", "data-testid": "seats", "aria-label": "Players" },
       ...v.seats.map((s, i) =>
         h(
           "li",
-          { class: `seat ${turn === i ? "turn" : ""} ${me === i ? "me" : ""}`, "data-testid": `seat-${i}`, "data-bot": s.bot ? "true" : "false" },
-          h("span", { class: "name" }, s.playerId ? seatName(i) : "(free seat)", s.bot ? h("span", { class: "badge" }, "bot") : null, me === i ? h("span", { class: "badge you" }, "you") : null),
-          h("span", { class: "count", title: "tiles" }, `${s.tileCount} tiles`),
-          h("span", { class: "balance", "data-testid": `balance-${i}` }, `${s.balance}`),
-          s.streak ? h("span", { class: "streak", title: "wins in a row" }, `★${s.streak}`) : null,
+          { class: `seat ${turn === i ? "turn" : ""} ${me === i ? "me" : ""}`, "data-testid": `seat-${i}`, "data-bot": s.bot ? "true" : "false", "aria-current": turn === i ? "true" : undefined },
+          h("span", { class: "name" }, s.playerId ? seatName(i) : "(free seat)", s.bot ? h("span", { class: "badge" }, "bot") : null, turn === i ? h("span", { class: "badge turn-badge" }, "playing") : null),
+          h("span", { class: "count" }, `${s.tileCount} ${isHand() ? "cards" : "tiles"}`),
+          h("span", { class: "balance", "data-testid": `balance-${i}`, title: "tokens" }, `${s.balance} tokens`),
+          isHand() ? h("span", { class: "score", "data-testid": `score-${i}` }, `${s.score} points${hr?.openedSeats.includes(i) ? " · opened" : ""}`) : null,
+          s.streak ? h("span", { class: "streak" }, `${s.streak} win${s.streak > 1 ? "s" : ""} in a row`) : null,
         ),
       ),
     );
   }
 
+  /** The countdown, labelled by what it counts; other players' turns show no seconds. */
   function timerEl(): HTMLElement {
     const at = deadlineMsOf(view?.round);
-    const el = h("span", { class: "timer", "data-testid": "timer", role: "timer" });
-    if (at !== null) {
-      const left = Math.max(0, Math.ceil((at - Date.now()) / 1000));
-      el.textContent = `${left}s`;
+    const el = h("span", { class: "timer", "data-testid": "timer" });
+    const round = view?.round;
+    if (at === null || !round || !view) return el;
+    const left = Math.max(0, Math.ceil((at - Date.now()) / 1000));
+    const me = mySeatOf(view);
+    const turn = turnSeatOf(round);
+    const windowOpen = round.phase === RoundPhase.START_REVEAL || round.phase === RoundPhase.END_REVEAL;
+    if (windowOpen) el.textContent = `Reveal window: ${left} s`;
+    else if (turn !== null && turn === me) {
+      el.textContent = `Your turn: ${left} s left`;
       if (left <= 10) el.classList.add("urgent");
-    }
+    } else return el;
     return el;
+  }
+
+  function turnText(): string {
+    const v = view!;
+    const round = v.round;
+    if (v.status === TableStatus.WAITING) return `Waiting for players (${v.seats.filter((s) => s.playerId).length} of ${v.settings?.seats ?? 0} seated).`;
+    if (v.status === TableStatus.CLOSED) return "The table has closed.";
+    if (!round) return "";
+    const me = mySeatOf(v);
+    const turn = turnSeatOf(round);
+    const winner = winnerSeatOf(round.result);
+    if (round.phase === RoundPhase.START_REVEAL || (round.phase !== RoundPhase.END_REVEAL && saved.window === "start" && turn === null)) {
+      return can(PlayerAction.REVEAL_KISHPA)
+        ? "Nobody holds a joker, so the kishpa will be replaced. You hold the kishpa: reveal it now for its bonus, or pass."
+        : "Nobody holds a joker, so the kishpa will be replaced: a reveal window is open for whoever holds the kishpa.";
+    }
+    if (round.phase === RoundPhase.END_REVEAL) {
+      const who = winner === null ? "The pile ran out: nobody won." : `${seatName(winner)} won the round.`;
+      return can(PlayerAction.REVEAL_KISHPA)
+        ? `${who} Reveal window: you hold the kishpa — reveal it for its bonus, or pass.`
+        : `${who} A reveal window is open for whoever holds the kishpa.`;
+    }
+    if (round.phase === RoundPhase.ENDED) {
+      if (isHand()) return `Deal ${round.round} is over${v.status === TableStatus.PLAYING ? "; the next deal starts shortly" : ""}.`;
+      return `${winner === null ? "Nobody won" : `${seatName(winner)} won`} round ${round.round}; the next round starts shortly.`;
+    }
+    if (turn !== null && turn === me) {
+      if (can(PlayerAction.DRAW_PILE)) return isHand() ? "Your turn: draw a card (or take the top discard)." : "Your turn: draw a tile.";
+      if (isHand()) return hand()?.mustUse ? `Your turn: use the ${nameOf(hand()!.mustUse!.face)} you took in a meld, then discard.` : "Your turn: lay melds or lay off if you can, then discard.";
+      return hint?.winningDiscards.length ? "Your turn: you can win now!" : "Your turn: discard a tile.";
+    }
+    return turn === null ? "" : `${seatName(turn)}${seatName(turn) === "You" ? "r" : "'s"} turn.`;
+  }
+
+  function hintText(): string {
+    if (!hint || !can(PlayerAction.DISCARD)) return "";
+    if (hint.winningDiscards.length) return `You can win: discard the ${nameOf(hint.winningDiscards[0]!.face)}.`;
+    const tile = picked.length === 1 ? null : suggested();
+    const groups = `${hint.groups.length} group${hint.groups.length === 1 ? "" : "s"}, ${hint.looseTiles.length} loose.`;
+    return tile ? `Suggested discard: the ${nameOf(tile.face)} (highlighted). ${groups}` : groups;
+  }
+
+  function meldsEl(): HTMLElement | null {
+    const hr = hand();
+    if (!hr) return null;
+    const mine = can(PlayerAction.LAY_OFF) || can(PlayerAction.RELEASE_JOKER);
+    return h(
+      "section",
+      { class: "melds", "aria-labelledby": "melds-title", "data-testid": "melds" },
+      h("h2", { id: "melds-title", class: "small" }, "Melds on the table"),
+      hr.melds.length === 0
+        ? h("p", { class: "muted" }, "None yet.")
+        : h(
+            "ul",
+            { class: "meld-list" },
+            ...hr.melds.map((m) =>
+              h(
+                "li",
+                { class: "meld", "data-testid": "meld", "data-meld": m.meldId },
+                h("span", { class: "owner" }, `${seatName(m.seat)}:`),
+                h("span", { class: "group" }, ...m.cards.map((c) => tileEl(c))),
+                mine && can(PlayerAction.LAY_OFF) ? h("button", { class: "small", onclick: () => layOff(m), "data-key": `meld-${m.meldId}`, "data-testid": "lay-off" }, "Add here", h("span", { class: "visually-hidden" }, `: the picked card to ${m.cards.map((c) => nameOf(c.face)).join(", ")}`)) : null,
+                mine && can(PlayerAction.RELEASE_JOKER) && m.cards.some((c) => isJoker(c.face)) ? h("button", { class: "small", onclick: () => release(m), "data-key": `release-${m.meldId}`, "data-testid": "release" }, "Release joker", h("span", { class: "visually-hidden" }, ` of ${m.cards.map((c) => nameOf(c.face)).join(", ")} with the picked cards`)) : null,
+              ),
+            ),
+          ),
+    );
+  }
+
+  function openingEl(): HTMLElement | null {
+    const hr = hand();
+    const me = view ? mySeatOf(view) : null;
+    if (!hr || me === null || view?.round?.phase !== RoundPhase.TURNS) return null;
+    if (opened()) return h("p", { class: "opening done", "data-testid": "opening" }, "✓ You have opened: lay off and meld freely.");
+    const value = suggestedValue();
+    const pickedValue = pickedCards().length >= 3 ? meldValue(layOrder(pickedCards()).map((c) => c.face)) : 0;
+    return h(
+      "p",
+      { class: `opening ${value >= OPENING_POINTS ? "ready" : ""}`, "data-testid": "opening" },
+      h("meter", { min: 0, max: OPENING_POINTS, value: Math.min(value, OPENING_POINTS), "aria-label": "Opening points in your best melds" }),
+      ` Opening: your best melds are worth ${value} of the ${OPENING_POINTS} points you need${pickedValue ? ` (picked: ${pickedValue})` : ""}.`,
+    );
   }
 
   function summaryEl(): HTMLElement | null {
     if (!summary || !view?.round) return null;
     const s = summary;
-    const result = view.round.result;
+    const round = view.round;
+    const result = round.result;
     const winner = winnerSeatOf(result);
     const me = mySeatOf(view);
     const mySeat = me === null ? null : view.seats[me];
+    const hr = hand();
     const fairness =
       s.fairness === "checking"
         ? h("span", {}, "checking the deal…")
         : typeof s.fairness === "string"
           ? h("span", { class: "bad" }, s.fairness)
           : h("strong", { class: s.fairness.ok ? "good" : "bad", title: tableSummary(s.fairness) }, s.fairness.ok ? (s.fairness.wholeTable ? "table verified" : "deal verified") : `NOT verified: ${s.fairness.failed.map((f) => f.check).join(", ")}`);
+    const title = hr
+      ? `Deal ${s.round}${hr.dealsPerGame ? ` of ${hr.dealsPerGame}` : ""}: ${winner === null ? "the stock ran out, nobody went out" : `${seatName(winner)} went out${hr.handWin ? " with a hand" : ""}`}`
+      : `Round ${s.round}: ${winner === null ? "nobody won (the pile ran out)" : `${seatName(winner)} won`}`;
+    const handScores = hr
+      ? h(
+          "table",
+          { class: "scores", "data-testid": "deal-scores" },
+          h("caption", {}, "Points"),
+          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Player"), h("th", { scope: "col" }, "This deal"), h("th", { scope: "col" }, "Total"), hr.payouts.length ? h("th", { scope: "col" }, "From the pot") : null, h("th", { scope: "col" }, "Left in hand"))),
+          h(
+            "tbody",
+            {},
+            ...view.seats.map((seat, i) =>
+              h(
+                "tr",
+                {},
+                h("th", { scope: "row" }, seatName(i)),
+                h("td", {}, `${hr.dealScores[i] ?? ""}`),
+                h("td", {}, `${seat.score}`),
+                hr.payouts.length ? h("td", { "data-testid": `payout-${i}` }, `${hr.payouts[i] ?? 0n} tokens`) : null,
+                h("td", {}, h("span", { class: "group" }, ...(hr.endHands.find((e) => e.seat === i)?.tiles ?? []).map((t) => tileEl(t)))),
+              ),
+            ),
+          ),
+        )
+      : null;
+    const payments = saved.payments[s.round]?.length
+      ? h("ul", { class: "payments", "data-testid": "payments" }, ...saved.payments[s.round]!.map((p) => h("li", {}, `${accountName(p.from)} → ${accountName(p.to)}: ${p.amount} (${p.reason})`)))
+      : s.transfers === null
+        ? h("p", {}, "settling…")
+        : s.transfers.length
+          ? h(
+              "ul",
+              { class: "payments", "data-testid": "payments" },
+              ...s.transfers.map((t) => {
+                const p = t.posting!;
+                return h("li", {}, `${accountName(p.fromAccount)} → ${accountName(p.toAccount)}: ${p.amount} (${reasonText(p.reason)})`);
+              }),
+            )
+          : h("p", { "data-testid": "payments" }, hr ? (hr.payouts.length ? "The pot is being paid out…" : "No tokens move until the game's last deal: then the pot is split by the totals.") : "No payments this round.");
     return h(
       "div",
-      { class: "overlay", role: "dialog", "aria-modal": "true", "aria-labelledby": "summary-title" },
+      { class: "overlay" },
       h(
         "section",
-        { class: "card summary", "data-testid": "summary" },
-        h("h2", { id: "summary-title" }, `Round ${s.round}: `, winner === null ? "nobody won (the pile ran out)" : `${seatName(winner)} won`),
-        winner !== null && result
+        { class: "card summary", role: "dialog", "aria-modal": "true", "aria-labelledby": "summary-title", "data-testid": "summary", tabindex: -1 },
+        h("h2", { id: "summary-title" }, title),
+        !hr && winner !== null && result
           ? h(
               "div",
-              { class: "groups", "data-testid": "winning-groups" },
+              { class: "groups", "data-testid": "winning-groups", role: "group", "aria-label": "The winning hand" },
               ...result.winningGroups.map((g) => h("span", { class: "group" }, ...g.tiles.map((t) => tileEl(t)))),
               result.finalDiscard ? h("span", { class: "group final" }, "discarded ", tileEl(result.finalDiscard)) : null,
             )
           : null,
-        result && winner !== null ? h("p", {}, `Each loser pays ${result.winPayout}${result.bowlTaken ? "; the winner takes the bowl" : ""}.`) : null,
-        h("h3", {}, "Who paid whom this round"),
-        saved.payments[s.round]?.length
-          ? h(
-              "ul",
-              { class: "payments", "data-testid": "payments" },
-              ...saved.payments[s.round]!.map((p) => h("li", {}, `${accountName(p.from)} → ${accountName(p.to)}: ${p.amount} (${p.reason})`)),
-            )
-          : s.transfers === null
-            ? h("p", {}, "settling…")
-            : h(
-                "ul",
-                { class: "payments", "data-testid": "payments" },
-                ...s.transfers.map((t) => {
-                  const p = t.posting!;
-                  return h("li", {}, `${accountName(p.fromAccount)} → ${accountName(p.toAccount)}: ${p.amount} (${reasonText(p.reason)})`);
-                }),
-              ),
+        !hr && result && winner !== null ? h("p", {}, `Each other player pays ${result.winPayout}${result.bowlTaken ? "; the winner also takes the bowl (two wins in a row)" : ""}.`) : null,
+        handScores,
+        hr && hr.payouts.length ? h("p", { "data-testid": "pot-split" }, `The game is over: the pot of ${hr.pot || view.seats.length} was split by the totals — the best total takes at least 75%.`) : null,
+        h("h3", {}, "Who paid whom"),
+        payments,
         h(
           "p",
           {},
@@ -503,78 +759,121 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
           h("strong", { "data-testid": "summary-wallet-balance" }, s.wallet === null ? "…" : `${s.wallet}`),
         ),
         h("p", { "data-testid": "fairness" }, "Fair deal: ", fairness),
-        h("button", { class: "primary", onclick: closeSummary, "data-testid": "close-summary" }, "Continue"),
+        h("button", { class: "primary", onclick: closeSummary, "data-testid": "close-summary", "data-key": "close-summary" }, "Continue"),
       ),
     );
+  }
+
+  function actionsEl(): HTMLElement {
+    const k = (key: string) => (keysShown ? ` (${key})` : "");
+    const handy = isHand();
+    const pickedOne = picked.length === 1;
+    const value = suggestedValue();
+    const buttons = [
+      can(PlayerAction.START_GAME) ? h("button", { class: "primary", onclick: start, "data-testid": "start" }, "Start") : null,
+      can(PlayerAction.REVEAL_KISHPA) ? h("button", { class: "primary", onclick: reveal, "data-testid": "reveal", "aria-keyshortcuts": "r" }, `Reveal the kishpa${k("r")}`) : null,
+      can(PlayerAction.DECLINE_REVEAL) ? h("button", { onclick: pass, "data-testid": "pass", "aria-keyshortcuts": "p" }, `Pass${k("p")}`) : null,
+      can(PlayerAction.DRAW_PILE) ? h("button", { class: "primary", onclick: drawPile, "data-testid": "draw", "aria-keyshortcuts": "d" }, `Draw${k("d")}`) : null,
+      can(PlayerAction.DRAW_DISCARD) ? h("button", { onclick: takeDiscard, "data-testid": "take", "aria-keyshortcuts": "t" }, `Take discard${k("t")}`) : null,
+      can(PlayerAction.WIN) && hint?.winningDiscards.length ? h("button", { class: "win", onclick: win, "data-testid": "win", "aria-keyshortcuts": "w" }, `Win${k("w")}`) : null,
+      handy && can(PlayerAction.LAY_MELDS) && suggestedMelds().length && (opened() || value >= OPENING_POINTS)
+        ? h("button", { class: "primary", onclick: laySuggested, "data-testid": "lay-suggested", "aria-keyshortcuts": "m" }, `${opened() ? "Lay" : "Open with"} the suggested melds (${value})${k("m")}`)
+        : null,
+      handy && can(PlayerAction.LAY_MELDS) && picked.length >= 3 ? h("button", { onclick: layPicked, "data-testid": "lay-picked", "aria-keyshortcuts": "g" }, `Lay the picked cards${k("g")}`) : null,
+      can(PlayerAction.DISCARD) ? h("button", { onclick: discard, "data-testid": "discard", "aria-keyshortcuts": "x" }, `${pickedOne ? "Discard the picked" : "Discard the suggested"}${k("x")}`) : null,
+      handy && can(PlayerAction.UNDO_TURN) ? h("button", { onclick: () => void undo(), "data-testid": "undo", "aria-keyshortcuts": "u" }, `Undo${k("u")}`) : null,
+      !handy && rackTiles().length ? h("button", { class: "link", onclick: () => void arrange(), "data-testid": "arrange", "aria-keyshortcuts": "a" }, `Arrange${k("a")}`) : null,
+      can(PlayerAction.PRESS_LAST_ROUND) ? h("button", { class: "link", onclick: lastRound, "data-testid": "last-round" }, "Last round") : null,
+      h("button", { class: "link", onclick: openRules, "data-testid": "rules", "data-key": "rules", "aria-keyshortcuts": "?" }, "How to play"),
+      h("button", { class: "link", onclick: leave, "data-testid": "leave" }, "Leave"),
+    ];
+    return h("div", { class: "actions", role: "toolbar", "aria-label": "Actions" }, ...buttons.map((b) => (b && !b.dataset.key ? ((b.dataset.key = b.dataset.testid ?? ""), b) : b)));
+  }
+
+  function connectionText(): string {
+    if (view?.status === TableStatus.CLOSED) return "table closed";
+    if (streamDown || retrying) return "reconnecting…";
+    return "live";
   }
 
   function draw(): void {
     if (abort.signal.aborted) return;
     if (!view) {
-      replace(root, h("p", { class: "status" }, status || "Loading the table…"));
+      replace(root, h("h1", { class: "visually-hidden" }, "Table"), h("p", { class: "status", role: "status" }, status || "Loading the table…"));
       return;
     }
+    // Keep the keyboard where it was: remember the focused control by its key.
+    const active = document.activeElement as HTMLElement | null;
+    const hadFocus = active && root.contains(active) ? active.dataset.key ?? null : null;
+    const logScroll = root.querySelector(".log ol")?.scrollTop ?? 0;
     const v = view;
     const round = v.round;
     const me = mySeatOf(v);
     const invite = sessionStorage.getItem(`kishpa.invite.${tableId}`);
     const kishpa = round?.gameRound.case === "kishpa" ? round.gameRound.value : null;
+    const hr = hand();
     const myTurn = round !== undefined && turnSeatOf(round) === me && me !== null;
     const windowOpen = can(PlayerAction.REVEAL_KISHPA) || can(PlayerAction.DECLINE_REVEAL);
-    const buttons = [
-      can(PlayerAction.START_GAME) ? h("button", { class: "primary", onclick: start, "data-testid": "start" }, "Start") : null,
-      can(PlayerAction.DRAW_PILE) ? h("button", { class: "primary", onclick: drawPile, "data-testid": "draw", "aria-keyshortcuts": "d" }, "Draw (d)") : null,
-      can(PlayerAction.DRAW_DISCARD) ? h("button", { onclick: takeDiscard, "data-testid": "take", "aria-keyshortcuts": "t" }, "Take discard (t)") : null,
-      can(PlayerAction.DISCARD) ? h("button", { onclick: discard, "data-testid": "discard", "aria-keyshortcuts": "x" }, selected !== null ? "Discard selected (x)" : "Discard suggested (x)") : null,
-      can(PlayerAction.WIN) && hint?.winningDiscards.length ? h("button", { class: "win", onclick: win, "data-testid": "win", "aria-keyshortcuts": "w" }, "Win (w)") : null,
-      can(PlayerAction.REVEAL_KISHPA) ? h("button", { class: "primary", onclick: reveal, "data-testid": "reveal" }, "Reveal kishpa") : null,
-      can(PlayerAction.DECLINE_REVEAL) ? h("button", { onclick: pass, "data-testid": "pass" }, "Pass") : null,
-      round?.myRack?.tiles.length ? h("button", { class: "link", onclick: () => void arrange(), "data-testid": "arrange", "aria-keyshortcuts": "a" }, "Arrange (a)") : null,
-      can(PlayerAction.PRESS_LAST_ROUND) ? h("button", { class: "link", onclick: lastRound, "data-testid": "last-round" }, "Last round") : null,
-      h("button", { class: "link", onclick: leave, "data-testid": "leave" }, "Leave"),
-    ];
-    const hintText = hint
-      ? hint.winningDiscards.length
-        ? `You can win: discard ${hint.winningDiscards[0]!.face}.`
-        : `${hint.groups.length} group${hint.groups.length === 1 ? "" : "s"}, ${hint.looseTiles.length} loose tile${hint.looseTiles.length === 1 ? "" : "s"}.`
-      : "";
+    const gameName = isHand() ? "Hand" : "Kishpa";
+    const connection = connectionText();
     replace(
       root,
       h(
         "div",
-        { class: "table", "data-testid": "table", "data-round": round?.round ?? 0, "data-phase": round ? RoundPhase[round.phase] : "", "data-my-turn": myTurn ? "true" : "false" },
+        { class: `table ${isHand() ? "hand-game" : "kishpa-game"}`, "data-testid": "table", "data-game": gameName.toLowerCase(), "data-round": round?.round ?? 0, "data-phase": round ? RoundPhase[round.phase] : "", "data-my-turn": myTurn ? "true" : "false" },
+        h("h1", { class: "visually-hidden" }, `${gameName} table`),
         h(
           "div",
           { class: "facts" },
-          h("span", {}, v.status === TableStatus.WAITING ? "Waiting for players" : v.status === TableStatus.CLOSED ? "Table closed" : `Round ${round?.round ?? ""}`),
+          h("span", { class: "fact strong" }, v.status === TableStatus.WAITING ? `${gameName}: waiting` : v.status === TableStatus.CLOSED ? `${gameName}: closed` : hr ? `Hand · deal ${round?.round ?? ""} of ${hr.dealsPerGame}` : `Kishpa · round ${round?.round ?? ""}`),
           kishpa?.kishpa ? h("span", { class: "fact" }, "kishpa ", tileEl(kishpa.kishpa, { "data-testid": "kishpa" })) : null,
-          kishpa?.jokerFace ? h("span", { class: "fact" }, "joker ", tileEl({ id: -1, face: kishpa.jokerFace } as Tile)) : null,
-          h("span", { class: "fact", "data-testid": "bowl" }, `bowl ${v.bowl}`),
-          round ? h("span", { class: "fact" }, `pile ${round.pileCount}`) : null,
+          kishpa?.jokerFace ? h("span", { class: "fact" }, "joker ", tileEl({ id: -1, face: kishpa.jokerFace } as Tile, { class: `${tileClass(kishpa.jokerFace)} joker` })) : null,
+          hr ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${hr.pot} tokens`) : h("span", { class: "fact", "data-testid": "bowl" }, `bowl ${v.bowl}`),
+          round ? h("span", { class: "fact" }, `${hr ? "stock" : "pile"} ${round.pileCount}`) : null,
+          h("span", { class: "fact" }, `stake ${v.settings?.stake || 1n}`),
           timerEl(),
-          h("span", { class: `conn ${connection === "live" ? "ok" : ""}`, "data-testid": "connection" }, connection),
+          h("span", { class: `conn ${connection === "live" ? "ok" : "down"}`, "data-testid": "connection", role: "status" }, connection),
         ),
         invite && v.status === TableStatus.WAITING ? h("p", { class: "invite" }, "Invite code: ", h("strong", { "data-testid": "invite-code" }, invite)) : null,
         seatsEl(),
         h(
           "div",
-          { class: "discards", "data-testid": "discards", "aria-label": "discards, oldest first" },
+          { class: "discards", "data-testid": "discards", role: "group", "aria-label": "Discards, oldest first" },
           h("span", { class: "label" }, "Discards"),
-          ...(round?.discards ?? []).slice(-16).map((t, i, all) => tileEl(t, { class: `${tileClass(t.face)} ${i === all.length - 1 ? "top" : ""}` })),
+          ...(round?.discards ?? []).slice(-12).map((t, i, all) => tileEl(t, { class: `${tileClass(t.face)} ${i === all.length - 1 ? "top" : ""}`, "aria-label": `${nameOf(t.face)}${i === all.length - 1 ? " (top)" : ""}` })),
         ),
-        h("p", { class: `turn ${myTurn || windowOpen ? "mine" : ""}`, "data-testid": "turn", "aria-live": "polite" }, windowOpen ? "Reveal window: reveal the kishpa if you hold it, or pass." : myTurn ? (can(PlayerAction.DRAW_PILE) ? "Your turn: draw a tile." : "Your turn: discard a tile, or win.") : round ? `${seatName(turnSeatOf(round))}${turnSeatOf(round) === null ? "" : "'s turn"}` : ""),
+        meldsEl(),
+        h("p", { class: `turn ${myTurn || windowOpen ? "mine" : ""}`, "data-testid": "turn", "aria-live": "polite" }, turnText()),
+        openingEl(),
         rackEl(),
-        h("div", { class: "actions" }, ...buttons),
-        h("p", { class: "hint", "data-testid": "hint", "aria-live": "polite" }, hintText),
+        actionsEl(),
+        h("p", { class: "hint", "data-testid": "hint" }, hintText()),
         status ? h("p", { class: "status", role: "status", "data-testid": "status" }, status) : null,
-        h("details", { class: "log", open: true }, h("summary", {}, "Events"), h("ol", { "data-testid": "log", reversed: true }, ...[...saved.log].reverse().slice(0, 40).map((e) => h("li", { "data-id": e.id }, e.text)))),
-        h("p", { class: "keys" }, "Keys: d draw · t take · x discard · w win · a arrange · Shift+←/→ move the focused tile"),
+        h("details", { class: "log", open: true }, h("summary", {}, "Events"), h("ol", { "data-testid": "log", reversed: true, tabindex: 0, "aria-label": "Events, newest first" }, ...[...saved.log].reverse().slice(0, 40).map((e) => h("li", { "data-id": e.id }, e.text)))),
+        keysShown ? h("p", { class: "keys" }, isHand() ? "Keys: d draw · t take · m lay suggested melds · g lay picked · u undo · x discard · ? rules · Shift+←/→ move a card" : "Keys: d draw · t take · x discard · w win · r reveal · p pass · a arrange · ? rules · Shift+←/→ move a tile") : null,
       ),
       summaryEl(),
+      rulesOpen ? rulesDialog(isHand() ? "hand" : "kishpa", closeRules) : null,
     );
-    if (focusTile !== null) {
-      (root.querySelector(`[data-testid="rack-tile"][data-id="${focusTile}"]`) as HTMLElement | null)?.focus();
+    const log = root.querySelector(".log ol");
+    if (log) log.scrollTop = logScroll;
+    restoreFocus(hadFocus);
+  }
+
+  function restoreFocus(hadFocus: string | null): void {
+    const find = (key: string) => root.querySelector<HTMLElement>(`[data-key="${key}"]`);
+    if (summary && summaryFocus) {
+      summaryFocus = false;
+      find("close-summary")?.focus({ preventScroll: true }); // its title stays in view
+      return;
     }
+    if (rulesOpen) return;
+    const wanted = focusAfterDraw ?? hadFocus;
+    focusAfterDraw = null;
+    if (!wanted) return;
+    // The same control, else the first action (the one pressed is gone: Draw after drawing).
+    const target = find(wanted) ?? root.querySelector<HTMLElement>(".actions button");
+    target?.focus();
   }
 
   const ticker = setInterval(() => {
@@ -588,6 +887,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   return () => {
     abort.abort();
     clearInterval(ticker);
+    stopListening();
     document.removeEventListener("keydown", onKey);
   };
 }

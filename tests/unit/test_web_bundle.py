@@ -1,0 +1,55 @@
+"""The built web client (``make web``): within its size budget, hashed names, no source maps.
+
+The budget is for what a phone downloads on a first visit: the script and the style sheet,
+gzipped (brotli is smaller still). Raise it deliberately, in the same change that needs it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+DIST = Path(__file__).resolve().parents[2] / "web" / "dist"
+GZIP_BUDGET_BYTES = 75_000
+"""Script + style sheet, gzipped. Measured 2026-12-02: see docs/web.md, "How it is delivered"."""
+
+pytestmark = pytest.mark.skipif(
+    not (DIST / "assets.json").is_file(), reason="the web client is not built (make web)"
+)
+
+
+def _assets() -> dict[str, str]:
+    names: dict[str, str] = json.loads((DIST / "assets.json").read_text())
+    return names
+
+
+def test_the_gzipped_bundle_is_within_its_budget() -> None:
+    names = _assets()
+    total = sum(len(gzip.compress((DIST / n).read_bytes(), 9)) for n in names.values())
+    assert total <= GZIP_BUDGET_BYTES, f"{total} gzipped bytes > budget {GZIP_BUDGET_BYTES}"
+
+
+def test_assets_have_hashed_names_named_by_the_page() -> None:
+    names = _assets()
+    index = (DIST / "index.html").read_text()
+    for name in names.values():
+        assert name.count("-") == 1
+        assert f'"{name}"' in index
+        assert (DIST / f"{name}.br").is_file()
+        assert (DIST / f"{name}.gz").is_file()
+
+
+def test_no_source_map_is_published() -> None:
+    assert not list(DIST.rglob("*.map"))
+    script = (DIST / _assets()["js"]).read_text()
+    assert "sourceMappingURL" not in script
+
+
+def test_a_favicon_is_published() -> None:
+    ico = (DIST / "favicon.ico").read_bytes()
+    assert ico[:4] == b"\x00\x00\x01\x00"  # an icon file
+    assert ico[22:26] == b"\x89PNG"
+    assert (DIST / "favicon.svg").read_text().startswith("<svg")
