@@ -876,7 +876,8 @@ class RoundWitness:
     ) -> Verification | None:
         """Take one event in; the verification of its round when the event ended it."""
         if kind in ("seed_committed", "contribution_accepted"):
-            self._before_deal(kind, round_no, data)
+            # Sent between deals: their round is the one before; the deal is in the data.
+            self._before_deal(kind, int(data.get("deal") or round_no + 1), data)
             return None
         if kind == "round_started":
             players = list(data.get("players") or [])
@@ -1017,9 +1018,15 @@ class RoundWitness:
                 "commitment": revealed.shuffle_commitment,
             }
         elif kind == "seed_committed":
-            data = {"commitment": event.seed_committed.shuffle_commitment}
+            data = {
+                "deal": event.seed_committed.deal,
+                "commitment": event.seed_committed.shuffle_commitment,
+            }
         elif kind == "contribution_accepted":
-            data = {"contribution": event.contribution_accepted.contribution}
+            data = {
+                "deal": event.contribution_accepted.deal,
+                "contribution": event.contribution_accepted.contribution,
+            }
         elif kind == "round_ended":
             ended = event.round_ended
             data = {

@@ -79,6 +79,14 @@ function icoOf(png) {
 }
 
 await build({
+  entryPoints: ["src/hand.ts"],
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  outfile: "test/dist/hand.mjs",
+  logLevel: "warning",
+});
+await build({
   entryPoints: ["src/fair.ts"],
   bundle: true,
   format: "esm",

@@ -25,18 +25,20 @@ from typing import Any, Protocol
 import grpc
 import redis
 
+from games.ledger import Posting
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.logging import get_logger
 from services.common.settings import Settings
+from services.common.tls import client_tls_from_settings, sync_channel
 from shared import keys
 from shared.phase_record import BadPhaseRecord, PhaseRecord, parse_phase_record
 from workers import metrics
 from workers.celery_app import kishpa_task
 from workers.config import worker_config
 from workers.settlement import PermanentSettlementError, compute_postings, redis_client
-from workers.wallet_client import CHANNEL_OPTIONS, WalletPosting
+from workers.wallet_client import CHANNEL_OPTIONS
 
 log = get_logger(__name__)
 
@@ -171,7 +173,7 @@ class TableFacts:
 class LedgerBatch:
     batch_id: int
     request_id: str
-    postings: tuple[WalletPosting, ...]
+    postings: tuple[Posting, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +183,7 @@ class LedgerFacts:
     batches: tuple[LedgerBatch, ...]
 
 
-def _movement(p: WalletPosting) -> tuple[str, str, int, str]:
+def _movement(p: Posting) -> tuple[str, str, int, str]:
     return (p.from_account, p.to_account, p.amount, p.reason)
 
 
@@ -190,7 +192,7 @@ def compare(
     redis_facts: RedisFacts | None,
     table: TableFacts | None,
     ledger: LedgerFacts,
-    expected: Callable[[PhaseRecord], Sequence[WalletPosting]],
+    expected: Callable[[PhaseRecord], Sequence[Posting]],
     *,
     settled_still: bool,
 ) -> list[Difference]:
@@ -205,7 +207,7 @@ def compare(
     for batch in ledger.batches:
         if batch.request_id.startswith("wallet:admin:"):
             continue  # audited corrections and refunds: the admin audit log explains them
-        phases = {f"{p.round_no}:{p.phase}" for p in batch.postings if p.table_id == table_id}
+        phases = {f"{p.round}:{p.phase}" for p in batch.postings if p.table_id == table_id}
         for phase_field in sorted(phases):
             by_phase.setdefault(phase_field, []).append(batch)
             if redis_facts is not None and phase_field not in redis_facts.records:
@@ -354,8 +356,9 @@ class GrpcSources:
     def __init__(self, settings: Settings) -> None:
         authority = TokenAuthority(None, settings.require_service_secret())
         self._credentials = ServiceCredentials(authority, SERVICE_NAME)
-        self._table_channel = grpc.insecure_channel(settings.table_addr, options=CHANNEL_OPTIONS)
-        self._wallet_channel = grpc.insecure_channel(settings.wallet_addr, options=CHANNEL_OPTIONS)
+        tls = client_tls_from_settings(settings)
+        self._table_channel = sync_channel(settings.table_addr, tls, options=CHANNEL_OPTIONS)
+        self._wallet_channel = sync_channel(settings.wallet_addr, tls, options=CHANNEL_OPTIONS)
         self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
         self._wallet = wallet_pb2_grpc.WalletServiceStub(self._wallet_channel)
 
@@ -388,7 +391,7 @@ class GrpcSources:
                 b.batch_id,
                 b.request_id,
                 tuple(
-                    WalletPosting(
+                    Posting(
                         t.posting.from_account,
                         t.posting.to_account,
                         t.posting.amount,
@@ -444,7 +447,7 @@ class GrpcSources:
 def check_drift(
     client: redis.Redis,
     sources: Sources,
-    expected: Callable[[PhaseRecord], Sequence[WalletPosting]],
+    expected: Callable[[PhaseRecord], Sequence[Posting]],
 ) -> DriftReport:
     """Compare every table Redis or the ledger knows with the ledger."""
     report = DriftReport()
@@ -464,7 +467,7 @@ def check_drift(
     return report
 
 
-def expected_postings(record: PhaseRecord) -> Sequence[WalletPosting]:
+def expected_postings(record: PhaseRecord) -> Sequence[Posting]:
     """What the rules say the phase's batch holds (the settlement's own computation)."""
     try:
         return compute_postings(record)

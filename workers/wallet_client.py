@@ -7,8 +7,10 @@ which the settlement task retries within its budget.
 
 Batches of concurrent tasks travel together: while one task's call is on the wire, the
 batches other threads hand in wait, and the next call carries all of them in one
-``ApplyBatches`` (one RPC, one shared transaction in the wallet). A batch alone still goes
-as ``ApplyBatch``. Each caller gets its own batch's answer, or its own refusal raised as the
+``ApplyBatches`` (one RPC, one shared transaction in the wallet). The thread that sends
+stops once its own batch is answered and hands the sending to the next waiting thread, so no
+task waits on the others' calls for longer than its own. A batch alone still goes as
+``ApplyBatch``. Each caller gets its own batch's answer, or its own refusal raised as the
 ``grpc.RpcError`` ``ApplyBatch`` would have raised (same code, details and ``ErrorInfo``), so
 the settlement task cannot tell the difference. A wallet without ``ApplyBatches``
 (``UNIMPLEMENTED``, during a rolling upgrade) gets one ``ApplyBatch`` a batch.
@@ -25,6 +27,7 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
+from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
@@ -49,26 +52,13 @@ _OPENED_LIMIT = 100_000
 
 
 @dataclass(frozen=True, slots=True)
-class WalletPosting:
-    """A posting between wallet accounts (``player:<id>``, ``bowl:<table>``, ``bank``)."""
-
-    from_account: str
-    to_account: str
-    amount: int
-    reason: str
-    table_id: str = ""
-    round_no: int = 0
-    phase: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class BatchResult:
     """What the wallet answered to a batch: its id, balances after it, and whether replayed."""
 
     batch_id: str
     balances: Mapping[str, int]
     replayed: bool
-    applied: tuple[WalletPosting, ...] = ()
+    applied: tuple[Posting, ...] = ()
     """Every posting applied, in order, automatic bank loads included."""
 
 
@@ -119,6 +109,7 @@ class _Waiting:
     done: threading.Event = field(default_factory=threading.Event)
     response: wallet_pb2.ApplyBatchResponse | None = None
     error: BaseException | None = None
+    promoted: bool = False  # woken to send the waiting batches, not answered
 
 
 class WalletClient:
@@ -177,7 +168,7 @@ class WalletClient:
                     self._opened.clear()
                 self._opened.add(player_id)
 
-    def apply_batch(self, request_id: str, postings: Sequence[WalletPosting]) -> BatchResult:
+    def apply_batch(self, request_id: str, postings: Sequence[Posting]) -> BatchResult:
         """Apply ``postings`` as one atomic batch under the idempotency key ``request_id``
         (with the batches of concurrent callers, see the module docstring)."""
         request = wallet_pb2.ApplyBatchRequest(
@@ -189,7 +180,7 @@ class WalletClient:
                     amount=p.amount,
                     reason=wallet_pb2.TransferReason.Value(REASON_PREFIX + p.reason.upper()),
                     table_id=p.table_id,
-                    round=p.round_no,
+                    round=p.round,
                     phase=p.phase,
                 )
                 for p in postings
@@ -201,7 +192,7 @@ class WalletClient:
             balances={b.account: b.tokens for b in response.balances},
             replayed=response.replayed,
             applied=tuple(
-                WalletPosting(
+                Posting(
                     from_account=p.from_account,
                     to_account=p.to_account,
                     amount=p.amount,
@@ -209,7 +200,7 @@ class WalletClient:
                     .removeprefix(REASON_PREFIX)
                     .lower(),
                     table_id=p.table_id,
-                    round_no=p.round,
+                    round=p.round,
                     phase=p.phase,
                 )
                 for p in response.applied
@@ -219,36 +210,53 @@ class WalletClient:
     def _apply_together(
         self, request: wallet_pb2.ApplyBatchRequest
     ) -> wallet_pb2.ApplyBatchResponse:
-        """Hand the batch in; the first caller to find nobody sending sends what waits, call
-        after call, until nothing does; the others wait for their own answer."""
+        """Hand the batch in and wait for its answer. The caller who finds nobody sending
+        sends what waits until its own batch is answered, then hands the sending on to the
+        next waiting caller: nobody serves the others for longer than its own call."""
         mine = _Waiting(request)
         with self._lock:
             self._waiting.append(mine)
-            send = not self._sending
+            lead = not self._sending
             self._sending = True
-        if send:
-            try:
-                while True:
-                    with self._lock:
-                        group = self._waiting[:MAX_BATCHES_PER_CALL]
-                        del self._waiting[:MAX_BATCHES_PER_CALL]
-                        if not group:
-                            self._sending = False
-                            break
-                    self._send(group)
-            except BaseException:
-                with self._lock:
-                    self._sending = False
-                    left, self._waiting = self._waiting, []
-                for waiting in left:  # nobody may wait forever on a sender that died
-                    waiting.error = RuntimeError("the wallet call carrying this batch failed")
-                    waiting.done.set()
-                raise
-        mine.done.wait()
+        while True:
+            if lead:
+                self._lead(mine)
+            mine.done.wait()
+            with self._lock:
+                if not mine.promoted:
+                    break
+                mine.promoted = False  # the sending was handed to this caller
+                mine.done.clear()
+            lead = True
         if mine.error is not None:
             raise mine.error
         assert mine.response is not None
         return mine.response
+
+    def _lead(self, mine: _Waiting) -> None:
+        try:
+            while not mine.done.is_set():
+                with self._lock:
+                    group = self._waiting[:MAX_BATCHES_PER_CALL]
+                    del self._waiting[:MAX_BATCHES_PER_CALL]
+                if not group:  # cannot happen: this caller's batch waits until it is sent
+                    raise RuntimeError("a batch was lost before it was sent")
+                self._send(group)
+            with self._lock:
+                if self._waiting:
+                    successor = self._waiting[0]
+                    successor.promoted = True
+                    successor.done.set()
+                else:
+                    self._sending = False
+        except BaseException:
+            with self._lock:
+                self._sending = False
+                left, self._waiting = self._waiting, []
+            for waiting in left:  # nobody may wait forever on a sender that died
+                waiting.error = RuntimeError("the wallet call carrying this batch failed")
+                waiting.done.set()
+            raise
 
     def _send(self, group: list[_Waiting]) -> None:
         """One call for ``group``; every member gets its answer or its error (never raises

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from games.contributions import CONTRIBUTION_ACCEPTED, SEED_COMMITTED
 from services.common.errors import FailedPrecondition, NotFound, PermissionDenied
 from services.table.store import TableStore
 from shared.stream import StoredEvent, TableEvent
@@ -68,7 +69,9 @@ class _Before:
 
     precommitment: str = ""
     precommitment_event_id: str = ""
-    contributions: list[tuple[int, str, str]] = field(default_factory=list)
+    contributions: list[tuple[str, int, str, str]] = field(default_factory=list)
+    """(player, seat then, contribution, event id): a player may leave a waiting table after
+    contributing, and the seats after his move up."""
 
 
 def _hand_size(data: Mapping[str, Any], starter: int) -> int:
@@ -79,13 +82,13 @@ def _hand_size(data: Mapping[str, Any], starter: int) -> int:
 
 def _before_deal(before: _Before, stored: StoredEvent) -> None:
     event = stored.event
-    if event.type == "seed_committed":
+    if event.type == SEED_COMMITTED:
         before.precommitment = str(event.data.get("commitment") or "")
         before.precommitment_event_id = stored.id
-    elif event.type == "contribution_accepted":
-        before.contributions.append(
-            (event.seat, str(event.data.get("contribution") or ""), stored.id)
-        )
+    elif event.type == CONTRIBUTION_ACCEPTED:
+        player = str(event.data.get("player_id") or "")
+        text = str(event.data.get("contribution") or "")
+        before.contributions.append((player, event.seat, text, stored.id))
 
 
 async def round_record(
@@ -105,10 +108,12 @@ async def round_record(
         cursor = page[-1].id
         for stored in page:
             event = stored.event
-            if event.round != round_no:
+            if event.type in (SEED_COMMITTED, CONTRIBUTION_ACCEPTED):
+                # Sent between deals (their round is the one before): the deal is in the data.
+                if int(event.data.get("deal") or 0) == round_no:
+                    _before_deal(before, stored)
                 continue
-            if record is None and event.type not in ("round_started", "deal_started"):
-                _before_deal(before, stored)
+            if event.round != round_no:
                 continue
             if event.type == "round_started":
                 record = _started(table_id, round_no, player_id, event)
@@ -122,7 +127,7 @@ async def round_record(
                 record.deal_event_id = stored.id
                 record.precommitment = before.precommitment
                 record.precommitment_event_id = before.precommitment_event_id
-                record.contributions = list(before.contributions)
+                record.contributions = _seated(record.players, before.contributions)
     if record is None:
         if await store.load(table_id) is None:
             raise NotFound("TABLE_NOT_FOUND", f"no table {table_id!r} (or it expired)")
@@ -137,6 +142,19 @@ async def round_record(
     sit_down = {} if snapshot is None else dict(snapshot.state.get("client_seeds") or {})
     record.seat_client_seeds = [str(sit_down.get(p) or "") for p in record.players]
     return record
+
+
+def _seated(
+    players: list[str], given: list[tuple[str, int, str, str]]
+) -> list[tuple[int, str, str]]:
+    """The contributions of the players who sat in the deal, at their seats in it."""
+    out = []
+    for player, seat, text, event_id in given:
+        if not player:  # an event written before contributions named their player
+            out.append((seat, text, event_id))
+        elif player in players:
+            out.append((players.index(player), text, event_id))
+    return out
 
 
 def _started(table_id: str, round_no: int, player_id: str, event: TableEvent) -> RoundRecord:

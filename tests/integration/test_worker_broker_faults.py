@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 import redis
 
+from devkit.phase_samples import phase_entry, round_record, start_part
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from shared import keys, stream
@@ -53,7 +54,6 @@ from tests.integration.workers_support import (
     wait_for,
 )
 from workers.outbox import index_unsettled
-from workers.samples import phase_entry, round_record, start_part
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -216,7 +216,6 @@ def test_the_worker_survives_redis_killed_while_it_holds_messages(
         wait_for(lambda: _unsettled(client, tables) == 0, 60, "every phase to be settled")
         took = time.monotonic() - returned_at
         print(f"\n{broker} seed {seed}: {kills} kills {moments}; settled {took:.1f}s after")
-        assert took <= SETTLED_AFTER_RETURN_S, took
         # The remaining phases of each table, with Redis up.
         for table in tables:
             while len(table.written) < len(table.phases):
@@ -245,3 +244,5 @@ def test_the_worker_survives_redis_killed_while_it_holds_messages(
     log = worker.log.read_text()
     assert "Unrecoverable error" not in log
     assert "'NoneType' object has no attribute" not in log
+    # Last, so that a slow run still shows whether anything was lost or doubled.
+    assert took <= SETTLED_AFTER_RETURN_S, took

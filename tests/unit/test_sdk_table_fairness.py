@@ -295,8 +295,8 @@ def _started(witness: RoundWitness, ev: RoundEvidence, commitment_at_deal: str) 
 def test_a_witness_catches_a_commitment_published_after_a_contribution() -> None:
     ev = kishpa_evidence(4)
     witness = RoundWitness()
-    witness.observe("contribution_accepted", 1, 0, {"contribution": GIVEN[0]})
-    witness.observe("seed_committed", 1, -1, {"commitment": ev.commitment})
+    witness.observe("contribution_accepted", 0, 0, {"deal": 1, "contribution": GIVEN[0]})
+    witness.observe("seed_committed", 0, -1, {"deal": 1, "commitment": ev.commitment})
     _started(witness, ev, ev.commitment)
     witness.observe("dealt", 1, 0, {}, {"hand": [{"id": t} for t in ev.dealt]})
     witness.observe(
@@ -314,7 +314,7 @@ def test_a_witness_catches_a_commitment_published_after_a_contribution() -> None
 def test_a_witness_catches_a_deal_under_another_commitment() -> None:
     ev = kishpa_evidence(5)
     witness = RoundWitness()
-    witness.observe("seed_committed", 1, -1, {"commitment": "ab" * 32})
+    witness.observe("seed_committed", 0, -1, {"deal": 1, "commitment": "ab" * 32})
     witness.contributed(1, GIVEN[0])
     _started(witness, ev, ev.commitment)
     witness.observe("dealt", 1, 0, {}, {"hand": [{"id": t} for t in ev.dealt]})
@@ -335,7 +335,7 @@ def test_a_witness_catches_a_deal_under_another_commitment() -> None:
 def test_a_record_rewritten_after_the_deal_contradicts_what_was_seen_live() -> None:
     ev = kishpa_evidence(6)
     witness = RoundWitness()
-    witness.observe("seed_committed", 1, -1, {"commitment": ev.commitment})
+    witness.observe("seed_committed", 0, -1, {"deal": 1, "commitment": ev.commitment})
     _started(witness, ev, ev.commitment)
     seen = [(ev.dealt[0] + 1) % 106, *ev.dealt[1:]]  # what the table really sent this seat
     witness.observe("dealt", 1, 0, {}, {"hand": [{"id": t} for t in seen]})

@@ -126,7 +126,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (ev.kind === "reveal_window_closed") delete saved.window;
     if (ev.payments?.length) saved.payments[ev.round] = [...(saved.payments[ev.round] ?? []), ...ev.payments];
     persist();
-    if (ev.kind === "seed_committed") void contribute(ev.round);
+    // Between deals an event carries the round that ended: seed_committed is for the next.
+    if (ev.kind === "seed_committed") void contribute(ev.round + 1);
     if (endsRound(ev)) summaryNeeded = true;
     // Any settlement moves the balances the summary shows (the next round's start can settle
     // while this round's summary is still open), so the wallet is read again after each one.
@@ -863,7 +864,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const find = (key: string) => root.querySelector<HTMLElement>(`[data-key="${key}"]`);
     if (summary && summaryFocus) {
       summaryFocus = false;
-      find("close-summary")?.focus();
+      find("close-summary")?.focus({ preventScroll: true }); // its title stays in view
       return;
     }
     if (rulesOpen) return;

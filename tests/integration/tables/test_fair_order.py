@@ -117,9 +117,16 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
     redis: Redis,
     server: TableServer,
 ) -> None:
-    ann, bob, outsider = players[0], players[1], players[2]
-    table_id = await _open_table(stub, md, [ann, bob], start=False)
+    ann, bob, outsider, dan = players[0], players[1], players[2], players[3]
+    table_id = await _open_table(stub, md, [ann, dan, bob], start=False)
     try:
+        # Dan contributes, then leaves before the start: Bob moves up to seat 1, and Dan's
+        # contribution is in no deal (nor in its record).
+        await _contribute(stub, md[dan], table_id, 1, "dan-gone")
+        await stub.LeaveTable(
+            table_pb2.LeaveTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[dan],
+        )
         view = (
             await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[ann])
         ).table
@@ -221,14 +228,17 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
             if e.event.type
             in ("seed_committed", "contribution_accepted", "round_started", "round_ended")
         ]
-        assert kinds[:4] == [
-            ("seed_committed", 1),
-            ("contribution_accepted", 1),
-            ("contribution_accepted", 1),
+        # (Between deals an event carries the round that ended, 0 before the first; the
+        # deal it is for is in its data.)
+        assert kinds[:5] == [
+            ("seed_committed", 0),
+            ("contribution_accepted", 0),  # Dan's, who left
+            ("contribution_accepted", 0),
+            ("contribution_accepted", 0),
             ("round_started", 1),
         ]
         at = kinds.index(("round_ended", 1))
-        assert kinds[at + 1] == ("seed_committed", 2)
+        assert kinds[at + 1] == ("seed_committed", 1)
     finally:
         await cleanup(redis, table_id)
 
@@ -263,7 +273,7 @@ async def test_a_seat_that_contributed_is_awaited_then_dealt_its_default(
             for e in events
             if e.event.type == "deadline" and e.event.data["kind"] == "contributions"
         ]
-        assert [w.event.round for w in waits] == [2]
+        assert [w.event.round for w in waits] == [1]  # waiting for deal 2, after round 1
         waited_ms = int(waits[0].event.data["at_ms"]) - int(waits[0].id.split("-")[0])
         assert 2_500 <= waited_ms <= 3_500
         (started,) = [e for e in events if e.event.type == "round_started" and e.event.round == 2]
