@@ -40,7 +40,6 @@ import os
 import random
 import resource
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -53,9 +52,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
-from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 from redis.asyncio import Redis  # noqa: E402
 
+from benchmarks._common import cpu_seconds, free_port, pct, wait_serving  # noqa: E402
 from kishpa.common.v1 import common_pb2  # noqa: E402
 from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
 from sdk import table_settings  # noqa: E402
@@ -66,22 +65,6 @@ TABLES_PER_CHANNEL = 100
 """Watch streams of this many tables share one HTTP/2 connection of a generator."""
 SAMPLE_CAP = 60_000
 """Latency samples a generator reports per kind (uniformly subsampled beyond)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def _capped(samples: list[float], rng: random.Random) -> list[float]:
@@ -421,22 +404,6 @@ async def generate(args: argparse.Namespace) -> None:
 # ---- the driver ------------------------------------------------------------------------
 
 
-async def _wait_serving(address: str, process: subprocess.Popen[bytes]) -> None:
-    async with grpc.aio.insecure_channel(address) as channel:
-        health: Any = health_pb2_grpc.HealthStub(channel)
-        for _ in range(300):
-            if process.poll() is not None:
-                raise SystemExit("the table service exited")
-            try:
-                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.2)
-    raise SystemExit("the table service did not start")
-
-
 async def _ping_baseline(redis: Redis, seconds: float = 3.0) -> list[float]:
     samples: list[float] = []
     until = time.perf_counter() + seconds
@@ -460,7 +427,7 @@ async def _service_clients(redis: Redis) -> list[dict[str, Any]]:
 
 
 async def step(args: argparse.Namespace, tables: int) -> None:
-    from tests.servers import start_redis, stop_redis
+    from devkit.redis_servers import start_redis, stop_redis
 
     redis_server = start_redis()
     # Named, so that counting the services' connections leaves the driver's own out.
@@ -472,7 +439,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         root = Path(os.environ.get("BENCH_CAPACITY_SERVER_ROOT", ROOT))
         addresses = []
         for _ in range(args.processes):
-            port, metrics_port = _free_port(), _free_port()
+            port, metrics_port = free_port(), free_port()
             env = {
                 **os.environ,
                 "REDIS_URL": redis_server.url,
@@ -495,14 +462,14 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             services.append((process, metrics_port))
             addresses.append(f"127.0.0.1:{port}")
         for (process, _), address in zip(services, addresses, strict=True):
-            await _wait_serving(address, process)
+            await wait_serving(address, process, "the table service")
         memory_before = int((await redis.info("memory"))["used_memory"])
         # The process's own idle cost (timers, no watcher): what watchers add is on top.
         pids = [p.pid for p, _ in services]
         await asyncio.sleep(2.0)
-        cpu_base0 = sum(_cpu_seconds(p) for p in pids)
+        cpu_base0 = sum(cpu_seconds(p) for p in pids)
         await asyncio.sleep(args.idle_seconds)
-        base_cpu = sum(_cpu_seconds(p) for p in pids) - cpu_base0
+        base_cpu = sum(cpu_seconds(p) for p in pids) - cpu_base0
         per = -(-tables // args.generators)
         for g in range(args.generators):
             count = min(per, tables - g * per)
@@ -542,9 +509,9 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         await asyncio.sleep(2.0)
         pings = await _ping_baseline(redis)
         # Idle: every watcher open, nothing happens.
-        cpu0 = sum(_cpu_seconds(p) for p in pids)
+        cpu0 = sum(cpu_seconds(p) for p in pids)
         await asyncio.sleep(args.idle_seconds)
-        idle_cpu = sum(_cpu_seconds(p) for p in pids) - cpu0
+        idle_cpu = sum(cpu_seconds(p) for p in pids) - cpu0
         info = await redis.info()
         connections = len(await _service_clients(redis))
         memory_per_table = (int(info["used_memory"]) - memory_before) / tables
@@ -555,10 +522,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             gen.stdin.write(json.dumps(plan) + "\n")
             gen.stdin.flush()
         await asyncio.sleep(max(0.0, plan["load_at"] - time.time()))
-        cpu1 = sum(_cpu_seconds(p) for p in pids)
+        cpu1 = sum(cpu_seconds(p) for p in pids)
         commands0 = int((await redis.info("stats"))["total_commands_processed"])
         await asyncio.sleep(args.seconds)
-        load_cpu = sum(_cpu_seconds(p) for p in pids) - cpu1
+        load_cpu = sum(cpu_seconds(p) for p in pids) - cpu1
         commands = int((await redis.info("stats"))["total_commands_processed"]) - commands0
         service_clients = await _service_clients(redis)
         connections_load = len(service_clients)
@@ -600,7 +567,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"{args.generators} generator(s), load {args.seconds:.0f} s, "
             f"idle {args.idle_seconds:.0f} s; load average {os.getloadavg()[0]:.1f}"
         )
-        print(f"baseline redis PING p50/p99: {_pct(pings, 0.5):.2f} / {_pct(pings, 0.99):.2f} ms")
+        print(f"baseline redis PING p50/p99: {pct(pings, 0.5):.2f} / {pct(pings, 0.99):.2f} ms")
         reads = sum(r["reads"] for r in reports)
         reopened = [e for r in reports for e in r["watch_errors"]]
         missed = [m for r in reports for m in r["missed"]]
@@ -614,10 +581,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"exactly once: {sum(r['checked'] for r in reports)} watchers replayed from their "
             f"start, {len(missed)} missed events ({sum(missed)} in all)"
         )
-        a50, a99 = _pct(latencies, 0.5), _pct(latencies, 0.99)
-        f50, f99 = _pct(fanout, 0.5), _pct(fanout, 0.99)
+        a50, a99 = pct(latencies, 0.5), pct(latencies, 0.99)
+        f50, f99 = pct(fanout, 0.5), pct(fanout, 0.99)
         print(
-            f"action p50/p99 {a50:.1f} / {a99:.1f} ms (x{a99 / _pct(pings, 0.99):.0f} PING p99); "
+            f"action p50/p99 {a50:.1f} / {a99:.1f} ms (x{a99 / pct(pings, 0.99):.0f} PING p99); "
             f"fan-out p50/p99 {f50:.1f} / {f99:.1f} ms over "
             f"{sum(r['fanout_count'] for r in reports)} deliveries in "
             f"{sum(r['messages'] for r in reports)} stream messages "

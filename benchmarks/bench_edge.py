@@ -24,7 +24,6 @@ import asyncio
 import os
 import secrets
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -34,26 +33,23 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import grpc
-import httpx
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ and devkit/ run from the tree
 
-from kishpa.common.v1 import common_pb2
-from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from services.common.auth import TokenAuthority, bearer_metadata
-from services.common.health_client import wait_until_serving
+import grpc  # noqa: E402
+import httpx  # noqa: E402
+
+from benchmarks._common import free_port  # noqa: E402
+from kishpa.common.v1 import common_pb2  # noqa: E402
+from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
+from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
+from services.common.health_client import wait_until_serving  # noqa: E402
 
 ROUNDS = 5
 EVENTS = 400
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 GRPC_WEB = {"content-type": "application/grpc-web+proto", "x-grpc-web": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _frame(message: bytes) -> bytes:
@@ -196,7 +192,7 @@ async def _edge_stream(base: str, table_id: str, token: str) -> float:
 def main(calls: int) -> None:
     """Start the table service and the edge, measure, stop them."""
     secret = secrets.token_urlsafe(48)
-    table_port, edge_port = _free_port(), _free_port()
+    table_port, edge_port = free_port(), free_port()
     env = {
         **os.environ,
         "REDIS_URL": urlunsplit(urlsplit(REDIS)._replace(path="/12")),

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -27,54 +26,29 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from redis.asyncio import Redis
-
-from kishpa.common.v1 import common_pb2
-from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
-from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
-from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk import table_settings
-from services.common.auth import TokenAuthority, bearer_metadata
-from shared import keys as table_keys
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ and devkit/ run from the tree
+
+import grpc  # noqa: E402
+from redis.asyncio import Redis  # noqa: E402
+
+from benchmarks._common import free_port, pct, wait_serving  # noqa: E402
+from kishpa.common.v1 import common_pb2  # noqa: E402
+from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2  # noqa: E402
+from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc  # noqa: E402
+from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
+from sdk import table_settings  # noqa: E402
+from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
+from shared import keys as table_keys  # noqa: E402
+
 REDIS_URL = os.environ.get("BENCH_MM_REDIS_URL", "redis://127.0.0.1:6379/15")
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start(service: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [KISHPA, "serve", service], env=env, cwd=ROOT, stderr=subprocess.DEVNULL
     )
-
-
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-async def _wait_serving(port: int, process: subprocess.Popen[bytes]) -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        health: Any = health_pb2_grpc.HealthStub(channel)
-        for _ in range(150):
-            if process.poll() is not None:
-                raise SystemExit("a service exited")
-            try:
-                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.2)
-    raise SystemExit("a service did not start")
 
 
 async def _bounded(concurrency: int, jobs: list[Any]) -> None:
@@ -158,7 +132,7 @@ async def _cleanup(redis: Redis, tables: set[str]) -> None:
 async def main(players_n: int, concurrency: int) -> None:
     token_secret, service_secret = secrets.token_urlsafe(48), secrets.token_urlsafe(48)
     authority = TokenAuthority(token_secret, service_secret)
-    table_port, mm_port = _free_port(), _free_port()
+    table_port, mm_port = free_port(), free_port()
     env = dict(
         os.environ,
         REDIS_URL=REDIS_URL,
@@ -171,9 +145,9 @@ async def main(players_n: int, concurrency: int) -> None:
     )
     processes = []
     for name, port in (("table", table_port), ("matchmaking", mm_port)):
-        child_env = dict(env, KISHPA_GRPC_PORT=str(port), KISHPA_METRICS_PORT=str(_free_port()))
+        child_env = dict(env, KISHPA_GRPC_PORT=str(port), KISHPA_METRICS_PORT=str(free_port()))
         processes.append(_start(name, child_env))
-        await _wait_serving(port, processes[-1])
+        await wait_serving(f"127.0.0.1:{port}", processes[-1], "a service")
     redis = Redis.from_url(REDIS_URL)
     made: set[str] = set()
     try:
@@ -206,8 +180,8 @@ async def main(players_n: int, concurrency: int) -> None:
         print(f"matchmaking: JoinQueue         {queue_rate:8.0f} players seated/s")
         print(f"ratio (matchmaking / baseline)  {queue_rate / direct_rate:8.2f}")
         print(
-            f"JoinQueue latency ms: p50 {_pct(latencies, 0.5):.1f}  "
-            f"p99 {_pct(latencies, 0.99):.1f}  (the call that completes a table creates it)"
+            f"JoinQueue latency ms: p50 {pct(latencies, 0.5):.1f}  "
+            f"p99 {pct(latencies, 0.99):.1f}  (the call that completes a table creates it)"
         )
     finally:
         await _cleanup(redis, made)

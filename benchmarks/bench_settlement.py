@@ -30,7 +30,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,29 +42,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import redis
-from celery import Celery
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ and devkit/ run from the tree
 
-from services.common.auth import ServiceCredentials, TokenAuthority
-from services.common.settings import Settings
-from shared import keys
-from shared.phase_record import PhaseRef, parse_phase_record
-from workers.celery_app import create_app
-from workers.config import WorkerConfig
-from workers.outbox import index_unsettled
-from workers.samples import phase_entry, round_record
-from workers.settlement import compute_postings
-from workers.wallet_client import WalletClient
+import redis  # noqa: E402
+from celery import Celery  # noqa: E402
+
+from benchmarks._common import free_port  # noqa: E402
+from devkit.phase_samples import phase_entry, round_record  # noqa: E402
+from services.common.auth import ServiceCredentials, TokenAuthority  # noqa: E402
+from services.common.settings import Settings  # noqa: E402
+from shared import keys  # noqa: E402
+from shared.phase_record import PhaseRef, parse_phase_record  # noqa: E402
+from workers.celery_app import create_app  # noqa: E402
+from workers.config import WorkerConfig  # noqa: E402
+from workers.outbox import index_unsettled  # noqa: E402
+from workers.settlement import compute_postings  # noqa: E402
+from workers.wallet_client import WalletClient  # noqa: E402
 
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 SECRET = secrets.token_urlsafe(48)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _now_ms() -> int:
@@ -161,7 +157,7 @@ def main() -> int:
 
 def _run(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
     queue = f"bench-{uuid.uuid4().hex[:10]}"
-    wallet_port = _free_port()
+    wallet_port = free_port()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
     base.update(
         REDIS_URL=args.redis_url,
@@ -179,13 +175,13 @@ def _run(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
         base,
         KISHPA_GRPC_PORT=str(wallet_port),
         KISHPA_GRPC_HOST="127.0.0.1",
-        KISHPA_METRICS_PORT=str(_free_port()),
+        KISHPA_METRICS_PORT=str(free_port()),
     )
     worker_env = dict(
         base,
         KISHPA_WALLET_ADDR=f"127.0.0.1:{wallet_port}",
         KISHPA_WORKER_QUEUE=queue,
-        KISHPA_METRICS_PORT=str(_free_port()),
+        KISHPA_METRICS_PORT=str(free_port()),
     )
     client = redis.Redis.from_url(args.redis_url)
     tables: list[str] = []
@@ -377,13 +373,13 @@ def _chaos(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
     from cli.embedded_redis import redis_server_binary, start_embedded_redis
 
     binary = "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
-    redis_port = _free_port()
+    redis_port = free_port()
     server = start_embedded_redis(
         tmp / "redis", redis_port, appendfsync="everysec", binary=binary or redis_server_binary()
     )
     url = f"redis://127.0.0.1:{redis_port}/0"
     queue = f"bench-{uuid.uuid4().hex[:10]}"
-    wallet_port = _free_port()
+    wallet_port = free_port()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "REDIS_"))}
     base.update(
         REDIS_URL=url,
@@ -399,8 +395,8 @@ def _chaos(args: argparse.Namespace, tmp: Path, database_url: str) -> int:
         **SHIPPED_DEFAULTS,
     )
     wallet_env = dict(base, KISHPA_GRPC_PORT=str(wallet_port), KISHPA_GRPC_HOST="127.0.0.1")
-    wallet_env["KISHPA_METRICS_PORT"] = str(_free_port())
-    worker = _Worker(args, dict(base, KISHPA_METRICS_PORT=str(_free_port())), tmp / "worker.log")
+    wallet_env["KISHPA_METRICS_PORT"] = str(free_port())
+    worker = _Worker(args, dict(base, KISHPA_METRICS_PORT=str(free_port())), tmp / "worker.log")
     client = redis.Redis.from_url(url)
     try:
         with (

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,27 +27,23 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from redis.asyncio import Redis
-
-from kishpa.common.v1 import common_pb2
-from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk import table_settings
-from services.common.auth import TokenAuthority, bearer_metadata
-from services.table.store import TableStore
-from shared import keys
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ and devkit/ run from the tree
+
+import grpc  # noqa: E402
+from redis.asyncio import Redis  # noqa: E402
+
+from benchmarks._common import cpu_seconds, free_port, pct, wait_serving  # noqa: E402
+from kishpa.common.v1 import common_pb2  # noqa: E402
+from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
+from sdk import table_settings  # noqa: E402
+from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
+from services.table.store import TableStore  # noqa: E402
+from shared import keys  # noqa: E402
+
 # A database of its own: other table services on the machine must not serve its timers.
 REDIS_URL = os.environ.get("BENCH_TABLE_REDIS_URL", "redis://127.0.0.1:6379/10")
 PLAYING = (table_pb2.ROUND_PHASE_FIRST_DISCARD, table_pb2.ROUND_PHASE_TURNS)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _server_root() -> Path:
@@ -61,12 +56,6 @@ def _profiler() -> list[str]:
     """``BENCH_TABLE_PROFILE=<file>`` runs the service under cProfile (to find its hot spots)."""
     out = os.environ.get("BENCH_TABLE_PROFILE")
     return ["-m", "cProfile", "-o", out] if out else []
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _server_means(metrics_port: int) -> dict[str, float]:
@@ -84,27 +73,6 @@ def _server_means(metrics_port: int) -> dict[str, float]:
         elif name.startswith("kishpa_grpc_server_handling_seconds_count"):
             counts[method] = float(value)
     return {m: 1000 * sums[m] / counts[m] for m in sums if counts.get(m)}
-
-
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-async def _wait_serving(address: str, process: subprocess.Popen[bytes]) -> None:
-    async with grpc.aio.insecure_channel(address) as channel:
-        health: Any = health_pb2_grpc.HealthStub(channel)
-        for _ in range(150):
-            if process.poll() is not None:
-                raise SystemExit("the table service exited")
-            try:
-                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.2)
-    raise SystemExit("the table service did not start")
 
 
 async def redis_baseline(redis: Redis, concurrency: int, seconds: float) -> list[float]:
@@ -208,7 +176,7 @@ class BenchTable:
 
 async def main(tables: int, seconds: float) -> None:
     token_secret = secrets.token_urlsafe(48)
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "REDIS_URL": REDIS_URL,
@@ -216,7 +184,7 @@ async def main(tables: int, seconds: float) -> None:
         "KISHPA_SERVICE_SECRET": secrets.token_urlsafe(48),
         "KISHPA_GRPC_HOST": "127.0.0.1",
         "KISHPA_GRPC_PORT": str(port),
-        "KISHPA_METRICS_PORT": str(_free_port()),
+        "KISHPA_METRICS_PORT": str(free_port()),
         "KISHPA_TABLE_ENQUEUE": "0",
         "KISHPA_LOG_FORMAT": "json",
         "KISHPA_LOG_LEVEL": "WARNING",
@@ -233,7 +201,7 @@ async def main(tables: int, seconds: float) -> None:
     address = f"127.0.0.1:{port}"
     runners: list[BenchTable] = []
     try:
-        await _wait_serving(address, process)
+        await wait_serving(address, process, "the table service")
         base = await redis_baseline(redis, tables, min(5.0, seconds))
         authority = TokenAuthority(token_secret)
         async with grpc.aio.insecure_channel(address) as channel:
@@ -249,10 +217,10 @@ async def main(tables: int, seconds: float) -> None:
             reads: list[float] = []
             until = time.perf_counter() + seconds
             started = time.perf_counter()
-            cpu_before = _cpu_seconds(process.pid)
+            cpu_before = cpu_seconds(process.pid)
             await asyncio.gather(*(r.run(until, latencies, reads) for r in runners))
             elapsed = time.perf_counter() - started
-            server_cpu = _cpu_seconds(process.pid) - cpu_before
+            server_cpu = cpu_seconds(process.pid) - cpu_before
         store = TableStore(redis)
         memory = [await store.memory_usage(r.table_id) for r in runners[:20]]
         ping_rate = len(base) / min(5.0, seconds)
@@ -261,19 +229,19 @@ async def main(tables: int, seconds: float) -> None:
         print(f"{'what':<34}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
         print(
             f"{'redis PING (baseline)':<34}{ping_rate:>10.0f}"
-            f"{_pct(base, 0.5):>10.2f}{_pct(base, 0.99):>10.2f}"
+            f"{pct(base, 0.5):>10.2f}{pct(base, 0.99):>10.2f}"
         )
         print(
             f"{'player action (Draw/Discard/...)':<34}{rate:>10.0f}"
-            f"{_pct(latencies, 0.5):>10.2f}{_pct(latencies, 0.99):>10.2f}"
+            f"{pct(latencies, 0.5):>10.2f}{pct(latencies, 0.99):>10.2f}"
         )
         print(
             f"{'GetTable (read)':<34}{len(reads) / elapsed:>10.0f}"
-            f"{_pct(reads, 0.5):>10.2f}{_pct(reads, 0.99):>10.2f}"
+            f"{pct(reads, 0.5):>10.2f}{pct(reads, 0.99):>10.2f}"
         )
         print(
-            f"action p50 / PING p50 = x{_pct(latencies, 0.5) / _pct(base, 0.5):.1f}; "
-            f"action p99 / PING p99 = x{_pct(latencies, 0.99) / _pct(base, 0.99):.1f}"
+            f"action p50 / PING p50 = x{pct(latencies, 0.5) / pct(base, 0.5):.1f}; "
+            f"action p99 / PING p99 = x{pct(latencies, 0.99) / pct(base, 0.99):.1f}"
         )
         rpcs = len(latencies) + len(reads)
         print(

@@ -104,6 +104,6 @@ class _Narrator:
 def _postings(title: str, postings: list[Posting], out: TextIO) -> None:
     out.write(f"  {title}:\n")
     for p in postings:
-        out.write(f"    {p.from_account:>5} -> {p.to_account:<5} {p.amount:>3}  {p.reason.value}\n")
+        out.write(f"    {p.from_account:>5} -> {p.to_account:<5} {p.amount:>3}  {p.reason}\n")
     net = ", ".join(f"{k} {v:+d}" for k, v in sorted(net_movements(postings).items()))
     out.write(f"    net: {net}\n")

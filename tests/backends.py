@@ -9,7 +9,8 @@ applies wins:
    or ``/var/run/docker.sock``): how a laptop with nothing but Docker runs ``make test``
    (:mod:`tests.containers`);
 3. the local servers: the machine's PostgreSQL/Redis/RabbitMQ on their default ports, and
-   for a Redis Cluster three ``redis-server`` processes the fixtures start (:mod:`tests.servers`).
+   for a Redis Cluster three ``redis-server`` processes the fixtures start
+   (:mod:`devkit.redis_servers`).
 
 The choice is made once per run (``pytest_configure``) and printed in the report header.
 Containers and processes started here are stopped at the end of the run.

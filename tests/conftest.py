@@ -27,7 +27,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from hypothesis import settings
 
-from tests import backends, containers, servers
+from devkit import redis_servers as servers
+from tests import backends, containers
 from tests.child_env import use_generous_player_limits
 
 use_generous_player_limits()

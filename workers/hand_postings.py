@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.hand.ledger import Posting
 from games.hand.record import BUY_IN, PAYOUT, postings_for_phase
+from games.ledger import Posting
 
 
 def buy_in_postings(record: dict[str, Any]) -> list[Posting]:

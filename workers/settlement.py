@@ -31,9 +31,8 @@ from typing import Any
 import grpc
 import redis
 
-from games.hand.ledger import Posting as HandPosting
-from games.kishpa.ledger import Posting
 from games.kishpa.record import end_postings, start_postings
+from games.ledger import Posting
 from services.common.errors import error_reason
 from services.common.logging import get_logger
 from services.common.redis_client import sync_client
@@ -56,13 +55,13 @@ from workers.outbox import (
     unsettled_earlier_phases,
     unsettled_fields,
 )
-from workers.wallet_client import WalletClient, WalletPosting
+from workers.wallet_client import WalletClient
 
 log = get_logger(__name__)
 
 TASK_NAME = SETTLE_TASK
 
-PostingsOf = Callable[[dict[str, Any]], Sequence[Posting | HandPosting]]
+PostingsOf = Callable[[dict[str, Any]], Sequence[Posting]]
 
 # Which rules compute each phase's postings, per game. Each takes the round record (a JSON
 # object) and returns postings between player ids and the table's own accounts; a new game
@@ -141,7 +140,7 @@ def players_of(record: PhaseRecord) -> list[str]:
     return players
 
 
-def compute_postings(record: PhaseRecord) -> list[WalletPosting]:
+def compute_postings(record: PhaseRecord) -> list[Posting]:
     """The wallet postings of a phase, computed by the game's rules engine.
 
     The rules are pure, so any exception they raise is permanent: the same record would be
@@ -155,13 +154,13 @@ def compute_postings(record: PhaseRecord) -> list[WalletPosting]:
         reason = str(getattr(exc, "reason", "INVALID_RECORD"))
         raise PermanentSettlementError(reason, f"{type(exc).__name__}: {exc}") from exc
     return [
-        WalletPosting(
+        Posting(
             from_account=wallet_account(record.table_id, p.from_account),
             to_account=wallet_account(record.table_id, p.to_account),
             amount=int(p.amount),
-            reason=str(p.reason),  # Kishpa's reasons are a StrEnum, Hand's plain text
+            reason=str(p.reason),
             table_id=record.table_id,
-            round_no=record.round_no,
+            round=record.round_no,
             phase=record.phase,
         )
         for p in postings

@@ -27,6 +27,7 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
+from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.settings import Settings
@@ -51,26 +52,13 @@ _OPENED_LIMIT = 100_000
 
 
 @dataclass(frozen=True, slots=True)
-class WalletPosting:
-    """A posting between wallet accounts (``player:<id>``, ``bowl:<table>``, ``bank``)."""
-
-    from_account: str
-    to_account: str
-    amount: int
-    reason: str
-    table_id: str = ""
-    round_no: int = 0
-    phase: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class BatchResult:
     """What the wallet answered to a batch: its id, balances after it, and whether replayed."""
 
     batch_id: str
     balances: Mapping[str, int]
     replayed: bool
-    applied: tuple[WalletPosting, ...] = ()
+    applied: tuple[Posting, ...] = ()
     """Every posting applied, in order, automatic bank loads included."""
 
 
@@ -180,7 +168,7 @@ class WalletClient:
                     self._opened.clear()
                 self._opened.add(player_id)
 
-    def apply_batch(self, request_id: str, postings: Sequence[WalletPosting]) -> BatchResult:
+    def apply_batch(self, request_id: str, postings: Sequence[Posting]) -> BatchResult:
         """Apply ``postings`` as one atomic batch under the idempotency key ``request_id``
         (with the batches of concurrent callers, see the module docstring)."""
         request = wallet_pb2.ApplyBatchRequest(
@@ -192,7 +180,7 @@ class WalletClient:
                     amount=p.amount,
                     reason=wallet_pb2.TransferReason.Value(REASON_PREFIX + p.reason.upper()),
                     table_id=p.table_id,
-                    round=p.round_no,
+                    round=p.round,
                     phase=p.phase,
                 )
                 for p in postings
@@ -204,7 +192,7 @@ class WalletClient:
             balances={b.account: b.tokens for b in response.balances},
             replayed=response.replayed,
             applied=tuple(
-                WalletPosting(
+                Posting(
                     from_account=p.from_account,
                     to_account=p.to_account,
                     amount=p.amount,
@@ -212,7 +200,7 @@ class WalletClient:
                     .removeprefix(REASON_PREFIX)
                     .lower(),
                     table_id=p.table_id,
-                    round_no=p.round,
+                    round=p.round,
                     phase=p.phase,
                 )
                 for p in response.applied

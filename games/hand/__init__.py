@@ -12,6 +12,8 @@ The names below are the package's public API: services (``services/``) import on
   actions a seat may take, the game's own events);
 * ``autoplay`` — what an absent seat does (the rules' timeout) and a house bot's turn;
 * ``pot``, ``ledger``, ``record`` — the pot split, its postings, the settlement records;
+* ``flow`` — a game at a table: opening it, closing each deal, the settlement phases due;
+* ``view`` — what each viewer sees (and never sees) of a table, and a seat's advice;
 * ``meld_search``, ``bot`` — finding melds in a hand, a deterministic bot;
 * ``positions`` — building a position from card text (tests, hints, tooling).
 
@@ -35,6 +37,7 @@ from games.hand.autoplay import TIMEOUTS_BEFORE_AUTOPLAY, autoplay_action, house
 from games.hand.cards import CARD_COUNT, card_text
 from games.hand.deal_state import DealState, Phase
 from games.hand.events import Event
+from games.hand.flow import PhaseRecord, close_deal, open_game
 from games.hand.game import (
     GameState,
     available_actions,
@@ -51,6 +54,7 @@ from games.hand.melds import MeldKind, make_meld
 from games.hand.record import BUY_IN, PAYOUT, buy_in_record, payout_record
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
 from games.hand.turns import apply
+from games.hand.view import Advice, SeatSummary, SeatView, advice_for, view_for
 
 __all__ = [
     "BUY_IN",
@@ -59,6 +63,7 @@ __all__ = [
     "PAYOUT",
     "TIMEOUTS_BEFORE_AUTOPLAY",
     "Action",
+    "Advice",
     "DealState",
     "Discard",
     "DrawDiscard",
@@ -70,10 +75,14 @@ __all__ = [
     "MeldKind",
     "MeldSpec",
     "Phase",
+    "PhaseRecord",
     "ReleaseJoker",
     "RuleSet",
+    "SeatSummary",
+    "SeatView",
     "TimeOut",
     "UndoTurn",
+    "advice_for",
     "apply",
     "autoplay_action",
     "available_actions",
@@ -82,13 +91,16 @@ __all__ = [
     "buy_in_record",
     "card_text",
     "check_table",
+    "close_deal",
     "house_bot_turn",
     "is_last_deal",
     "make_meld",
+    "open_game",
     "payout_record",
     "record_deal",
     "seed_revealed_event",
     "start_deal",
     "start_game",
     "started_event",
+    "view_for",
 ]

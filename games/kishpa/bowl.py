@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from games.kishpa.ledger import BOWL, Posting, Reason
+from games.kishpa.ledger import BOWL, Posting, Reason, posting
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.tiles import Face
 
@@ -24,7 +24,7 @@ def contribution_postings(
     amount = contribution(final_kishpa, rules)
     if amount <= 0:
         return []
-    return [Posting(p, BOWL, amount, Reason.BOWL_CONTRIBUTION) for p in players]
+    return [posting(p, BOWL, amount, Reason.BOWL_CONTRIBUTION) for p in players]
 
 
 def completes_streak(
@@ -81,13 +81,13 @@ def bowl_end_postings(
         return []
     if completes_streak(winner, previous_winner, rules):
         assert winner is not None
-        return [Posting(BOWL, winner, bowl_amount, Reason.BOWL_WIN)]
+        return [posting(BOWL, winner, bowl_amount, Reason.BOWL_WIN)]
     if not last_round:
         return []
     first = winner if winner is not None else starter
     unit = rules.stake if rules.bowl_split_in_stakes else 1
     return [
-        Posting(BOWL, player, share, Reason.BOWL_SPLIT)
+        posting(BOWL, player, share, Reason.BOWL_SPLIT)
         for player, share in split_shares(bowl_amount, players, first, unit)
         if share > 0
     ]

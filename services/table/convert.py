@@ -34,6 +34,8 @@ from shared.stream import StoredEvent
 __all__ = ["GAMES", "GAME_ENUMS", "Converter", "duration", "groups_from", "settings_from"]
 
 DEFAULT_PAUSE_MS = 3000
+SHARED_EVENTS = 8192
+"""Converted stream entries kept for the table's other watchers (oldest dropped first)."""
 
 
 def _ms(value: duration_pb2.Duration) -> int:
@@ -74,6 +76,10 @@ class Converter:
 
     def __init__(self, face: Callable[[str, int], str]) -> None:
         self._face = face
+        # (table, entry id, private part shown?) -> its message: the watchers of a table
+        # receive the same entry, in one of at most two forms (with the seat's private part,
+        # or without), so each form is converted once per process and shared.
+        self._shared: dict[tuple[str, str, bool], table_pb2.TableEvent | None] = {}
 
     def tile(self, game: str, tile_id: int) -> common_pb2.Tile:
         return common_pb2.Tile(id=tile_id, face=self._face(game, tile_id))
@@ -269,6 +275,27 @@ class Converter:
         """A stream entry already filtered for its viewer (``TableEvent.for_viewer``) as its
         typed message; None for an internal entry clients are not sent."""
         return event_message(stored, lambda tile_id: self._face(game, tile_id))
+
+    def shared_event(
+        self, game: str, table_id: str, stored: StoredEvent
+    ) -> table_pb2.TableEvent | None:
+        """:meth:`event`, converted once per form of the entry for every watcher of the table.
+
+        What a viewer sees of an entry is the entry itself, or it without its private part
+        (``TableEvent.for_viewer``); which one is told by whether a private part is shown.
+        The message returned is shared: callers copy it into their responses, never change it.
+        """
+        key = (table_id, stored.id, stored.event.private_data is not None)
+        try:
+            return self._shared[key]
+        except KeyError:
+            pass
+        message = self.event(game, stored)
+        shared = self._shared
+        if len(shared) >= SHARED_EVENTS:
+            del shared[next(iter(shared))]  # the oldest: its watchers have all had it
+        shared[key] = message
+        return message
 
 
 def groups_from(msg: Sequence[table_pb2.ProposedGroup]) -> list[list[int]]:

@@ -1,15 +1,14 @@
 """Hand (Rummy 51) behind the table service's :class:`~services.table.engine.GameEngine`.
 
 A translator over the pure ``games.hand`` package, holding no rule: a game is
-``rules.deals_per_game`` deals (7); each deal is ``games.hand``'s ``apply``; the totals, the
-pot and what a seat may do are ``games.hand.game``; the deadlines and auto-play are
+``rules.deals_per_game`` deals (7); each deal is ``games.hand``'s ``apply``; opening a game,
+closing a deal and the settlement phases each is due are ``games.hand.flow``; what each viewer
+sees (and a seat's advice) is ``games.hand.view``; the deadlines and auto-play are
 ``games.table``. This module converts between the table envelope and those.
 
-Rounds of the table are the deals, numbered from 1. Settlement has two phases per game:
-
-* ``buy_in`` at round 0, written by the commit that starts the game (every player pays the
-  stake into the table's pot);
-* ``payout`` at the last deal's round number, written by the commit that scores it.
+Rounds of the table are the deals, numbered from 1. Settlement has two phases per game (the
+rules say when): ``buy_in`` at round 0, written by the commit that starts the game, and
+``payout`` at the last deal's round number, written by the commit that scores it.
 
 The engine's part of the table state (``table.game``)::
 
@@ -51,7 +50,7 @@ from services.table.engine import (
 from shared.stream import TableEvent
 
 BUY_IN_ROUND = 0
-"""The round number of the ``buy_in`` phase (before the first deal)."""
+"""The round of the ``game_started`` event (before the first deal)."""
 FACES = tuple(hand.card_text(c) for c in range(hand.CARD_COUNT))
 DRAW_SOURCES: dict[str, type[hand.DrawStock | hand.DrawDiscard]] = {
     "pile": hand.DrawStock,
@@ -107,6 +106,11 @@ def _table_event(round_no: int, event: hand.Event) -> TableEvent:
         parts["private_seat"],
         parts["private_data"],
     )
+
+
+def _phase(due: hand.PhaseRecord) -> Phase:
+    """A settlement phase the rules say is due, as the outbox's phase (round = deals played)."""
+    return Phase(due.deals_played, due.phase, due.record)
 
 
 def _seeds_used(table: Table) -> list[str | None]:
@@ -169,15 +173,16 @@ class HandEngine:
         closed = False
         deadline: Deadline | None
         if deal.phase is hand.Phase.ENDED:
-            game, scored = hand.record_deal(hand.GameState.from_dict(game_dict["game"]), deal)
-            game_dict["game"] = game.to_dict()
-            seeds = _seeds_used(table)
-            seed = hand.seed_revealed_event(
-                str(game_dict.get("server_seed", "")), deal.commitment, seeds
+            game, ended, due = hand.close_deal(
+                hand.GameState.from_dict(game_dict["game"]),
+                deal,
+                str(game_dict.get("server_seed", "")),
+                _seeds_used(table),
             )
-            out += [_table_event(round_no, e) for e in (seed, *scored)]
+            game_dict["game"] = game.to_dict()
+            out += [_table_event(round_no, e) for e in ended]
+            all_phases += [_phase(p) for p in due]
             if game.finished:
-                all_phases.append(Phase(round_no, hand.PAYOUT, hand.payout_record(game)))
                 closed = True
                 deadline = None
             else:
@@ -227,12 +232,13 @@ class HandEngine:
 
     def start(self, table: Table, seed: bytes, now_ms: int) -> Step:
         """Buy every player into the pot (phase ``buy_in``, round 0) and deal the first deal."""
-        rules = _rules(table.settings)
-        game, _postings = hand.start_game(list(table.players), table.settings.stake, rules)
+        game, opened, due = hand.open_game(
+            list(table.players), table.settings.stake, _rules(table.settings)
+        )
         table.game = {"game": game.to_dict(), "deal": None, "round_no": 0, "server_seed": ""}
-        started = _table_event(BUY_IN_ROUND, hand.started_event(game))
-        buy_in = Phase(BUY_IN_ROUND, hand.BUY_IN, hand.buy_in_record(game))
-        return self._start_deal(table, seed, now_ms, before=[started], phases=[buy_in])
+        started = [_table_event(BUY_IN_ROUND, e) for e in opened]
+        buy_in = [_phase(p) for p in due]
+        return self._start_deal(table, seed, now_ms, before=started, phases=buy_in)
 
     def _move(self, seat: int, action: Action) -> hand.Action:
         """The rules' action for a table action, with every argument checked."""
@@ -299,63 +305,35 @@ class HandEngine:
         raise TableError("a Hand game always plays all its deals", "NOT_SUPPORTED")
 
     def view(self, table: Table, seat: int | None) -> GameView:
-        """Own cards, the melds on the table and public facts; never the stock order.
-
-        Read from the stored deal as it is: every view of every action would otherwise
-        rebuild and re-check the whole deal (``DealState.from_dict``), which the commit that
-        wrote it already did.
-        """
+        """The seat's view as ``games.hand.view_for`` decides it (own cards, the melds on the
+        table and public facts; never another hand before the deal ends, nor the stock)."""
         deal: dict[str, Any] | None = table.game.get("deal") if table.game else None
         if deal is None:
             return GameView(0, "waiting", [], [], [], None, [], "", "", {})
-        game = self._game(table)
-        totals = game.totals
-        hands: list[list[int]] = deal["hands"]
-        wins = [sum(1 for r in game.results if r.winner == s) for s in range(game.seats)]
-        seats = [
-            SeatInfo(s, p, len(hands[s]), streak=0, rounds_won=wins[s], score=totals[s])
-            for s, p in enumerate(game.players)
-        ]
-        phase = str(deal["phase"])
-        ended = phase == hand.Phase.ENDED.value
-        turn = int(deal["turn"])
-        opened = [int(t) >= 0 for t in deal["opened_turn"]]
-        my_turn = seat is not None and not ended and turn == seat
-        if ended and table.status != "closed":
+        view = hand.view_for(
+            self._game(table),
+            deal,
+            seat,
+            server_seed_hex=str(table.game.get("server_seed", "")),
+            client_seeds=_seeds_used(table),
+        )
+        phase = view.phase
+        if view.ended and table.status != "closed":
             phase = BETWEEN_ROUNDS
-        scores = deal["scores"]
-        public: dict[str, Any] = {
-            "deal_no": int(deal["deal_no"]) + 1,
-            "deals": game.rules.deals_per_game,
-            "starter": int(deal["starter"]),
-            "drew": deal["phase"] == hand.Phase.PLAY.value,
-            "pile": len(deal["stock"]),
-            "pot": 0 if game.finished else game.pot,
-            "stake": game.stake,
-            "melds": [dict(m, id=i) for i, m in enumerate(deal["melds"])],
-            "opened": opened,
-            "must_use": deal["must_use"] if my_turn else None,
-            "winner": deal["winner"],
-            "hand_win": bool(deal["hand_win"]),
-            "deal_scores": None if scores is None else list(scores),
-            "totals": totals,
-            # The deal is over: the hands left are shown to justify the penalties.
-            "hands": [list(h) for h in hands] if ended else None,
-            "payouts": game.payouts() if game.finished else None,
-            "last_round": hand.is_last_deal(game, ended),
-            "client_seeds": _seeds_used(table),
-        }
         return GameView(
             round_no=int(table.game["round_no"]),
             phase=phase,
-            seats=seats,
-            my_tiles=[] if seat is None else list(hands[seat]),
-            discards=list(deal["discard_pile"]),
-            turn_seat=None if ended else turn,
-            actions=hand.available_actions(deal, seat),
-            commitment=str(deal["commitment"]),
-            server_seed=str(table.game.get("server_seed", "")) if ended else "",
-            public=public,
+            seats=[
+                SeatInfo(s.seat, s.player, s.cards, streak=0, rounds_won=s.deals_won, score=s.total)
+                for s in view.seats
+            ],
+            my_tiles=view.my_cards,
+            discards=view.discards,
+            turn_seat=view.turn,
+            actions=view.actions,
+            commitment=view.commitment,
+            server_seed=view.server_seed,
+            public=view.public,
         )
 
     def hand(self, table: Table, seat: int) -> list[int]:
@@ -365,13 +343,12 @@ class HandEngine:
 
     def hint(self, table: Table, seat: int) -> Hint:
         """The melds that would lay down the most cards of the seat's hand now."""
-        deal = self._live_deal(table)
-        cards = list(deal.hands[seat])
-        melds, _value = hand.best_meld_specs(cards, deal.rules)
-        grouped = {c for ids, _kind in melds for c in ids}
-        groups = [HintGroup(kind.value, list(ids)) for ids, kind in melds]
-        loose = [c for c in cards if c not in grouped]
-        return Hint(groups=groups, loose=loose, winning_discards=[])
+        advice = hand.advice_for(self._live_deal(table), seat)
+        return Hint(
+            groups=[HintGroup(kind, list(cards)) for kind, cards in advice.groups],
+            loose=list(advice.loose),
+            winning_discards=[],
+        )
 
     def face(self, tile_id: int) -> str:
         """``AS``, ``10H``, ``J1``..."""

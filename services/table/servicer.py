@@ -351,7 +351,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         game = await self.tables.game_of(table_id)
         watch = self.tables.watch_batches(player_id, table_id, request.after_event_id)
         async for batch in watch:
-            converted = (self.convert.event(game, stored) for stored in batch)
+            converted = (self.convert.shared_event(game, table_id, s) for s in batch)
             events = [e for e in converted if e is not None]
             if request.batched:
                 if events:

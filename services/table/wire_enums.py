@@ -97,7 +97,8 @@ BOT_LEVEL_NAMES = values_of(BOT_LEVELS)
 DEADLINE_KINDS: Mapping[str, table_pb2.DeadlineKind.ValueType] = names_of(
     table_pb2.DeadlineKind, "DEADLINE_KIND_", {"reveal_window": "window"}
 )
-"""``turn``, ``window``, ``next_round`` (``games.table``'s deadline kinds)."""
+"""``turn``, ``window``, ``next_round`` (``games.table``'s deadline kinds) and
+``contributions`` (``games.contributions``)."""
 
 REVEAL_MOMENTS: Mapping[str, table_pb2.RevealMoment.ValueType] = names_of(
     table_pb2.RevealMoment, "REVEAL_MOMENT_"

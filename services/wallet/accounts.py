@@ -1,10 +1,15 @@
-"""Account ids, posting reasons and the limits every request is checked against."""
+"""Account ids, posting reasons and the limits every request is checked against.
+
+The reasons are ``games.ledger.Reason``, the one closed set the games, the workers and the
+wallet share.
+"""
 
 from __future__ import annotations
 
 import re
 from enum import StrEnum
 
+from games.ledger import Reason as Reason  # re-exported: the wallet's modules import it here
 from services.wallet.errors import InvalidRequest
 
 BANK = "bank"
@@ -29,27 +34,6 @@ class AccountKind(StrEnum):
     BOWL = "bowl"
     POT = "pot"
     BANK = "bank"
-
-
-class Reason(StrEnum):
-    """The closed set of posting reasons (RULES.md section 10, plus wallet and Hand ones)."""
-
-    BOWL_CONTRIBUTION = "bowl_contribution"
-    BONUS_DOLL = "bonus_doll"
-    BONUS_JOKER = "bonus_joker"
-    BONUS_ONE = "bonus_one"
-    BONUS_KISHPA = "bonus_kishpa"
-    WIN = "win"
-    BOWL_WIN = "bowl_win"
-    BOWL_SPLIT = "bowl_split"
-    BANK_LOAD = "bank_load"
-    OPENING_GRANT = "opening_grant"
-    PLAYER_LOAD = "player_load"
-    POT_BUY_IN = "pot_buy_in"
-    POT_PAYOUT = "pot_payout"
-    ADMIN_CREDIT = "admin_credit"
-    ADMIN_DEBIT = "admin_debit"
-    ADMIN_REFUND = "admin_refund"
 
 
 ADMIN_REASONS = frozenset({Reason.ADMIN_CREDIT, Reason.ADMIN_DEBIT, Reason.ADMIN_REFUND})

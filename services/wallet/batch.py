@@ -11,8 +11,8 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from games.ledger import Posting as Posting  # re-exported: the one posting type (games.ledger)
 from services.wallet.accounts import (
     BANK,
     INT64_MAX,
@@ -32,37 +32,6 @@ from services.wallet.errors import BalanceOverflow, InsufficientFunds, InvalidRe
 # A settlement never needs more than a handful of loads; a runaway count means a bug upstream.
 MAX_LOADS_PER_BATCH = 10_000
 _PHASES = frozenset({"", "start", "end", "buy_in", "payout"})
-
-
-@dataclass(frozen=True, slots=True)
-class Posting:
-    """One movement of whole tokens from one account to another."""
-
-    from_account: str
-    to_account: str
-    amount: int
-    reason: str
-    table_id: str = ""
-    round: int = 0
-    phase: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The posting as a JSON-ready dict."""
-        # Spelled out: dataclasses.asdict deep-copies every field, on the hot path.
-        return {
-            "from_account": self.from_account,
-            "to_account": self.to_account,
-            "amount": self.amount,
-            "reason": self.reason,
-            "table_id": self.table_id,
-            "round": self.round,
-            "phase": self.phase,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Posting:
-        """The posting from ``to_json`` output."""
-        return cls(**data)
 
 
 @dataclass(frozen=True, slots=True)

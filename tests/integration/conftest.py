@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from redis.asyncio import Redis
 
-from tests.servers import RedisProcess, start_redis, stop_redis
+from devkit.redis_servers import RedisProcess, start_redis, stop_redis
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ import pytest
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
+from devkit.phase_samples import phase_entry, round_record
+from devkit.redis_servers import RedisClusterProcesses, RedisProcess, start_cluster, stop_cluster
 from services.common.redis_client import async_client, is_cluster_url, sync_client
 from services.common.settings import load_settings
 from services.table.engine import TableSettings
@@ -29,9 +31,7 @@ from services.table.store import TableStore
 from shared import keys
 from shared.phase_record import PhaseRef
 from shared.stream import StoredEvent, decode
-from tests.servers import RedisClusterProcesses, RedisProcess, start_cluster, stop_cluster
 from workers.outbox import enqueued_marker, index_unsettled
-from workers.samples import phase_entry, round_record
 from workers.sweeper import sweep_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

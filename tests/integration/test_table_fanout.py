@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from redis.asyncio import BlockingConnectionPool, Redis
 
+from devkit.redis_servers import RedisProcess
 from services.table.engine import Table, TableSettings
 from services.table.fanout import StreamHub, WatchCutOffError
 from services.table.metrics import FANOUT_OFFERS
@@ -23,7 +24,6 @@ from services.table.service import Tables
 from services.table.store import Committed, TableStore, Transition
 from shared import keys
 from shared.stream import PRIVATE, StoredEvent, TableEvent, decode, stored_event
-from tests.servers import RedisProcess
 
 pytestmark = pytest.mark.integration
 

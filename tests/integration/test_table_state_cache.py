@@ -17,9 +17,9 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from devkit.redis_servers import start_redis, stop_redis
 from services.table.store import Snapshot, TableStore, Transition, request_field
 from shared import keys
-from tests.servers import start_redis, stop_redis
 
 pytestmark = pytest.mark.integration
 

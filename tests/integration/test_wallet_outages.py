@@ -30,6 +30,7 @@ import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from devkit.phase_samples import phase_entry, round_record, start_part
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from services.wallet.database import temporary_postgres_database
@@ -52,7 +53,6 @@ from tests.integration.workers_support import (
 )
 from workers.deadletter import list_dead_letters
 from workers.outbox import index_unsettled
-from workers.samples import phase_entry, round_record, start_part
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

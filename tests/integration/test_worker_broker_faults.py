@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 import redis
 
+from devkit.phase_samples import phase_entry, round_record, start_part
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from shared import keys, stream
@@ -53,7 +54,6 @@ from tests.integration.workers_support import (
     wait_for,
 )
 from workers.outbox import index_unsettled
-from workers.samples import phase_entry, round_record, start_part
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

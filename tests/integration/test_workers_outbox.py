@@ -17,6 +17,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
+from devkit.phase_samples import phase_entry, round_record
 from services.common.redis_client import sync_client
 from shared import keys, stream
 from shared.phase_record import PhaseRef
@@ -36,7 +37,6 @@ from workers.outbox import (
     unsettled_earlier_phases,
     unsettled_phases,
 )
-from workers.samples import phase_entry, round_record
 from workers.settlement import Outcome, follow_up
 from workers.sweeper import (
     REBUILT_MARKER,

@@ -21,6 +21,7 @@ import pytest
 import redis
 from celery import Celery
 
+from devkit.phase_samples import phase_entry, poisoned_end_record, round_record
 from shared import keys, stream
 from shared.phase_record import PhaseRef
 from tests.integration.workers_support import (
@@ -35,7 +36,6 @@ from tests.integration.workers_support import (
 )
 from workers.deadletter import list_dead_letters, release_dead_letter
 from workers.outbox import index_unsettled, read_settlement
-from workers.samples import phase_entry, poisoned_end_record, round_record
 from workers.wallet_client import WalletClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -90,13 +90,13 @@ def _send(sender: Celery, ref: PhaseRef) -> Any:
     )
 
 
-# What ``round_record(players)`` (workers.samples) moves, per seat, hand-computed from the rules
-# (docs/rules): the kishpa is R5, so the joker is R6 and the 1s of its colour are R1. Start:
-# everyone pays 1 into the bowl; the starter (seat 1) holds R6 and R1 and is paid 1 + 1 by
-# every other player; with four players seat 4 was dealt the second R1 and R6 and is paid the
-# same (the R5 he holds pays nothing unrevealed). End: seat 2 wins plainly (no joker, no
-# kishpa in his 14, Y2 discarded last): 2 from every loser; nobody is paid again for jokers
-# or 1s held at the end, as each was paid at the start.
+# What ``round_record(players)`` (devkit.phase_samples) moves, per seat, hand-computed from
+# the rules (docs/rules): the kishpa is R5, so the joker is R6 and the 1s of its colour are
+# R1. Start: everyone pays 1 into the bowl; the starter (seat 1) holds R6 and R1 and is paid
+# 1 + 1 by every other player; with four players seat 4 was dealt the second R1 and R6 and
+# is paid the same (the R5 he holds pays nothing unrevealed). End: seat 2 wins plainly (no
+# joker, no kishpa in his 14, Y2 discarded last): 2 from every loser; nobody is paid again
+# for jokers or 1s held at the end, as each was paid at the start.
 START = {2: (+1, -3), 3: (+3, -3, -3), 4: (+3, -5, -5, +3)}
 END = {2: (-2, +2), 3: (-2, +4, -2), 4: (-2, +6, -2, -2)}
 

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
+from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.errors import error_reason
@@ -22,7 +23,7 @@ from services.wallet.migrate import upgrade
 from services.wallet.server import WalletServer, create_wallet_server
 from tests.conftest import TEST_DATABASE_URL
 from workers.settlement import PERMANENT_GRPC_CODES
-from workers.wallet_client import WalletClient, WalletPosting, _Waiting
+from workers.wallet_client import WalletClient, _Waiting
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +64,7 @@ def _players(client: WalletClient, n: int) -> list[str]:
     return [f"player:{p}" for p in ids]
 
 
-def _request(key: str, *postings: WalletPosting) -> wallet_pb2.ApplyBatchRequest:
+def _request(key: str, *postings: Posting) -> wallet_pb2.ApplyBatchRequest:
     return wallet_pb2.ApplyBatchRequest(
         request_id=key,
         postings=[
@@ -85,9 +86,9 @@ async def test_one_call_for_a_group_answers_each_batch_and_raises_each_refusal(
     a, b = await asyncio.to_thread(_players, client, 2)
     table = uuid.uuid4().hex[:10]
     group = [
-        _Waiting(_request(f"g1:{table}", WalletPosting(a, b, 10, "win"))),
-        _Waiting(_request(f"g2:{table}", WalletPosting(f"bowl:{table}", a, 5, "bowl_win"))),
-        _Waiting(_request(f"g3:{table}", WalletPosting(b, a, 4, "win"))),
+        _Waiting(_request(f"g1:{table}", Posting(a, b, 10, "win"))),
+        _Waiting(_request(f"g2:{table}", Posting(f"bowl:{table}", a, 5, "bowl_win"))),
+        _Waiting(_request(f"g3:{table}", Posting(b, a, 4, "win"))),
     ]
     await asyncio.to_thread(client._send, group)
     first, refused, last = group
@@ -118,14 +119,14 @@ async def test_concurrent_callers_each_get_their_own_answer(
         j = i % 30  # callers 30-35 repeat keys 0-5 with the same postings
         src, dst = players[j % 4], players[(j + 1) % 4]
         try:
-            return client.apply_batch(f"c:{table}:{j}", [WalletPosting(src, dst, 1, "win")])
+            return client.apply_batch(f"c:{table}:{j}", [Posting(src, dst, 1, "win")])
         except grpc.RpcError as exc:
             return exc
 
     def short() -> Any:
         try:
             return client.apply_batch(
-                f"s:{table}", [WalletPosting(f"bowl:{table}", players[0], 1, "bowl_win")]
+                f"s:{table}", [Posting(f"bowl:{table}", players[0], 1, "bowl_win")]
             )
         except grpc.RpcError as exc:
             return exc
@@ -167,16 +168,14 @@ async def test_an_older_wallet_gets_one_apply_batch_a_batch() -> None:
     client = WalletClient(f"127.0.0.1:{port}", ServiceCredentials(authority, "worker"))
     try:
         group = [
-            _Waiting(_request(f"o{i}", WalletPosting("bank", "player:x", 1, "win")))
-            for i in range(3)
+            _Waiting(_request(f"o{i}", Posting("bank", "player:x", 1, "win"))) for i in range(3)
         ]
         await asyncio.to_thread(client._send, group)
         assert [w.response.batch_id for w in group if w.response] == [1, 2, 3]
         assert old.calls == ["o0", "o1", "o2"]
         # It remembers: the next group goes one by one straight away.
         again = [
-            _Waiting(_request(f"p{i}", WalletPosting("bank", "player:x", 1, "win")))
-            for i in range(2)
+            _Waiting(_request(f"p{i}", Posting("bank", "player:x", 1, "win"))) for i in range(2)
         ]
         await asyncio.to_thread(client._send, again)
         assert old.calls[3:] == ["p0", "p1"]

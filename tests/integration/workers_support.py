@@ -33,13 +33,13 @@ import redis
 from celery import Celery
 
 from cli.embedded_redis import redis_server_binary, start_embedded_redis
+from devkit.redis_servers import RedisClusterProcesses, RedisProcess, start_cluster, stop_cluster
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.redis_client import sync_client
 from services.common.settings import Settings
 from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
 from tests.conftest import TEST_REDIS_URL
-from tests.servers import RedisClusterProcesses, RedisProcess, start_cluster, stop_cluster
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.wallet_client import WalletClient
@@ -127,7 +127,7 @@ class RedisServer:
 
 @dataclass
 class ClusterServer:
-    """A 3-master Redis Cluster of the test's own (:mod:`tests.servers`: AOF, appendfsync
+    """A 3-master Redis Cluster of the test's own (:mod:`devkit.redis_servers`: AOF, appendfsync
     always), whose masters it may kill and restart. The methods of :class:`RedisServer`, so
     a test runs on either."""
 

@@ -11,6 +11,7 @@ from games.hand.game import DealResult, start_game
 from games.hand.ledger import POT, Posting, net_movements
 from games.hand.record import buy_in_record, payout_record, postings_for_phase
 from games.hand.ruleset import RuleSet
+from games.ledger import posting
 
 pytestmark = pytest.mark.unit
 
@@ -76,14 +77,14 @@ def test_impossible_records_are_refused(phase: str, record: dict[str, Any]) -> N
     [
         (("a", POT, 0, "pot_buy_in"), "positive"),
         (("a", "a", 1, "pot_buy_in"), "itself"),
-        (("a", POT, 1, "win"), "reason"),
+        (("a", POT, 1, "pot_bonus"), "reason"),
     ],
 )
 def test_postings_are_positive_transfers_with_a_known_reason(
     args: tuple[str, str, int, str], message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        Posting(*args)
+        posting(*args)  # type: ignore[arg-type]
 
 
 def test_end_reasons_and_phases_are_plain_strings() -> None:

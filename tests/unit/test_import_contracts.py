@@ -19,7 +19,10 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("games", "shared", "services", "workers", "cli", "sdk", "kishpa")
+PACKAGES = (
+    "games", "shared", "services", "workers", "cli", "sdk", "kishpa",
+    "devkit", "benchmarks", "tests",
+)  # fmt: skip
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
 
 
@@ -82,6 +85,10 @@ CASES = [
     ("games-apart", "games/kishpa/tiles.py", "import games.hand.cards"),
     ("games-shared", "games/table.py", "from games.kishpa import errors"),
     ("games-shared", "games/errors.py", "import games.hand"),
+    ("dev-only", "workers/settlement.py", "from devkit import phase_samples"),
+    ("dev-only", "services/table/service.py", "import tests.servers"),
+    ("benchmarks-not-tests", "benchmarks/bench_capacity.py", "from tests import backends"),
+    ("benchmarks-not-tests", "devkit/redis_servers.py", "import tests.conftest"),
     ("games-public-api", "services/table/kishpa_engine.py", "import games.kishpa.round"),
     ("games-public-api", "services/table/hand_engine.py", "from games.hand import turns"),
     ("games-public-api", "services/table/service.py", "from games.kishpa.bowl import contribution"),

@@ -7,9 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from games.fair import SERVER_SEED_BYTES
-from games.kishpa.ledger import Posting, Reason, from_every_other, net_movements
+from games.kishpa.ledger import Posting, Reason, from_every_other, net_movements, posting
 from games.kishpa.record import end_postings, start_postings
 from games.kishpa.round import end_record, start_record
+from kishpa.wallet.v1 import wallet_pb2
 from tests.unit.test_bot_rounds import play_round_with_bots
 
 pytestmark = pytest.mark.unit
@@ -25,12 +26,12 @@ def test_wire_form_round_trips() -> None:
 @pytest.mark.parametrize("amount", [0, -1, True])
 def test_a_posting_moves_a_positive_whole_amount(amount: int) -> None:
     with pytest.raises(ValueError, match="positive whole"):
-        Posting("a", "b", amount, Reason.WIN)
+        posting("a", "b", amount, Reason.WIN)
 
 
 def test_a_posting_cannot_move_to_itself() -> None:
     with pytest.raises(ValueError, match="itself"):
-        Posting("a", "a", 1, Reason.WIN)
+        posting("a", "a", 1, Reason.WIN)
 
 
 def test_from_every_other_skips_the_receiver_and_zero() -> None:
@@ -39,7 +40,8 @@ def test_from_every_other_skips_the_receiver_and_zero() -> None:
     assert from_every_other(["a", "b"], "a", 0, Reason.BONUS_JOKER) == []
 
 
-def test_the_reasons_are_the_closed_set_of_rules_section_10() -> None:
+def test_the_reasons_are_one_closed_set_and_the_wire_enum_names_each() -> None:
+    """Rules section 10's reasons, Hand's pot, and the wallet's own: one set for everyone."""
     assert {r.value for r in Reason} == {
         "bowl_contribution",
         "bonus_doll",
@@ -49,7 +51,21 @@ def test_the_reasons_are_the_closed_set_of_rules_section_10() -> None:
         "win",
         "bowl_win",
         "bowl_split",
+        "pot_buy_in",
+        "pot_payout",
+        "bank_load",
+        "opening_grant",
+        "player_load",
+        "admin_credit",
+        "admin_debit",
+        "admin_refund",
     }
+    wire = [
+        name.removeprefix("TRANSFER_REASON_").lower()
+        for name, value in sorted(wallet_pb2.TransferReason.items(), key=lambda item: item[1])
+        if value != wallet_pb2.TRANSFER_REASON_UNSPECIFIED
+    ]
+    assert wire == [r.value for r in Reason]  # the same order: reports list them so
 
 
 @settings(max_examples=20)

@@ -11,11 +11,11 @@ import itertools
 import pytest
 from redis.crc import key_slot as redis_key_slot
 
+from devkit.redis_servers import slot_ranges
 from services.common.settings import DEFAULT_STAKES
 from services.matchmaking.keys import Keys, Queue, queue_of
 from services.matchmaking.service import GAMES, SEAT_RANGE
 from shared.keys import key_slot
-from tests.servers import slot_ranges
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ import secrets
 import pytest
 from redis.crc import key_slot as redis_key_slot
 
+from devkit.redis_servers import slot_ranges
 from shared import keys
-from tests.servers import slot_ranges
 from workers.deadletter import deadletter_index, deadletter_list
 
 pytestmark = pytest.mark.unit

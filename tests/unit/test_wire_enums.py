@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from games import contributions as fair_order
 from games import table as table_rules
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
@@ -44,7 +45,8 @@ def test_each_map_holds_the_internal_names_with_their_wire_values() -> None:
 
 
 def test_the_table_rules_names_are_the_maps_keys() -> None:
-    """``games.table`` names statuses, watch policies and deadline kinds; each has its enum."""
+    """``games.table`` (and the deal's contributions) name statuses, watch policies and
+    deadline kinds; each has its enum."""
     assert set(names.TABLE_STATUSES) == {
         table_rules.WAITING,
         table_rules.PLAYING,
@@ -59,6 +61,7 @@ def test_the_table_rules_names_are_the_maps_keys() -> None:
         table_rules.TURN: table_pb2.DEADLINE_KIND_TURN,
         table_rules.WINDOW: table_pb2.DEADLINE_KIND_REVEAL_WINDOW,
         table_rules.NEXT_ROUND: table_pb2.DEADLINE_KIND_NEXT_ROUND,
+        fair_order.CONTRIBUTIONS: table_pb2.DEADLINE_KIND_CONTRIBUTIONS,
     }
 
 

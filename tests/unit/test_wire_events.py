@@ -355,3 +355,42 @@ def test_acting_seats_in_a_reveal_window_name_only_the_viewers_own_seat() -> Non
         if windows >= 3:
             break
     assert windows >= 3, "no start reveal window in 400 deals"
+
+
+def test_watchers_of_a_table_share_one_conversion_per_form_of_an_entry() -> None:
+    """What four seats and a spectator receive of whole games is what each would get from
+    its own conversion, and each entry is converted at most twice (the seat that sees its
+    private part, everyone else), whatever the number of watchers."""
+    from collections import Counter
+
+    from services.table.convert import Converter
+
+    class Counting(Converter):
+        def __init__(self) -> None:
+            super().__init__(lambda _game, tile_id: kishpa_face(tile_id))
+            self.converted: Counter[tuple[str, str]] = Counter()
+
+        def event(self, game: str, stored: StoredEvent) -> table_pb2.TableEvent | None:
+            self.converted[(game, stored.id)] += 1
+            return super().event(game, stored)
+
+    shared = Counting()
+    alone = Converter(lambda _game, tile_id: kishpa_face(tile_id))
+    deliveries = 0
+    private_draws = 0
+    for table_no, events in enumerate(kishpa_games()):
+        for entry in _stored(list(events)):
+            for viewer in VIEWERS:
+                visible = entry.event.for_viewer(viewer)
+                if visible is None:
+                    continue
+                stored = StoredEvent(entry.id, visible)
+                got = shared.shared_event("kishpa", f"t{table_no}", stored)
+                assert got == alone.event("kishpa", stored)
+                deliveries += 1
+                if got is not None and got.drew.HasField("tile") and viewer is not None:
+                    private_draws += 1
+    assert private_draws > 0, "no private pile draw was seen"
+    # The two games share entry ids (each table's stream is its own): per table and entry.
+    assert max(shared.converted.values()) <= 2 * len(kishpa_games())
+    assert sum(shared.converted.values()) < deliveries / 2

@@ -8,6 +8,7 @@ import grpc
 import pytest
 import redis.exceptions
 
+from devkit.phase_samples import phase_entry, poisoned_end_record, round_record, start_part
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from services.common.settings import Settings
@@ -15,7 +16,6 @@ from shared.phase_record import BadPhaseRecord, PhaseRef, parse_phase_record
 from workers.celery_app import app, celery_settings, is_transient
 from workers.config import WorkerConfig, config_from_settings
 from workers.outbox import phase_order, table_id_of_outbox
-from workers.samples import phase_entry, poisoned_end_record, round_record, start_part
 from workers.settlement import (
     PermanentSettlementError,
     compute_postings,
@@ -183,8 +183,8 @@ def test_wallet_postings_are_the_rules_postings_mapped_to_accounts() -> None:
         for w, r in zip(wallet, expected, strict=True):
             assert w.from_account == wallet_account("t-2", r.from_account)
             assert w.to_account == wallet_account("t-2", r.to_account)
-            assert (w.amount, w.reason) == (r.amount, r.reason.value)
-            assert (w.table_id, w.round_no, w.phase) == ("t-2", 5, phase)
+            assert (w.amount, w.reason) == (r.amount, r.reason)
+            assert (w.table_id, w.round, w.phase) == ("t-2", 5, phase)
 
 
 def test_a_record_the_rules_reject_is_a_permanent_error() -> None:

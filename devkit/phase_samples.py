@@ -1,4 +1,4 @@
-"""Realistic phase records for tests, benchmarks and operators' dry runs.
+"""Realistic phase records for the tests and the benchmarks (never shipped: ``devkit``).
 
 Builds the outbox entries the table service writes (docs/workers.md, "hand-off contract")
 for a plausible round: a deal from the real 106-tile set, a joker held at the start, and a
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from games.kishpa.record import START_FIELDS
 from games.kishpa.tiles import COLOURS, NUMBERS
 from shared.phase_record import PhaseRecord
 
@@ -81,18 +82,6 @@ def round_record(
     if previous_winner is not None:
         record["previous_winner"] = previous_winner
     return record
-
-
-START_FIELDS = (
-    "players",
-    "kishpa",
-    "replacement",
-    "start_hands",
-    "start_reveal",
-    "bowl",
-    "previous_winner",
-    "last_round",
-)
 
 
 def start_part(record: dict[str, Any]) -> dict[str, Any]:

