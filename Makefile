@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 PROTO_SRC := $(shell find protos/kishpa -name '*.proto' 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help install proto ts-proto web chromium run test lint format bench clean release-contract
+.PHONY: help install proto ts-proto web chromium run test lint format bench clean release-contract audit checkov
 WEB_SRC := $(shell find web/src web/static -type f -not -path 'web/src/gen/*' 2>/dev/null) web/build.mjs web/tsconfig.json
 
 help: ## List the targets
@@ -104,6 +104,27 @@ lint: install ## ruff, ruff format --check, mypy --strict, import-linter layer c
 release-contract: install ## Record protos/ as the released contract that buf breaking guards (docs/api.md)
 	cd protos && ../$(BIN)/buf build --exclude-source-info -o released/contract.binpb
 
+# Release tools, each in a virtualenv of its own so their pins never touch ours; not part of
+# `make test` (docs/operations.md, "Releasing").
+AUDIT_VENV ?= .venv-audit
+CHECKOV_VENV ?= .venv-checkov
+
+$(AUDIT_VENV)/.installed:
+	$(PYTHON) -m venv $(AUDIT_VENV)
+	$(AUDIT_VENV)/bin/python -m pip install -q "pip-audit==2.10.1"
+	touch $@
+
+$(CHECKOV_VENV)/.installed:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q "checkov==3.3.30"
+	touch $@
+
+audit: install $(AUDIT_VENV)/.installed ## Known vulnerabilities in Python and npm dependencies vs deploy/audit-allowlist.toml (release step; needs the advisory services)
+	$(PY) -m deploy.audit --pip-audit $(AUDIT_VENV)/bin/pip-audit --python $(PY)
+
+checkov: install $(CHECKOV_VENV)/.installed ## checkov on the rendered production overlay: 0 failures, skips only with reasons
+	$(PY) -m deploy.checkov_run --checkov $(CHECKOV_VENV)/bin/checkov
+
 format: install ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
@@ -112,4 +133,4 @@ bench: install ## Run every benchmark and print the figures (see docs/BENCHMARKS
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean: ## Remove the virtualenv and generated code
-	rm -rf $(VENV) kishpa .pytest_cache .mypy_cache .ruff_cache web/node_modules web/src/gen web/dist web/test/dist
+	rm -rf $(VENV) $(AUDIT_VENV) $(CHECKOV_VENV) kishpa .pytest_cache .mypy_cache .ruff_cache web/node_modules web/src/gen web/dist web/test/dist

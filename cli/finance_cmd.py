@@ -156,7 +156,9 @@ async def _call(call: Call, args: argparse.Namespace, token: str) -> int:
 
     address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
     metadata = (("authorization", "Bearer " + token),)
-    async with grpc.aio.insecure_channel(address) as channel:
+    from shared.tls import aio_channel, client_tls_from_env
+
+    async with aio_channel(address, client_tls_from_env()) as channel:
         try:
             return await call(wallet_pb2_grpc.WalletServiceStub(channel), args, metadata)
         except grpc.aio.AioRpcError as exc:
@@ -407,7 +409,6 @@ def _drift(args: argparse.Namespace) -> int:
 def record_via_wallet(run: Any) -> int:
     """Store a :class:`services.wallet.runs.Run` through the wallet's RecordReconciliationRun
     (service credential from ``KISHPA_SERVICE_SECRET``); the stored run's id."""
-    import grpc
 
     from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
     from services.common.auth import TokenAuthority
@@ -427,7 +428,9 @@ def record_via_wallet(run: Any) -> int:
         discrepancies=run.discrepancies,
         result_json=json.dumps(run.result, sort_keys=True),
     )
-    with grpc.insecure_channel(address) as channel:
+    from shared.tls import client_tls_from_env, sync_channel
+
+    with sync_channel(address, client_tls_from_env()) as channel:
         reply = wallet_pb2_grpc.WalletServiceStub(channel).RecordReconciliationRun(
             wallet_pb2.RecordReconciliationRunRequest(run=pb),
             metadata=(("authorization", "Bearer " + token),),

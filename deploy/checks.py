@@ -29,6 +29,7 @@ from deploy.contract import (
 )
 from deploy.netpol import Endpoint, PolicySet, UnsupportedPolicy
 from deploy.render import OVERLAYS, Manifest, RenderError, overlay_dir, render
+from services.common.settings import SECRET_FILE_SUFFIX
 
 # The oldest Kubernetes release the manifests target (gRPC probes, preStop sleep, HPA v2).
 KUBERNETES_VERSION = "1.33"
@@ -89,10 +90,60 @@ def _labels_match(selector: Mapping[str, str], labels: Mapping[str, str]) -> boo
 # --- schemas -------------------------------------------------------------------------------
 
 
+CERT_MANAGER_API = "cert-manager.io/v1"
+WORKLOAD_URI_PREFIX = "spiffe://kishpa/"
+
+
+def _cert_manager_shape(obj: Manifest) -> list[str]:
+    """cert-manager's kinds have no schema in kubernetes_validate: the fields we rely on."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Issuer":
+        return [] if (spec.get("ca") or {}).get("secretName") else [f"{ref(obj)}: needs spec.ca"]
+    if obj.get("kind") != "Certificate":
+        return [f"{ref(obj)}: schema: unexpected cert-manager kind"]
+    missing = [k for k in ("secretName", "issuerRef", "uris") if not spec.get(k)]
+    return [f"{ref(obj)}: schema: spec.{k} is required" for k in missing]
+
+
+def check_certificates(objects: list[Manifest]) -> list[str]:
+    """A workload with TLS files mounts the certificate Secret that names *it*
+    (``spiffe://kishpa/<workload>``): the services authorize by that identity."""
+    problems = []
+    identity = {
+        (o.get("spec") or {}).get("secretName"): (o.get("spec") or {}).get("uris") or []
+        for o in objects
+        if o.get("apiVersion") == CERT_MANAGER_API and o.get("kind") == "Certificate"
+    }
+    for owner, template in pods(objects):
+        name = app_name(template)
+        container = template["spec"]["containers"][0]
+        values, _, _ = _container_env(owner, container, _config_maps(objects))
+        cert = values.get("KISHPA_TLS_CERT_FILE", "")
+        if not cert or name not in WORKLOADS or WORKLOADS[name].kind != "Deployment":
+            continue
+        directory = cert.rpartition("/")[0]
+        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        mount = next(
+            (m for m in container.get("volumeMounts", []) if m["mountPath"] == directory), None
+        )
+        secret = (volumes.get(mount["name"], {}) if mount else {}).get("secret") or {}
+        uris = identity.get(secret.get("secretName"))
+        if uris is None:
+            problems.append(f"{ref(owner)}: {cert} is not from a cert-manager Certificate's Secret")
+        elif WORKLOAD_URI_PREFIX + name not in uris:
+            problems.append(
+                f"{ref(owner)}: mounts the certificate of {uris}, not {WORKLOAD_URI_PREFIX}{name}"
+            )
+    return problems
+
+
 def check_schemas(objects: list[Manifest]) -> list[str]:
     """Every object validates (strictly: no unknown fields) against the Kubernetes schemas."""
     problems = []
     for obj in objects:
+        if obj.get("apiVersion") == CERT_MANAGER_API:
+            problems.extend(_cert_manager_shape(obj))
+            continue
         try:
             kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
         except kubernetes_validate.ValidationError as exc:
@@ -189,13 +240,27 @@ def check_pod_security(objects: list[Manifest]) -> list[str]:
     return problems
 
 
-def check_images(objects: list[Manifest], *, production: bool) -> list[str]:
-    """Images are tagged (never ``latest``); production images come from a registry, pinned."""
+PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+"""The production overlay's digest until the release process sets the real one."""
+
+
+def check_images(objects: list[Manifest], *, production: bool, release: bool = False) -> list[str]:
+    """Images are tagged (never ``latest``); production images come from a registry, pinned
+    by digest and pulled ``Always``; a release must not ship the placeholder digest."""
     problems = []
     for owner, template in pods(objects):
         for container in template["spec"]["containers"]:
             image = str(container.get("image", ""))
             name, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+            if production and container.get("imagePullPolicy") != "Always":
+                problems.append(f"{ref(owner)}: production pulls must be imagePullPolicy Always")
+            if production and "@sha256:" not in image:
+                problems.append(f"{ref(owner)}: production image {image!r} must be a digest")
+            if release and image.endswith("@" + PLACEHOLDER_DIGEST):
+                problems.append(
+                    f"{ref(owner)}: image {image!r} still has the placeholder digest: set the "
+                    "released one (kustomize edit set image)"
+                )
             if "@sha256:" in image:
                 continue
             if not tag or tag == "latest":
@@ -236,6 +301,37 @@ def _container_env(
     return values, refs, problems
 
 
+def secret_files(
+    template: Manifest, container: Manifest, values: Mapping[str, str]
+) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """Secret settings read from files: {VARIABLE: (Secret name, key)} for each
+    ``VARIABLE_FILE`` value that points into a mounted Secret volume, and the problems."""
+    volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+    mounts = [
+        (str(m["mountPath"]).rstrip("/"), volumes.get(m["name"], {}))
+        for m in container.get("volumeMounts", [])
+    ]
+    files: dict[str, tuple[str, str]] = {}
+    problems = []
+    for env, path in values.items():
+        if not env.endswith(SECRET_FILE_SUFFIX) or env.removesuffix(SECRET_FILE_SUFFIX) not in (
+            SECRETS
+        ):
+            continue
+        name = env.removesuffix(SECRET_FILE_SUFFIX)
+        directory, _, filename = path.rpartition("/")
+        volume = next((v for mount, v in mounts if mount == directory), None)
+        secret = (volume or {}).get("secret")
+        if secret is None:
+            problems.append(f"{env}={path} is not in a mounted Secret volume")
+            continue
+        if secret.get("optional"):
+            problems.append(f"secret volume of {name} must not be optional")
+        items = {i["path"]: i["key"] for i in secret.get("items", [])}
+        files[name] = (str(secret.get("secretName")), items.get(filename, filename))
+    return files, problems
+
+
 def _probe_ports(container: Manifest) -> Iterator[tuple[str, Manifest]]:
     for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
         if kind in container:
@@ -263,23 +359,28 @@ def _check_workload(
             yield f"{ref(owner)}: env {name} is not a setting the services read"
     for name in sorted(set(values) & set(SECRETS)):
         yield f"{ref(owner)}: {name} is a secret and must come from a Secret, not a value"
-    secret_refs = {}
     for name, source in refs.items():
-        key_ref = source.get("secretKeyRef")
-        if key_ref is None:
-            yield f"{ref(owner)}: env {name} must be a value or a secretKeyRef"
-            continue
-        secret_refs[name] = key_ref
+        # Secrets are files (a mounted Secret, <VARIABLE>_FILE): an environment variable
+        # shows in `kubectl describe`, in crash dumps and to every child process.
+        if "secretKeyRef" in source:
+            yield (
+                f"{ref(owner)}: {name} is a secret as an environment variable: mount the Secret "
+                f"and set {name}{SECRET_FILE_SUFFIX} instead"
+            )
+        else:
+            yield f"{ref(owner)}: env {name} must be a plain value"
+    files, file_problems = secret_files(template, container, values)
+    for problem in file_problems:
+        yield f"{ref(owner)}: {problem}"
+    for name, (secret_name, key) in files.items():
         expected = workload.secret_source(name) if name in SECRETS else None
         if expected is None:
-            yield f"{ref(owner)}: env {name} is not a secret setting"
-        elif (key_ref.get("name"), key_ref.get("key")) != (expected.name, expected.key):
+            yield f"{ref(owner)}: {name}{SECRET_FILE_SUFFIX} is not a secret setting"
+        elif (secret_name, key) != (expected.name, expected.key):
             yield f"{ref(owner)}: {name} must come from Secret {expected.name} key {expected.key}"
-        if key_ref.get("optional"):
-            yield f"{ref(owner)}: secret {name} must not be optional"
-    for name in sorted(workload.secrets - set(secret_refs)):
+    for name in sorted(workload.secrets - set(files) - set(refs)):
         yield f"{ref(owner)}: needs {name} (from Secret {workload.secret_source(name).name})"
-    for name in sorted(set(secret_refs) - workload.secrets):
+    for name in sorted((set(files) | set(refs)) - workload.secrets):
         yield f"{ref(owner)}: gets {name}, which {workload.name} does not need"
 
     ports = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
@@ -302,6 +403,8 @@ def _check_workload(
         yield from _check_http_workload(owner, container, workload, values, probes)
     if workload.grpc_port is not None:
         grpc_port = int(values.get(GRPC_PORT_ENV, workload.grpc_port))
+        # With TLS on the gRPC port, kubelet asks the plaintext health-only port instead.
+        grpc_port = int(values.get(HEALTH_PORT_ENV) or grpc_port)
         for kind in ("readinessProbe", "livenessProbe"):
             grpc_probe = probes.get(kind, {}).get("grpc")
             if grpc_probe is None:
@@ -364,9 +467,13 @@ def workload_environment(objects: list[Manifest], name: str) -> tuple[dict[str, 
         if app_name(template) == name:
             container = template["spec"]["containers"][0]
             values, refs, problems = _container_env(owner, container, _config_maps(objects))
-            if problems:
-                raise ValueError("; ".join(problems))
-            return values, set(refs)
+            files, file_problems = secret_files(template, container, values)
+            if problems or file_problems:
+                raise ValueError("; ".join(problems + file_problems))
+            plain = {
+                k: v for k, v in values.items() if k.removesuffix(SECRET_FILE_SUFFIX) not in files
+            }
+            return plain, set(refs) | set(files)
     raise KeyError(f"no workload named {name} in the render")
 
 
@@ -620,8 +727,8 @@ def is_production(objects: list[Manifest]) -> bool:
     )
 
 
-def check_objects(objects: list[Manifest]) -> list[str]:
-    """Every check over one rendered overlay.
+def check_objects(objects: list[Manifest], *, release: bool = False) -> list[str]:
+    """Every check over one rendered overlay (``release``: also no placeholder digest).
 
     The later checks read fields the schema guarantees, so a schema failure stops there.
     """
@@ -636,15 +743,42 @@ def check_objects(objects: list[Manifest]) -> list[str]:
         check_config,
         check_public_route,
         check_network,
+        check_checkov_skips,
+        check_certificates,
     ]
     problems = [p for check in checks for p in check(objects)]
-    return problems + check_images(objects, production=is_production(objects))
+    return problems + check_images(objects, production=is_production(objects), release=release)
+
+
+HEALTH_PORT_ENV = "KISHPA_HEALTH_PORT"
+CHECKOV_SKIP_PREFIX = "checkov.io/skip"
+MIN_SKIP_REASON = 30
+
+
+def check_checkov_skips(objects: list[Manifest]) -> list[str]:
+    """Every checkov skip annotation names its check and says why it does not apply."""
+    problems = []
+    for obj in objects:
+        for key, value in (obj.get("metadata", {}).get("annotations") or {}).items():
+            if not key.startswith(CHECKOV_SKIP_PREFIX):
+                continue
+            check, _, reason = str(value).partition("=")
+            if not check.startswith("CKV_") or len(reason.strip()) < MIN_SKIP_REASON:
+                problems.append(
+                    f"{ref(obj)}: {key} must be 'CKV_<id>=<why it does not apply>', not {value!r}"
+                )
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     """Render and check the shipped overlays (or the given directories); print the problems."""
     parser = argparse.ArgumentParser(prog="python -m deploy.checks", description=__doc__)
     parser.add_argument("directories", nargs="*", type=Path, help="kustomize directories")
+    parser.add_argument(
+        "--release",
+        action="store_true",
+        help="the release step: production images must carry their real digest",
+    )
     args = parser.parse_args(argv)
     directories: list[Path] = args.directories or [overlay_dir(o) for o in OVERLAYS]
     failed = False
@@ -655,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
             print(exc, file=sys.stderr)
             failed = True
             continue
-        problems = check_objects(objects)
+        problems = check_objects(objects, release=args.release)
         print(f"{directory}: {len(objects)} objects, {len(problems)} problems")
         for problem in problems:
             print(f"  {problem}")

@@ -6,6 +6,8 @@ never ``tests/`` (another contract).
 
 * ``redis_servers`` — real ``redis-server`` processes (one node, or a Redis Cluster) on free
   ports, started and stopped by a test or a benchmark;
+* ``tlscerts`` — a test CA and workload certificates (``cryptography``) for the TLS tests
+  and the TLS benchmark;
 * ``phase_samples`` — realistic settlement phase records (the table service's outbox
   entries) for the workers' tests and the settlement benchmark.
 """

@@ -31,6 +31,7 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.logging import get_logger
 from services.common.settings import Settings
+from services.common.tls import client_tls_from_settings, sync_channel
 from shared import keys
 from shared.phase_record import BadPhaseRecord, PhaseRecord, parse_phase_record
 from workers import metrics
@@ -355,8 +356,9 @@ class GrpcSources:
     def __init__(self, settings: Settings) -> None:
         authority = TokenAuthority(None, settings.require_service_secret())
         self._credentials = ServiceCredentials(authority, SERVICE_NAME)
-        self._table_channel = grpc.insecure_channel(settings.table_addr, options=CHANNEL_OPTIONS)
-        self._wallet_channel = grpc.insecure_channel(settings.wallet_addr, options=CHANNEL_OPTIONS)
+        tls = client_tls_from_settings(settings)
+        self._table_channel = sync_channel(settings.table_addr, tls, options=CHANNEL_OPTIONS)
+        self._wallet_channel = sync_channel(settings.wallet_addr, tls, options=CHANNEL_OPTIONS)
         self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
         self._wallet = wallet_pb2_grpc.WalletServiceStub(self._wallet_channel)
 

@@ -6,13 +6,21 @@ ports and fails fast, naming the variable, when a secret the service needs is mi
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 LogFormat = Literal["console", "json"]
 
@@ -74,8 +82,54 @@ def _default_broker_url(data: dict[str, Any]) -> str:
     return str(data["redis_url"])
 
 
+SECRET_FILE_SUFFIX = "_FILE"  # noqa: S105 - a suffix of variable names, not a secret
+SECRET_FIELDS: Mapping[str, str] = {
+    "token_secret": TOKEN_SECRET_ENV,
+    "service_secret": SERVICE_SECRET_ENV,
+    "token_secret_previous": TOKEN_SECRET_ENV + "_PREVIOUS",
+    "service_secret_previous": SERVICE_SECRET_ENV + "_PREVIOUS",
+    "database_url": "DATABASE_URL",
+}
+"""Settings that are secrets: each may come from a file, ``<VARIABLE>_FILE`` (a mounted
+Secret in Kubernetes), instead of the environment variable itself."""
+
+
+class _SecretFiles(PydanticBaseSettingsSource):
+    """Reads ``<VARIABLE>_FILE`` for each secret setting: the file's content, trailing
+    newline removed. The variable itself, when set, wins."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name, env in SECRET_FIELDS.items():
+            path = os.environ.get(env + SECRET_FILE_SUFFIX, "")
+            if not path or os.environ.get(env):
+                continue
+            try:
+                values[name] = Path(path).read_text().rstrip("\r\n")
+            except OSError as exc:
+                raise SettingsError(
+                    f"{env}{SECRET_FILE_SUFFIX}: cannot read {path}: {exc.strerror}"
+                ) from None
+        return values
+
+
 class Settings(BaseSettings):
     """Every setting of every process; the environment variable is in each field's alias."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Arguments, then the environment, then secret files (``*_FILE``), then defaults.
+        return (init_settings, env_settings, _SecretFiles(settings_cls), dotenv_settings)
 
     model_config = SettingsConfigDict(
         env_prefix="KISHPA_",
@@ -288,11 +342,13 @@ def environment_variables() -> dict[str, str]:
     For deployment checks: a variable set in a manifest but missing here is a typo.
     """
     prefix = Settings.model_config.get("env_prefix", "")
-    return {
+    names = {
         (field.validation_alias if isinstance(field.validation_alias, str) else "")
         or f"{prefix}{name.upper()}": name
         for name, field in Settings.model_fields.items()
     }
+    names.update({env + SECRET_FILE_SUFFIX: name for name, env in SECRET_FIELDS.items()})
+    return names
 
 
 def _reveal(secret: SecretStr | None, env: str) -> str:

@@ -69,7 +69,9 @@ class _Before:
 
     precommitment: str = ""
     precommitment_event_id: str = ""
-    contributions: list[tuple[int, str, str]] = field(default_factory=list)
+    contributions: list[tuple[str, int, str, str]] = field(default_factory=list)
+    """(player, seat then, contribution, event id): a player may leave a waiting table after
+    contributing, and the seats after his move up."""
 
 
 def _hand_size(data: Mapping[str, Any], starter: int) -> int:
@@ -84,9 +86,9 @@ def _before_deal(before: _Before, stored: StoredEvent) -> None:
         before.precommitment = str(event.data.get("commitment") or "")
         before.precommitment_event_id = stored.id
     elif event.type == CONTRIBUTION_ACCEPTED:
-        before.contributions.append(
-            (event.seat, str(event.data.get("contribution") or ""), stored.id)
-        )
+        player = str(event.data.get("player_id") or "")
+        text = str(event.data.get("contribution") or "")
+        before.contributions.append((player, event.seat, text, stored.id))
 
 
 async def round_record(
@@ -125,7 +127,7 @@ async def round_record(
                 record.deal_event_id = stored.id
                 record.precommitment = before.precommitment
                 record.precommitment_event_id = before.precommitment_event_id
-                record.contributions = list(before.contributions)
+                record.contributions = _seated(record.players, before.contributions)
     if record is None:
         if await store.load(table_id) is None:
             raise NotFound("TABLE_NOT_FOUND", f"no table {table_id!r} (or it expired)")
@@ -140,6 +142,19 @@ async def round_record(
     sit_down = {} if snapshot is None else dict(snapshot.state.get("client_seeds") or {})
     record.seat_client_seeds = [str(sit_down.get(p) or "") for p in record.players]
     return record
+
+
+def _seated(
+    players: list[str], given: list[tuple[str, int, str, str]]
+) -> list[tuple[int, str, str]]:
+    """The contributions of the players who sat in the deal, at their seats in it."""
+    out = []
+    for player, seat, text, event_id in given:
+        if not player:  # an event written before contributions named their player
+            out.append((seat, text, event_id))
+        elif player in players:
+            out.append((players.index(player), text, event_id))
+    return out
 
 
 def _started(table_id: str, round_no: int, player_id: str, event: TableEvent) -> RoundRecord:

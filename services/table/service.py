@@ -70,7 +70,7 @@ class Tables(Seating, Watching, Deadlines):
                 fair_order.CONTRIBUTION_ACCEPTED,
                 deal - 1,
                 seat,
-                {"deal": deal, "contribution": contribution},
+                {"deal": deal, "contribution": contribution, "player_id": player_id},
             )
             step = Step(game=table.game, events=[event], deadline=table.deadline)
             waiting = table.fair.get("waiting")

@@ -22,6 +22,7 @@ import grpc
 import pytest
 from google.protobuf import descriptor_pool, message_factory
 
+from devkit.tlscerts import TestCA
 from kishpa.admin.v1 import admin_pb2  # noqa: F401 - registers the descriptors
 from kishpa.auth.v1 import auth_pb2  # noqa: F401
 from kishpa.matchmaking.v1 import matchmaking_pb2  # noqa: F401
@@ -36,7 +37,6 @@ from services.table.server import create_table_server
 from services.wallet.migrate import upgrade
 from services.wallet.server import create_wallet_server
 from tests.conftest import TEST_REDIS_URL
-from tests.tlscerts import TestCA
 
 pytestmark = pytest.mark.integration
 

@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 
 from deploy.checks import find, pod_template, workload_environment
 from deploy.render import Manifest, overlay_dir, render
+from devkit.tlscerts import TestCA
 from tests.conftest import TEST_DATABASE_URL
 from tests.integration.workers_support import Process, free_port, port_open, wait_for
 
@@ -111,6 +112,12 @@ def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
     reconcile = job_command(prod_objects, "CronJob", "reconcile")
     secret = secrets.token_urlsafe(48)
     port = free_port()
+    # Production speaks mutual TLS (the mtls component): the wallet here serves a test
+    # certificate, and the job shows the worker's, as in its pod (where cert-manager's
+    # files sit at the rendered paths).
+    ca = TestCA(tmp_path / "pki")
+    served = ca.issue("wallet")
+    worker = ca.issue("worker")
     wallet_env = {
         **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")},
         "DATABASE_URL": owner_url,
@@ -119,6 +126,9 @@ def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
         "KISHPA_METRICS_PORT": str(free_port()),
         "KISHPA_SERVICE_SECRET": secret,
         "KISHPA_TOKEN_SECRET": secrets.token_urlsafe(48),
+        "KISHPA_TLS_CERT_FILE": str(served.cert_file),
+        "KISHPA_TLS_KEY_FILE": str(served.key_file),
+        "KISHPA_TLS_CA_FILE": str(ca.ca_file),
     }
     wallet = Process("wallet", [KISHPA, "serve", "wallet"], wallet_env, tmp_path / "w.log")
     wallet.start()
@@ -131,6 +141,12 @@ def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
             KISHPA_SERVICE_SECRET=secret,
         )
         env["KISHPA_WALLET_ADDR"] = f"127.0.0.1:{port}"
+        assert env["KISHPA_TLS_CA_FILE"].startswith("/var/run/secrets/kishpa/tls/")
+        env.update(
+            KISHPA_TLS_CERT_FILE=str(worker.cert_file),
+            KISHPA_TLS_KEY_FILE=str(worker.key_file),
+            KISHPA_TLS_CA_FILE=str(ca.ca_file),
+        )
         result = run(reconcile, env)
     finally:
         wallet.stop()

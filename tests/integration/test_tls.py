@@ -1,7 +1,7 @@
 """Mutual TLS between real servers: who may connect, whose credential counts, and rotation.
 
 A wallet (SQLite) and a table service (Redis) serve over mutual TLS with certificates made
-here (tests/tlscerts.py); the worker's blocking wallet client, the wallet's own call to the
+here (devkit/tlscerts.py); the worker's blocking wallet client, the wallet's own call to the
 table service (an operator's CloseTable), the SDK and raw TLS sockets are the clients.
 """
 
@@ -22,6 +22,7 @@ import pytest
 from cryptography import x509
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from devkit.tlscerts import TestCA
 from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from sdk import KishpaClient
@@ -36,7 +37,6 @@ from services.table.server import TableServer, create_table_server
 from services.wallet.migrate import upgrade
 from services.wallet.server import WalletServer, create_wallet_server
 from tests.conftest import TEST_REDIS_URL
-from tests.tlscerts import TestCA
 from workers.wallet_client import WalletClient
 
 pytestmark = pytest.mark.integration

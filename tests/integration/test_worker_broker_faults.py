@@ -216,7 +216,6 @@ def test_the_worker_survives_redis_killed_while_it_holds_messages(
         wait_for(lambda: _unsettled(client, tables) == 0, 60, "every phase to be settled")
         took = time.monotonic() - returned_at
         print(f"\n{broker} seed {seed}: {kills} kills {moments}; settled {took:.1f}s after")
-        assert took <= SETTLED_AFTER_RETURN_S, took
         # The remaining phases of each table, with Redis up.
         for table in tables:
             while len(table.written) < len(table.phases):
@@ -245,3 +244,5 @@ def test_the_worker_survives_redis_killed_while_it_holds_messages(
     log = worker.log.read_text()
     assert "Unrecoverable error" not in log
     assert "'NoneType' object has no attribute" not in log
+    # Last, so that a slow run still shows whether anything was lost or doubled.
+    assert took <= SETTLED_AFTER_RETURN_S, took

@@ -48,6 +48,15 @@ EXPECTED_PROBLEMS = {
     "edge-probe-path": "Deployment/edge: readinessProbe path '/ready', the edge serves '/readyz'",
     "edge-no-route": "Service/edge: no Ingress or HTTPRoute sends / to port 8080",
     "edge-closed": "edge:8080 is not reachable from <outside the namespace>, which needs it",
+    "secret-as-env": "Deployment/table: KISHPA_TOKEN_SECRET is a secret as an environment variable",
+    "secret-file-unmounted": "KISHPA_SERVICE_SECRET_FILE=/etc/kishpa/service-key is not in a "
+    "mounted Secret volume",
+    "prod-tag-image": "production image 'registry.example.com/kishpa/kishpa:0.1.0' must be a "
+    "digest",
+    "prod-pull-policy": "Deployment/wallet: production pulls must be imagePullPolicy Always",
+    "checkov-skip-without-reason": "checkov.io/skip1 must be 'CKV_<id>=<why it does not apply>'",
+    "certificate-wrong-identity": "Deployment/wallet: mounts the certificate of "
+    "['spiffe://kishpa/table'], not spiffe://kishpa/wallet",
 }
 
 
@@ -103,6 +112,14 @@ def test_prod_scales_wider_than_dev() -> None:
 def test_broken_overlay_is_caught(case: str) -> None:
     problems = checks.check_objects(render(BROKEN / case))
     assert any(EXPECTED_PROBLEMS[case] in p for p in problems), problems
+
+
+def test_a_release_refuses_the_placeholder_digest() -> None:
+    prod = render(overlay_dir("prod"))
+    assert checks.check_objects(prod) == []
+    problems = checks.check_objects(prod, release=True)
+    assert problems
+    assert all("placeholder digest" in p for p in problems), problems
 
 
 def test_every_broken_fixture_has_an_expectation() -> None:

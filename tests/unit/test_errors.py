@@ -179,7 +179,8 @@ def test_every_reason_raised_in_the_code_is_in_the_proto_enum() -> None:
         "PermissionDenied", "Unauthenticated", "ResourceExhausted", "Aborted", "Unavailable",
         "TableError", "NotAllowedError", "BadRequestError", "TableFullError",
         "TableNotFoundError", "IllegalMoveError", "HandMoveError", "InvalidRequest",
-        "WalletError", "AccountNotFound", "ServiceError", "_refuse",
+        "WalletError", "AccountNotFound", "ServiceError", "_refuse", "BadTableRequest",
+        "NotAllowed", "TableRuleError",
     }  # fmt: skip
     found: dict[str, str] = {}
     for folder in ("services", "games", "workers", "shared"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from services.common.settings import (
@@ -64,6 +66,11 @@ ENV_VARS = (
     "KISHPA_TLS_SERVER_NAME",
     "KISHPA_TLS_METRICS",
     "KISHPA_HEALTH_PORT",
+    "KISHPA_TOKEN_SECRET_FILE",
+    "KISHPA_SERVICE_SECRET_FILE",
+    "KISHPA_TOKEN_SECRET_PREVIOUS_FILE",
+    "KISHPA_SERVICE_SECRET_PREVIOUS_FILE",
+    "DATABASE_URL_FILE",
     "KISHPA_OIDC_ROLE_PREFIX",
     "KISHPA_ADMIN_APPROVAL_THRESHOLD",
 )
@@ -217,3 +224,23 @@ def test_a_bad_stake_list_fails_fast_naming_the_variable(
     monkeypatch.setenv("KISHPA_STAKES_KISHPA", value)
     with pytest.raises(SettingsError, match="KISHPA_STAKES_KISHPA"):
         load_settings("worker", service_secret="x" * 40)
+
+
+def test_secrets_come_from_files_and_the_variable_wins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    key = tmp_path / "secret"
+    key.write_text("f" * 40 + "\n")  # kubectl create secret --from-file keeps a newline
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET_FILE", str(key))
+    monkeypatch.setenv("DATABASE_URL_FILE", str(key))
+    settings = load_settings("beat")
+    assert settings.require_service_secret() == "f" * 40
+    assert settings.database_url == "f" * 40
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET", "e" * 40)
+    assert load_settings("beat").require_service_secret() == "e" * 40
+
+
+def test_an_unreadable_secret_file_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET_FILE", "/nonexistent/kishpa/secret")
+    with pytest.raises(SettingsError, match="KISHPA_TOKEN_SECRET_FILE: cannot read"):
+        load_settings("table")

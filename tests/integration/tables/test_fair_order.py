@@ -117,9 +117,16 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
     redis: Redis,
     server: TableServer,
 ) -> None:
-    ann, bob, outsider = players[0], players[1], players[2]
-    table_id = await _open_table(stub, md, [ann, bob], start=False)
+    ann, bob, outsider, dan = players[0], players[1], players[2], players[3]
+    table_id = await _open_table(stub, md, [ann, dan, bob], start=False)
     try:
+        # Dan contributes, then leaves before the start: Bob moves up to seat 1, and Dan's
+        # contribution is in no deal (nor in its record).
+        await _contribute(stub, md[dan], table_id, 1, "dan-gone")
+        await stub.LeaveTable(
+            table_pb2.LeaveTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[dan],
+        )
         view = (
             await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[ann])
         ).table
@@ -223,8 +230,9 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
         ]
         # (Between deals an event carries the round that ended, 0 before the first; the
         # deal it is for is in its data.)
-        assert kinds[:4] == [
+        assert kinds[:5] == [
             ("seed_committed", 0),
+            ("contribution_accepted", 0),  # Dan's, who left
             ("contribution_accepted", 0),
             ("contribution_accepted", 0),
             ("round_started", 1),
