@@ -176,6 +176,14 @@ def _stamp(moment_: dt.datetime) -> Any:
     return stamp
 
 
+def _duration(ms: int) -> Any:
+    from google.protobuf.duration_pb2 import Duration
+
+    duration = Duration()
+    duration.FromMilliseconds(ms)
+    return duration
+
+
 def _iso(ms: int) -> str:
     """UTC ISO 8601 with milliseconds and ``Z``."""
     when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
@@ -355,7 +363,7 @@ async def _runs(stub: Any, args: argparse.Namespace, md: Any) -> int:
                         "scope": r.scope,
                         "source": r.source,
                         "start_time": _iso(r.start_time.ToMilliseconds()),
-                        "duration_ms": r.duration_ms,
+                        "duration_ms": r.duration.ToMilliseconds(),
                         "ok": r.ok,
                         "discrepancies": r.discrepancies,
                         "result": json.loads(r.result_json or "{}"),
@@ -370,7 +378,7 @@ async def _runs(stub: Any, args: argparse.Namespace, md: Any) -> int:
         verdict = "ok" if r.ok else f"{r.discrepancies} found"
         print(
             f"#{r.run_id} {_iso(r.start_time.ToMilliseconds())} {r.kind:<6} {verdict:<10} "
-            f"{r.duration_ms} ms  {r.source}: {r.scope}"
+            f"{r.duration.ToMilliseconds()} ms  {r.source}: {r.scope}"
         )
     return 0
 
@@ -423,7 +431,7 @@ def record_via_wallet(run: Any) -> int:
         scope=run.scope,
         source=run.source,
         start_time=_stamp(dt.datetime.fromtimestamp(run.started_ms / 1000, tz=dt.UTC)),
-        duration_ms=run.duration_ms,
+        duration=_duration(run.duration_ms),
         ok=run.ok,
         discrepancies=run.discrepancies,
         result_json=json.dumps(run.result, sort_keys=True),

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import grpc
 import redis
+from google.protobuf.duration_pb2 import Duration
 
 from games.ledger import Posting
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
@@ -92,6 +93,13 @@ ACTIONS: Mapping[str, str] = {
         "`kishpa worker dead-letters`"
     ),
 }
+
+
+def _elapsed(started: float) -> Duration:
+    """The time since ``started`` (a ``time.time()``), to the millisecond."""
+    duration = Duration()
+    duration.FromMilliseconds(int((time.time() - started) * 1000))
+    return duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +439,7 @@ class GrpcSources:
             scope=f"{report.tables} tables (Redis outboxes and non-zero bowls/pots)",
             source=source,
             start_time=start,
-            duration_ms=int((time.time() - started) * 1000),
+            duration=_elapsed(started),
             ok=report.ok,
             discrepancies=len(report.differences),
             result_json=json.dumps(report.to_dict(), sort_keys=True),

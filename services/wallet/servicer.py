@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import Counter
 
@@ -103,6 +104,12 @@ def reason_text(reason: wallet_pb2.TransferReason.ValueType) -> str:
         return wallet_pb2.TransferReason.Name(reason).removeprefix(REASON_PREFIX).lower()
     except ValueError:
         return ""
+
+
+def _duration(ms: int) -> Duration:
+    duration = Duration()
+    duration.FromMilliseconds(ms)
+    return duration
 
 
 def _timestamp(ms: int) -> Timestamp:
@@ -418,7 +425,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             pb.scope,
             pb.source,
             _ms(pb.start_time),
-            pb.duration_ms,
+            pb.duration.ToMilliseconds(),
             pb.ok,
             pb.discrepancies,
             result,
@@ -480,7 +487,7 @@ def run_pb(r: runs.Run) -> wallet_pb2.ReconciliationRun:
         scope=r.scope,
         source=r.source,
         start_time=_timestamp(r.started_ms),
-        duration_ms=r.duration_ms,
+        duration=_duration(r.duration_ms),
         ok=r.ok,
         discrepancies=r.discrepancies,
         result_json=json.dumps(r.result, sort_keys=True),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import grpc
 import pytest
+from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
@@ -367,7 +368,7 @@ async def test_runs_are_recorded_and_listed(
         scope="3 tables",
         source="test",
         start_time=stamp(now_ms()),
-        duration_ms=12,
+        duration=Duration(nanos=12_000_000),
         ok=False,
         discrepancies=1,
         result_json=json.dumps({"differences": [{"check": "bowl_mismatch"}]}),
