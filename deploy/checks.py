@@ -660,6 +660,70 @@ def check_envoy_routes(config: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+ENVOY_SDS_DIR = ENVOY_CONFIG.parent / "sds"
+ENVOY_SDS_MOUNT = "/etc/envoy/sds"
+
+
+def _sds_secrets(sds_dir: Path) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """The SDS secrets shipped in ``sds_dir``, by (path as Envoy sees it, secret name)."""
+    secrets = {}
+    for path in sorted(sds_dir.glob("*.yaml")):
+        for resource in yaml.safe_load(path.read_text()).get("resources", []):
+            secrets[(f"{ENVOY_SDS_MOUNT}/{path.name}", resource.get("name", ""))] = resource
+    return secrets
+
+
+def _watched_sds(
+    where: str, ref: Mapping[str, Any], kind: str, secrets: Mapping[tuple[str, str], Any]
+) -> list[str]:
+    """One SDS reference: a watched file whose secret watches its certificate directory."""
+    source = ref.get("sds_config", {}).get("path_config_source", {})
+    key = (source.get("path", ""), ref.get("name", ""))
+    if key not in secrets:
+        return [f"envoy: {where} {kind} {key} is not a shipped file-based SDS secret"]
+    problems = []
+    if not source.get("watched_directory", {}).get("path"):
+        problems.append(f"envoy: {where} {kind} SDS file {key[0]} is not watched")
+    body = secrets[key].get(kind, {})
+    watched = body.get("watched_directory", {}).get("path")
+    files = [v["filename"] for v in body.values() if isinstance(v, dict) and "filename" in v]
+    if not files or any(str(Path(f).parent) != watched for f in files):
+        problems.append(
+            f"envoy: {where} {kind} secret {key[1]} does not watch its files' directory"
+        )
+    return problems
+
+
+def check_envoy_tls(config: Mapping[str, Any], sds_dir: Path = ENVOY_SDS_DIR) -> list[str]:
+    """Every Envoy TLS context takes its certificate and CA by watched file-based SDS, so a
+    cert-manager renewal is picked up without a restart (no inline files, read at start only)."""
+    secrets = _sds_secrets(sds_dir)
+    problems = []
+    for cluster in config["static_resources"]["clusters"]:
+        where = f"cluster {cluster['name']}"
+        socket = cluster.get("transport_socket")
+        if socket is None:
+            problems.append(f"envoy: {where} has no TLS transport_socket")
+            continue
+        context = socket["typed_config"].get("common_tls_context", {})
+        if "tls_certificates" in context or "validation_context" in context:
+            problems.append(f"envoy: {where} reads inline certificate files only at start")
+        refs = context.get("tls_certificate_sds_secret_configs", [])
+        if not refs:
+            problems.append(f"envoy: {where} has no client certificate by SDS")
+        for ref in refs:
+            problems += _watched_sds(where, ref, "tls_certificate", secrets)
+        combined = context.get("combined_validation_context", {})
+        ca = combined.get("validation_context_sds_secret_config")
+        if ca is None:
+            problems.append(f"envoy: {where} has no CA by SDS")
+        else:
+            problems += _watched_sds(where, ca, "validation_context", secrets)
+        if not combined.get("default_validation_context", {}).get("match_typed_subject_alt_names"):
+            problems.append(f"envoy: {where} does not check the upstream's identity (SAN)")
+    return problems
+
+
 # --- network -------------------------------------------------------------------------------
 
 
@@ -794,7 +858,8 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"  {problem}")
         failed = failed or bool(problems)
-    envoy = check_envoy_routes(yaml.safe_load(ENVOY_CONFIG.read_text()))
+    envoy_config = yaml.safe_load(ENVOY_CONFIG.read_text())
+    envoy = check_envoy_routes(envoy_config) + check_envoy_tls(envoy_config)
     print(f"{ENVOY_CONFIG}: {len(envoy)} problems")
     for problem in envoy:
         print(f"  {problem}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,7 @@ class TestCA:
         key_file: Path | None = None,
         uri: bool = True,
         common_name: str | None = None,
+        dns_names: Sequence[str] = (),
     ) -> Issued:
         """A certificate for ``workload`` (URI SAN unless ``uri=False``), written to files."""
         key = _key()
@@ -82,6 +84,7 @@ class TestCA:
         names: list[x509.GeneralName] = [
             x509.DNSName("localhost"),
             x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            *(x509.DNSName(name) for name in dns_names),
         ]
         if uri:
             names.insert(0, x509.UniformResourceIdentifier(f"spiffe://kishpa/{workload}"))

@@ -7,7 +7,9 @@ file a client speaks plaintext (``make run`` on loopback).
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,3 +92,167 @@ def sync_channel(
     return grpc.secure_channel(
         address, tls.channel_credentials(), options=[*options, *tls.channel_options()]
     )
+
+
+# -- long-lived channels that follow a rotated client certificate -----------------------------
+
+_Stamp = tuple[tuple[int, int] | None, ...]
+
+
+def _stamp(tls: ClientTls) -> _Stamp:
+    """(mtime, size) of each TLS file: a renewal (cert-manager swapping the mounted Secret's
+    files) changes it. A file that cannot be read right now stamps as None."""
+    stamps: list[tuple[int, int] | None] = []
+    for path in (tls.ca_file, tls.cert_file, tls.key_file):
+        try:
+            info = path.stat() if path is not None else None
+        except OSError:
+            info = None
+        stamps.append((info.st_mtime_ns, info.st_size) if info is not None else None)
+    return tuple(stamps)
+
+
+def _pair_matches(tls: ClientTls) -> bool:
+    """The certificate and key belong together, so a half-written rotation (new certificate,
+    old key) is not used: the channel keeps the old pair until both files agree."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    if tls.cert_file is None or tls.key_file is None:
+        return True
+    try:
+        cert = x509.load_pem_x509_certificate(tls.cert_file.read_bytes())
+        key = load_pem_private_key(tls.key_file.read_bytes(), password=None)
+    except (OSError, ValueError):
+        return False
+    return bool(cert.public_key() == key.public_key())
+
+
+class ReloadingChannel(grpc.aio.Channel):
+    """An asyncio channel that rebuilds itself when the client's TLS files change.
+
+    gRPC reads channel credentials once, so a long-lived channel would keep presenting the
+    certificate it started with until the process restarts. Before each new call this checks
+    the files' (mtime, size) (at most every ``check_every`` seconds); after a change, once the
+    certificate and key match, the call and later ones go over a new channel built from the
+    new files. The old channel is closed with ``grace`` seconds for the calls and streams
+    still on it to finish, so no call fails because of a rotation. Stubs made on this object
+    once keep working: each method looks up the current channel per call.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        tls: ClientTls,
+        *,
+        options: Sequence[tuple[str, Any]] = (),
+        interceptors: Sequence[Any] | None = None,
+        check_every: float = 1.0,
+        grace: float = 600.0,
+    ) -> None:
+        self._address, self._tls = address, tls
+        self._options, self._interceptors = list(options), interceptors
+        self._check_every, self._grace = check_every, grace
+        self._stamp = _stamp(tls)
+        self._channel = self._build()
+        self._checked = time.monotonic()
+        self._retiring: set[asyncio.Task[None]] = set()
+
+    def _build(self) -> grpc.aio.Channel:
+        return grpc.aio.secure_channel(
+            self._address,
+            self._tls.channel_credentials(),
+            options=[*self._options, *self._tls.channel_options()],
+            interceptors=self._interceptors,
+        )
+
+    def current(self) -> grpc.aio.Channel:
+        """The channel for a new call: rebuilt first if the TLS files changed."""
+        now = time.monotonic()
+        if now - self._checked < self._check_every:
+            return self._channel
+        self._checked = now
+        stamp = _stamp(self._tls)
+        if stamp == self._stamp or not _pair_matches(self._tls):
+            return self._channel
+        try:
+            fresh = self._build()
+        except TlsConfigError:
+            return self._channel  # unreadable mid-rotation: keep the old one, look again later
+        old, self._channel, self._stamp = self._channel, fresh, stamp
+        task = asyncio.get_running_loop().create_task(old.close(grace=self._grace))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+        return fresh
+
+    def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _PerCall(self, "unary_unary", method, args, kwargs)
+
+    def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _PerCall(self, "unary_stream", method, args, kwargs)
+
+    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _PerCall(self, "stream_unary", method, args, kwargs)
+
+    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _PerCall(self, "stream_stream", method, args, kwargs)
+
+    async def __aenter__(self) -> ReloadingChannel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self, grace: float | None = None) -> None:
+        await self._channel.close(grace)
+        for task in list(self._retiring):
+            task.cancel()
+        if self._retiring:
+            await asyncio.gather(*self._retiring, return_exceptions=True)
+
+    def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
+        return self._channel.get_state(try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: grpc.ChannelConnectivity) -> None:
+        await self._channel.wait_for_state_change(last_observed_state)
+
+    async def channel_ready(self) -> None:
+        await self.current().channel_ready()
+
+
+class _PerCall:
+    """A stub's method on a ``ReloadingChannel``: each call goes over the current channel
+    (the multicallable is made once per channel, not per call)."""
+
+    def __init__(
+        self,
+        owner: ReloadingChannel,
+        kind: str,
+        method: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
+        self._owner, self._kind, self._method = owner, kind, method
+        self._args, self._kwargs = args, kwargs
+        self._made: tuple[grpc.aio.Channel, Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        channel = self._owner.current()
+        if self._made is None or self._made[0] is not channel:
+            factory = getattr(channel, self._kind)
+            self._made = (channel, factory(self._method, *self._args, **self._kwargs))
+        return self._made[1](*args, **kwargs)
+
+
+def reloading_aio_channel(
+    address: str,
+    tls: ClientTls | None,
+    *,
+    options: Sequence[tuple[str, Any]] = (),
+    interceptors: Sequence[Any] | None = None,
+) -> grpc.aio.Channel:
+    """A long-lived asyncio channel (a service's to another service): like ``aio_channel``,
+    but it follows a renewed client certificate (``ReloadingChannel``) under mutual TLS."""
+    if tls is None or tls.cert_file is None:
+        return aio_channel(address, tls, options=options, interceptors=interceptors)
+    return ReloadingChannel(address, tls, options=options, interceptors=interceptors)

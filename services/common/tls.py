@@ -36,7 +36,14 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from services.common.settings import Settings
-from shared.tls import ClientTls, TlsConfigError, aio_channel, client_tls_from_env, sync_channel
+from shared.tls import (
+    ClientTls,
+    TlsConfigError,
+    aio_channel,
+    client_tls_from_env,
+    reloading_aio_channel,
+    sync_channel,
+)
 
 __all__ = [
     "CertificateFiles",
@@ -47,6 +54,7 @@ __all__ = [
     "client_tls_from_settings",
     "grpc_server_credentials",
     "peer_identity",
+    "reloading_aio_channel",
     "reloading_ssl_context",
     "sync_channel",
 ]

@@ -30,7 +30,7 @@ from services.common.health_client import SERVING, check_health
 from services.edge import grpcweb
 from services.edge.assets import Assets
 from services.edge.routes import Route, public_routes
-from shared.tls import ClientTls, aio_channel
+from shared.tls import ClientTls, reloading_aio_channel
 
 log = structlog.get_logger("kishpa.edge")
 
@@ -96,7 +96,7 @@ class Edge:
         """Open one channel per upstream (inside the serving event loop)."""
         for name, address in self.config.upstreams.items():
             if name not in self.channels:
-                self.channels[name] = aio_channel(address, self.config.upstream_tls)
+                self.channels[name] = reloading_aio_channel(address, self.config.upstream_tls)
 
     async def close(self) -> None:
         """Close the channels; calls still running are cancelled."""

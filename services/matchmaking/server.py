@@ -23,7 +23,7 @@ from services.common.limits import Limiter, limiter_from_settings
 from services.common.redis_client import async_client
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, SettingsError, load_settings
-from services.common.tls import aio_channel, client_tls_from_settings
+from services.common.tls import client_tls_from_settings, reloading_aio_channel
 from services.matchmaking.gateways import SERVICE_NAME as CALLER_NAME
 from services.matchmaking.gateways import TableGateway, WalletGateway
 from services.matchmaking.keys import DEFAULT_PREFIX, Keys
@@ -75,11 +75,11 @@ def wire(
     credentials = ServiceCredentials(authority, CALLER_NAME)
     redis = async_client(settings.redis_url, max_connections=REDIS_CONNECTIONS)
     tls = client_tls_from_settings(settings)
-    table_channel = aio_channel(settings.table_addr, tls)
+    table_channel = reloading_aio_channel(settings.table_addr, tls)
     channels = [table_channel]
     wallet = None
     if open_wallets:
-        wallet_channel = aio_channel(settings.wallet_addr, tls)
+        wallet_channel = reloading_aio_channel(settings.wallet_addr, tls)
         channels.append(wallet_channel)
         wallet = WalletGateway(wallet_channel, credentials)
     matchmaking = Matchmaking(

@@ -24,7 +24,7 @@ from services.common.logging import get_logger
 from services.common.redis_client import async_client, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
-from services.common.tls import aio_channel, client_tls_from_settings
+from services.common.tls import client_tls_from_settings, reloading_aio_channel
 from services.table import durability, gctune
 from services.table.engine import GameEngine
 from services.table.fanout import StreamHub
@@ -111,7 +111,7 @@ def finished_table_ttl_s() -> int:
 def wallet_balances(settings: Settings) -> tuple[grpc.aio.Channel, WalletBalances]:
     """A channel to the wallet (``KISHPA_WALLET_ADDR``) and the balance reader over it, with
     the table service's own service credential."""
-    channel = aio_channel(settings.wallet_addr, client_tls_from_settings(settings))
+    channel = reloading_aio_channel(settings.wallet_addr, client_tls_from_settings(settings))
     credentials = ServiceCredentials(TokenAuthority.from_settings(settings), BALANCES_CALLER)
     return channel, WalletBalances(channel, credentials)
 

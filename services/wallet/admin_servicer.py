@@ -38,7 +38,7 @@ from services.common.errors import (
     category_of,
 )
 from services.common.server import ServiceRegistration
-from services.common.tls import ClientTls, aio_channel
+from services.common.tls import ClientTls, reloading_aio_channel
 from services.wallet.accounts import player_account
 from services.wallet.admin import (
     APPROVED,
@@ -126,7 +126,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     def _tables(self) -> table_pb2_grpc.TableServiceAsyncStub:
         if self._channel is None:  # made on first use, inside the serving event loop
-            self._channel = aio_channel(self._table_addr, self._tls)
+            self._channel = reloading_aio_channel(self._table_addr, self._tls)
         return table_pb2_grpc.TableServiceStub(self._channel)
 
     async def aclose(self) -> None:
