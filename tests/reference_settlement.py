@@ -39,8 +39,10 @@ def _add(moves: dict[str, int], account: str, amount: int) -> None:
     moves[account] = moves.get(account, 0) + amount
 
 
-def _from_every_other(moves: dict[str, int], players: Sequence[str], holder: str, each: int) -> None:
-    """"From every other player": each other seated player pays the holder ``each``."""
+def _from_every_other(
+    moves: dict[str, int], players: Sequence[str], holder: str, each: int
+) -> None:
+    """ "From every other player": each other seated player pays the holder ``each``."""
     for player in players:
         if player != holder:
             _add(moves, player, -each)
