@@ -30,9 +30,7 @@ import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from devkit.phase_samples import phase_entry, round_record, start_part
-from games.kishpa.ledger import net_movements
-from games.kishpa.record import end_postings, start_postings
+from devkit.phase_samples import phase_entry, round_record
 from services.wallet.database import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from shared import keys, stream
@@ -51,6 +49,7 @@ from tests.integration.workers_support import (
     port_open,
     wait_for,
 )
+from tests.reference_settlement import kishpa_movements
 from workers.deadletter import list_dead_letters
 from workers.outbox import index_unsettled
 
@@ -156,12 +155,8 @@ def _check_exactly_once(rig: Rig, client: redis.Redis, tables: list[Table]) -> N
                 expected = dict.fromkeys(table.players, STARTING_TOKENS)
                 for round_no, phase in table.written:
                     record = table.records[round_no]
-                    postings = (
-                        start_postings(start_part(record))
-                        if phase == "start"
-                        else end_postings(record)
-                    )
-                    for account, change in net_movements(postings).items():
+                    moves = kishpa_movements(phase, record)  # the reference, not the rules engine
+                    for account, change in moves.items():
                         if account in expected:
                             expected[account] += change
                 for player in table.players:

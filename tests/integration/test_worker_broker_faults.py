@@ -37,9 +37,7 @@ from typing import Any
 import pytest
 import redis
 
-from devkit.phase_samples import phase_entry, round_record, start_part
-from games.kishpa.ledger import net_movements
-from games.kishpa.record import end_postings, start_postings
+from devkit.phase_samples import phase_entry, round_record
 from shared import keys, stream
 from shared.phase_record import PhaseRef
 from tests.integration.fault_proxy import FaultProxy
@@ -53,6 +51,7 @@ from tests.integration.workers_support import (
     now_ms,
     wait_for,
 )
+from tests.reference_settlement import kishpa_movements
 from workers.outbox import index_unsettled
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -118,8 +117,7 @@ def _expected(table: Table) -> dict[str, int]:
     balances = dict.fromkeys(table.players, STARTING_TOKENS)
     for round_no, phase in table.written:
         record = table.records[round_no]
-        postings = start_postings(start_part(record)) if phase == "start" else end_postings(record)
-        for account, change in net_movements(postings).items():
+        for account, change in kishpa_movements(phase, record).items():
             if account in balances:
                 balances[account] += change
     return balances
