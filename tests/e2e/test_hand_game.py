@@ -29,8 +29,6 @@ import redis
 from cli.play.bot import BotPlayer
 from cli.play.games import HAND
 from games.hand.game import GameState
-from games.hand.ledger import net_movements
-from games.hand.record import postings_for_phase
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
@@ -49,6 +47,7 @@ from tests.integration.workers_support import (
     start_table_service,
     wait_for,
 )
+from tests.reference_settlement import add_movements, hand_movements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -159,7 +158,8 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
         ]
         assert [r.get(timeout=30)["outcome"] for r in replays] == ["already_settled"] * 2
 
-        # The wallet holds exactly games.hand's payout: stake in, the pot's split out.
+        # The wallet holds exactly games.hand's payout (stake in, the pot's split out), and the
+        # tests' reference makes the same of the outbox records.
         payouts = game.payouts()
         expected = {
             p: STARTING_TOKENS - game.stake + payouts[seat] for seat, p in enumerate(players)
@@ -167,10 +167,7 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
         net: dict[str, int] = {}
         for field in PHASES:
             phase = field.split(":", 1)[1]
-            for account, change in net_movements(
-                postings_for_phase(phase, outbox[field]["record"])
-            ).items():
-                net[account] = net.get(account, 0) + change
+            add_movements(net, hand_movements(phase, outbox[field]["record"]))
         assert {p: STARTING_TOKENS + net.get(p, 0) for p in players} == expected
         assert net.get("pot", 0) == 0
         wallet_client = wallet.client()

@@ -21,9 +21,6 @@ import pytest
 import redis
 
 from games.hand.game import GameState
-from games.hand.ledger import net_movements as hand_net
-from games.hand.record import postings_for_phase
-from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
 from services.wallet.database import temporary_postgres_database
 from services.wallet.migrate import upgrade
@@ -41,6 +38,7 @@ from tests.integration.workers_support import (
     start_table_service,
     wait_for,
 )
+from tests.reference_settlement import add_movements, hand_movements, kishpa_movements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -107,8 +105,7 @@ async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) 
         net: dict[str, int] = {}
         for field, entry in outbox.items():
             phase = field.split(":", 1)[1]
-            for account, change in hand_net(postings_for_phase(phase, entry["record"])).items():
-                net[account] = net.get(account, 0) + change
+            add_movements(net, hand_movements(phase, entry["record"]))
         assert net.get("pot", 0) == 0
         assert {p: STARTING_TOKENS + net.get(p, 0) for p in players} == expected
         wallet_client = wallet.client()
@@ -167,7 +164,8 @@ async def test_a_kishpa_table_at_stake_50_settles_every_round_exactly(
             assert [k for k in kept if k[2] != "bowl_split"] == [
                 (p.from_account, p.to_account, p.reason) for p in single if p.reason != "bowl_split"
             ]
-            for account, change in net_movements(postings).items():
+            phase = field.split(":", 1)[1]
+            for account, change in kishpa_movements(phase, record).items():
                 if account in expected:
                     expected[account] += change
                 else:
