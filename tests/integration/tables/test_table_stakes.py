@@ -28,6 +28,7 @@ from services.table.server import TableServer, create_table_server
 from shared import keys
 from shared.stream import decode
 from tests.integration.tables.conftest import cleanup
+from tests.reference_settlement import kishpa_movements
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +100,7 @@ async def test_a_kishpa_table_at_stake_50_shows_and_records_its_stake(
         view = (
             await stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md[pair[0]])
         ).table
-        assert view.bowl == sum(contributions)
+        assert view.bowl == sum(contributions) == kishpa_movements("start", record)["bowl"]
         created = decode((await redis.xrange(keys.events(table_id), count=1))[0][1])
         assert created.type == "table_created"
         assert created.data["stake"] == 50
