@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import os
+import re
 import secrets
 import shutil
 import socket
