@@ -24,8 +24,6 @@ import pytest
 from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
-from games.kishpa.ledger import net_movements
-from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
@@ -33,6 +31,7 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.redis_client import async_client
 from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
+from tests.reference_settlement import kishpa_movements
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -196,9 +195,9 @@ async def test_a_round_is_settled_and_its_balances_reach_the_table(
                 )
             outbox = await redis.hgetall(keys.outbox(table_id))  # type: ignore[misc]
             expected = dict.fromkeys(players, STARTING_TOKENS)
-            for phase, settle in (("start", start_postings), ("end", end_postings)):
+            for phase in ("start", "end"):
                 record = json.loads(outbox[f"1:{phase}".encode()])["record"]
-                for account, change in net_movements(settle(record)).items():
+                for account, change in kishpa_movements(phase, record).items():
                     if account in expected:
                         expected[account] += change
             view = (

@@ -6,8 +6,9 @@ Real processes throughout: a redis-server of the test's own (free port, AOF in a
 ``kishpa serve wallet`` (SQLite), ``kishpa serve table`` and ``kishpa serve matchmaking``,
 ``kishpa beat`` (the sweeper's schedule), ``kishpa worker`` (killed and restarted) and
 ``kishpa bots``. The workers run with the shipped defaults (visibility timeout, deadline,
-sweep interval). Expected balances come from the rules engine applied to the outbox records,
-not from the workers.
+sweep interval). Expected balances come from the tests' settlement reference
+(``tests/reference_settlement.py``) applied to the outbox records, not from the workers nor
+the production posting functions.
 
 Under ``pytest --redis-cluster`` the stack runs on a 3-master Redis Cluster of the module's
 own (it kills a master), with the Celery broker on a redis-server of its own beside it.
@@ -29,8 +30,6 @@ from typing import Any
 
 import pytest
 
-from games.kishpa.ledger import net_movements
-from games.kishpa.record import end_postings, start_postings
 from shared import keys
 from tests.integration.workers_support import (
     KISHPA,
@@ -45,6 +44,7 @@ from tests.integration.workers_support import (
     port_open,
     wait_for,
 )
+from tests.reference_settlement import add_movements, kishpa_movements
 from workers.outbox import parse_phase_record
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -232,13 +232,7 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
         expected: dict[str, int] = {}
         for field_name, raw in outbox.items():
             record = parse_phase_record(raw)
-            postings = (
-                start_postings(record.record)
-                if record.phase == "start"
-                else end_postings(record.record)
-            )
-            for account, change in net_movements(postings).items():
-                expected[account] = expected.get(account, 0) + change
+            add_movements(expected, kishpa_movements(record.phase, record.record))
             outcomes.append(
                 PhaseOutcome(
                     table, field_name, record.created_ms, int(settled[field_name]["settled_ms"])

@@ -20,8 +20,6 @@ import grpc
 import pytest
 
 from cli.play.bot import BotPlayer
-from games.kishpa.ledger import net_movements
-from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2
@@ -37,6 +35,7 @@ from tests.integration.workers_support import (
     start_table_service,
     wait_for,
 )
+from tests.reference_settlement import kishpa_movements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -141,8 +140,8 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
 
         expected = dict.fromkeys(players, STARTING_TOKENS)
         for field in ("1:start", "1:end", "2:start", "2:end"):
-            rules = start_postings if field.endswith("start") else end_postings
-            for account, change in net_movements(rules(outbox[field]["record"])).items():
+            phase = field.split(":")[1]
+            for account, change in kishpa_movements(phase, outbox[field]["record"]).items():
                 if account in expected:
                     expected[account] += change
         wallet_client = wallet.client()

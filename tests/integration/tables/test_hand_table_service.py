@@ -23,7 +23,6 @@ from cli.play.bot import BotPlayer
 from cli.play.games import HAND
 from games.hand.cards import card_text
 from games.hand.game import GameState
-from games.hand.record import postings_for_phase
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
@@ -31,6 +30,7 @@ from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from shared import keys
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
+from tests.reference_settlement import add_movements, hand_movements
 
 pytestmark = pytest.mark.integration
 
@@ -185,9 +185,7 @@ async def test_four_bots_play_a_hand_game_of_seven_deals(
         for field, phase in ((b"0:buy_in", "buy_in"), (b"7:payout", "payout")):
             value = json.loads(outbox[field])
             assert (value["table_id"], value["game"], value["phase"]) == (table_id, "hand", phase)
-            for p in postings_for_phase(phase, value["record"]):
-                moved[p.from_account] = moved.get(p.from_account, 0) - p.amount
-                moved[p.to_account] = moved.get(p.to_account, 0) + p.amount
+            add_movements(moved, hand_movements(phase, value["record"]))
         assert moved.get("pot", 0) == 0, "the pot ends empty"
         assert [moved.get(p, 0) + 1 for p in players] == game.payouts()
 

@@ -19,7 +19,6 @@ from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
 from games.kishpa import round as rnd
-from games.kishpa.record import end_postings, start_postings
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk import table_settings
@@ -30,6 +29,7 @@ from shared import keys
 from shared.stream import decode
 from tests.integration.stream_wait import until_delivered
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
+from tests.reference_settlement import kishpa_movements
 
 pytestmark = pytest.mark.integration
 
@@ -142,14 +142,12 @@ async def test_four_bots_play_rounds_until_the_last_round_empties_the_bowl(
         assert fields == sorted(f"{r}:{p}" for r in range(1, last + 1) for p in ("start", "end"))
         bowl = 0
         for r in range(1, last + 1):
-            for phase, settle in (("start", start_postings), ("end", end_postings)):
+            for phase in ("start", "end"):
                 value = json.loads(outbox[f"{r}:{phase}".encode()])
                 assert value["table_id"] == table_id
                 assert value["game"] == "kishpa"
                 assert (value["round"], value["phase"]) == (r, phase)
-                for posting in settle(value["record"]):
-                    bowl += posting.amount if posting.to_account == "bowl" else 0
-                    bowl -= posting.amount if posting.from_account == "bowl" else 0
+                bowl += kishpa_movements(phase, value["record"]).get("bowl", 0)
         assert bowl == 0, "after the last round the bowl account is empty"
         final = json.loads(outbox[f"{last}:end".encode()])["record"]
         assert final["last_round"] is True
