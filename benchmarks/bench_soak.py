@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -260,6 +261,28 @@ def write_svg(rows: list[dict[str, float]], path: Path, title: str) -> None:
     path.write_text("\n".join(parts) + "\n")
 
 
+_ID_PART = re.compile(r"[pt]?[0-9a-f]{16,}(-[0-9a-f]{4,})*|[0-9]+|[A-Z0-9]{6}|[A-Za-z0-9_-]{20,}")
+
+
+def key_pattern(key: str) -> str:
+    """A key with its ids replaced by ``*`` (``kishpa:mm:{mm:player:p3f…}:table`` becomes
+    ``kishpa:mm:{mm:player:*}:table``)."""
+    parts = re.split(r"([:{}/])", key)
+    return "".join("*" if _ID_PART.fullmatch(part) else part for part in parts)
+
+
+def key_census(client: redis.Redis) -> dict[str, list[int]]:
+    """Keys by pattern: [how many, how many never expire (TTL -1), the longest TTL in s]."""
+    census: dict[str, list[int]] = {}
+    for raw in client.scan_iter(count=1000):
+        entry = census.setdefault(key_pattern(raw.decode(errors="replace")), [0, 0, 0])
+        ttl = int(client.ttl(raw))
+        entry[0] += 1
+        entry[1] += ttl == -1
+        entry[2] = max(entry[2], ttl)
+    return census
+
+
 def run(args: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kishpa-soak-"))
     stack = Stack(tmp, finished_ttl_s=args.finished_ttl_s).start()
@@ -287,6 +310,7 @@ def run(args: argparse.Namespace) -> int:
         bots.wait(timeout=900)
         waves += 1
         failed_waves += bots.returncode != 0
+        census = key_census(client)
     finally:
         stack.stop()
     growth = flatness(rows, args.warmup)
@@ -304,8 +328,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"  rpc mean latency ms   median {statistics.median(latencies):.1f}  "
               f"max {max(latencies):.1f}")  # fmt: skip
     print("flat" if flat else f"NOT FLAT: a series grew by more than {args.max_growth:.0%}")
+    print("  redis keys at the end by pattern: count, without a TTL, longest TTL s")
+    for pattern, (count, persistent, ttl) in sorted(census.items(), key=lambda kv: -kv[1][0]):
+        print(f"    {pattern:64s} {count:>6d} {persistent:>6d} {ttl:>8d}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+        Path(args.json).write_text(
+            json.dumps({"args": vars(args), "rows": rows, "keys": census}, indent=1)
+        )
     if args.svg:
         title = (
             f"kishpa soak: {args.tables} bot tables, {args.minutes:g} min, "

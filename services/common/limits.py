@@ -188,7 +188,7 @@ class Limiter:
             yield
         finally:
             with contextlib.suppress(Exception):
-                await self.redis.decr(key)
+                await self.redis.eval(_RELEASE_SLOT, 1, key)
 
     async def grant_once(self, device_key: str, player_id: str) -> bool:
         """True the first time ``device_key`` asks for the starting grant (for ``player_id``)."""
@@ -208,6 +208,17 @@ class Limiter:
         moved = await self.redis.eval(_MOVE_GRANT, 1, key, holder, player_id)
         return bool(moved)
 
+
+_RELEASE_SLOT = """
+local open = redis.call('DECR', KEYS[1])
+if open <= 0 then
+  redis.call('DEL', KEYS[1])
+end
+return open
+"""
+"""Give a stream slot back, atomically: a counter back at 0 is deleted (a player who has
+left keeps no key), and so is one a plain ``DECR`` would have recreated at -1 without a TTL
+after it expired under a stream longer than ``STREAM_SLOT_TTL_S``."""
 
 _MOVE_GRANT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then

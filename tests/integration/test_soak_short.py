@@ -47,3 +47,11 @@ def test_a_short_soak_samples_everything_and_nothing_grows_without_bound(tmp_pat
         assert f"{name} " in done.stdout  # every series is reported with its growth
     for name in ("table_fds", "matchmaking_fds", "wallet_fds", "worker_fds"):
         assert growth[name] < 1.0, (name, growth[name], done.stdout)
+    # After the players' sessions, every key they left expires on its own, except the ones
+    # kept on purpose: the device's starting-grant marker (it guards money) and what a
+    # table still open at the end holds (it expires once the table has closed), and the
+    # broker's few fixed bindings.
+    census = json.loads(out_json.read_text())["keys"]
+    forever = {pattern for pattern, (_, persistent, _) in census.items() if persistent}
+    kept = ("kishpa:limits:grant:{*}", "kishpa:table:", "_kombu.binding")
+    assert all(p.startswith(kept) for p in forever), forever
