@@ -26,7 +26,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,40 +35,26 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from sqlalchemy import text
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ and devkit/ run from the tree
 
-from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.auth import TokenAuthority, bearer_metadata
-from services.wallet.batch import Posting, body_hash, touched_accounts, validate_batch
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
-from services.wallet.ledger import BatchResult, Ledger
-from services.wallet.migrate import upgrade
-from services.wallet.reconcile import reconcile_url
+import grpc  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+
+from benchmarks._common import cpu_seconds, free_port, pct, wait_serving  # noqa: E402
+from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc  # noqa: E402
+from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
+from services.wallet.batch import Posting, body_hash, touched_accounts, validate_batch  # noqa: E402
+from services.wallet.database import create_wallet_engine, temporary_postgres_database  # noqa: E402
+from services.wallet.ledger import BatchResult, Ledger  # noqa: E402
+from services.wallet.migrate import upgrade  # noqa: E402
+from services.wallet.reconcile import reconcile_url  # noqa: E402
 
 ADMIN_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 TOKEN_SECRET = "bench-token-secret-" + "x" * 32
 SERVICE_SECRET = "bench-service-secret-" + "y" * 32
 KISHPA = str(Path(sys.executable).parent / "kishpa")
 TABLES = 50
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 class Result:
@@ -79,8 +64,8 @@ class Result:
         self.count = count
         self.server_cpu_ms = 0.0
         self.rate = count / seconds
-        self.p50_ms = _percentile(latencies, 0.50) * 1000
-        self.p99_ms = _percentile(latencies, 0.99) * 1000
+        self.p50_ms = pct(latencies, 0.50) * 1000
+        self.p99_ms = pct(latencies, 0.99) * 1000
 
     def __str__(self) -> str:
         cpu = f"  server CPU {self.server_cpu_ms:.2f} ms each" if self.server_cpu_ms else ""
@@ -117,22 +102,6 @@ def insert_baseline(url: str, count: int, threads: int) -> Result:
     elapsed = time.perf_counter() - began
     engine.dispose()
     return Result(len(latencies), elapsed, latencies)
-
-
-async def _wait_serving(port: int, proc: subprocess.Popen[bytes]) -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        for _ in range(300):
-            if proc.poll() is not None:
-                raise RuntimeError("the wallet server exited")
-            try:
-                reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)  # type: ignore[attr-defined]
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError("the wallet server did not start")
 
 
 async def grpc_batches(
@@ -244,14 +213,14 @@ def serve_and_measure(
 ) -> Result:
     """Start ``kishpa serve wallet`` on ``url`` and measure batches through it
     (``group_commit``: its KISHPA_WALLET_GROUP_COMMIT, 0 = one transaction a batch)."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "KISHPA_WALLET_GROUP_COMMIT": str(group_commit),
         "DATABASE_URL": url,
         "KISHPA_GRPC_HOST": "127.0.0.1",
         "KISHPA_GRPC_PORT": str(port),
-        "KISHPA_METRICS_PORT": str(_free_port()),
+        "KISHPA_METRICS_PORT": str(free_port()),
         "KISHPA_TOKEN_SECRET": TOKEN_SECRET,
         "KISHPA_SERVICE_SECRET": SERVICE_SECRET,
         "KISHPA_LOG_FORMAT": "json",
@@ -261,11 +230,11 @@ def serve_and_measure(
     try:
 
         async def go() -> Result:
-            await _wait_serving(port, proc)
+            await wait_serving(f"127.0.0.1:{port}", proc, "the wallet server")
             await grpc_batches(port, concurrency * 5, concurrency, bank)  # warm-up
-            cpu = _cpu_seconds(proc.pid)
+            cpu = cpu_seconds(proc.pid)
             result = await grpc_batches(port, count, concurrency, bank, per_call)
-            result.server_cpu_ms = (_cpu_seconds(proc.pid) - cpu) * 1000 / result.count
+            result.server_cpu_ms = (cpu_seconds(proc.pid) - cpu) * 1000 / result.count
             return result
 
         return asyncio.run(go())
