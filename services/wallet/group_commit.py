@@ -87,7 +87,7 @@ class GroupCommitter:
             first = self._queue.get()
             if first is None:
                 return
-            group = [first]
+            group = [first] if _claim(first) else []
             stop = False
             while len(group) < self._max_group:
                 try:
@@ -97,8 +97,10 @@ class GroupCommitter:
                 if more is None:
                     stop = True  # close(): finish this group, then exit
                     break
-                group.append(more)
-            self._commit(group)
+                if _claim(more):
+                    group.append(more)
+            if group:
+                self._commit(group)
             if stop:
                 return
 
@@ -117,3 +119,12 @@ class GroupCommitter:
                 p.future.set_exception(outcome)
             else:
                 p.future.set_result(outcome)
+
+
+def _claim(pending: _Pending) -> bool:
+    """Mark a batch as being applied, unless its caller has already gone (its RPC cancelled
+    while the batch waited): such a batch is dropped unapplied, and its caller's retry with the
+    same key applies it once. A claimed future can no longer be cancelled, so the committer
+    can always hand it its outcome (setting one on a cancelled future would raise and stop the
+    thread, leaving every later caller waiting)."""
+    return pending.future.set_running_or_notify_cancel()

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -319,3 +320,41 @@ def test_a_group_ends_where_the_same_batches_one_by_one_end(
         if p.from_account == BANK
     )
     assert total == 3 * START + loads  # money moves between them, only loads come in
+
+
+def test_a_caller_that_goes_away_neither_stops_the_committer_nor_applies_its_batch(
+    ledger: Ledger,
+) -> None:
+    """A batch whose caller cancelled (its RPC went away) while it waited in the queue is
+    dropped unapplied, and one cancelled while its group commits still gets its outcome: the
+    committer thread keeps serving. (Before, setting the outcome of a cancelled future raised
+    in the committer thread, which ended it: every later ApplyBatch then waited forever.)"""
+    run = uuid.uuid4().hex[:10]
+    a, b = _players(ledger, run, 2)
+    entered, release = threading.Event(), threading.Event()
+    apply_group = ledger.apply_group
+
+    def held_group(batches: Any) -> Any:
+        entered.set()
+        release.wait(30)
+        return apply_group(batches)
+
+    committer = GroupCommitter(ledger, threads=1, max_group=4)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ledger, "apply_group", held_group)
+            running = committer.submit(f"x:{run}:0", [Posting(a, b, 1, "win", run, 0, "end")])
+            assert entered.wait(30)
+            waiting = committer.submit(f"x:{run}:1", [Posting(a, b, 2, "win", run, 1, "end")])
+            assert waiting.cancel()  # still queued: its caller may give up on it
+            assert not running.cancel()  # being applied: its outcome will come
+            release.set()
+            assert running.result(30).batch_id
+        later = committer.apply_batch(f"x:{run}:2", [Posting(a, b, 4, "win", run, 2, "end")])
+        assert later.batch_id
+    finally:
+        release.set()
+        committer.close()
+    # 1 and 4 moved; the cancelled 2 did not.
+    assert [ledger.balance(a), ledger.balance(b)] == [START - 5, START + 5]
+    assert reconcile(ledger.engine).ok
