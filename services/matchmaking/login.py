@@ -3,7 +3,7 @@
 The development login: a display name in, a signed player token out. The token is the same
 JWT a real identity provider's exchange would mint later, so nothing downstream changes
 when one is added. Signing and refresh are the shared ``AuthServicer``'s; this adds the
-wallet: a player's first login grants his starting tokens (RULES.md section 5).
+wallet: a player's first login grants his starting tokens (docs/rules/kishpa.md section 5).
 """
 
 from __future__ import annotations
