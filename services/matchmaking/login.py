@@ -3,8 +3,8 @@
 The development login: a display name in, a signed player token out. The token is the same
 JWT a real identity provider's exchange would mint later, so nothing downstream changes
 when one is added. Signing and refresh are the shared ``AuthServicer``'s; this adds the
-wallet: a player's first login grants his starting tokens (RULES.md section 5), and the
-login's ``request_id``: a retried attempt is the same player (:mod:`.login_memory`).
+wallet: a player's first login grants his starting tokens (docs/rules/kishpa.md section 5), and
+the login's ``request_id``: a retried attempt is the same player (:mod:`.login_memory`).
 """
 
 from __future__ import annotations
