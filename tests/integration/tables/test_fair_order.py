@@ -26,6 +26,7 @@ from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
 from games.table import Table
+from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk.fairness import COMMITMENT_LATE, evidence_from_record, verify_round
 from services.common.auth import TokenAuthority
@@ -278,6 +279,49 @@ async def test_a_seat_that_contributed_is_awaited_then_dealt_its_default(
         assert 2_500 <= waited_ms <= 3_500
         (started,) = [e for e in events if e.event.type == "round_started" and e.event.round == 2]
         assert int(started.id.split("-")[0]) >= int(waits[0].event.data["at_ms"])
+    finally:
+        await cleanup(redis, table_id)
+
+
+async def test_a_declared_creator_at_a_bot_table_is_awaited_from_the_first_deal(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    server: TableServer,
+) -> None:
+    """A table with house bots (what the web's and ``kishpa play``'s "play with bots"
+    make): its creator's client declares it contributes, so StartGame does not deal
+    deal 1 at once; his contribution, sent after he saw the commitment, deals it."""
+    ann = players[0]
+    settings = table_pb2.TableSettings(game=common_pb2.GAME_KISHPA, seats=3, bots=2)
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=settings, request_id=uuid.uuid4().hex, will_contribute=True
+        ),
+        metadata=md[ann],
+    )
+    table_id = created.table.table_id
+    try:
+        started = await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[ann],
+        )
+        assert started.table.round.round == 0  # waiting for Ann's contribution
+        assert started.table.next_deal == 1
+        commitment = started.table.next_deal_commitment
+        dealt = await _contribute(stub, md[ann], table_id, 1, "ann-first")
+        assert dealt.round.round == 1
+        order = [
+            (e.event.type, e.event.data.get("commitment"))
+            for e in await _events(server, table_id)
+            if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
+        ]
+        assert order == [
+            ("seed_committed", commitment),
+            ("contribution_accepted", None),
+            ("round_started", commitment),
+        ]
     finally:
         await cleanup(redis, table_id)
 
