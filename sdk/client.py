@@ -285,13 +285,16 @@ class KishpaClient:
         default each client object uses a random id of its own.
 
         The development login: the server mints a player id and opens his wallet with the
-        starting tokens. (Retried while the server is unreachable; a login lost on the way
-        only leaves an unused guest behind.)
+        starting tokens. Retried while the server is unreachable with one ``request_id`` for
+        the whole attempt, so a retry whose first answer was lost gets the same player (and
+        his starting tokens) rather than a second guest.
         """
         response: auth_pb2.LoginResponse = await self._call(
             self._auth.Login,
             auth_pb2.LoginRequest(
-                display_name=display_name, device_id=device_id or self._device_id
+                display_name=display_name,
+                device_id=device_id or self._device_id,
+                request_id=new_request_id(),
             ),
             authenticated=False,
         )

@@ -47,7 +47,10 @@ function loginScreen(): void {
         e.preventDefault();
         status.textContent = "Signing in…";
         try {
-          const answer = await auth.login({ displayName: input.value.trim() });
+          // One request id for the attempt, sent again on every retry: a retry whose answer
+          // was lost gets the same guest (and his starting tokens), not a second one.
+          const displayName = input.value.trim();
+          const answer = await withRetry((requestId) => auth.login({ displayName, requestId }));
           saveSession({ token: answer.token, playerId: answer.playerId, name: answer.displayName });
           location.hash = "#/";
           route();
