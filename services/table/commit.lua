@@ -7,9 +7,11 @@ checks the version, writes, appends and remembers, all or nothing.
 KEYS[1]  state hash     fields: version (int), state (JSON), deadline (ms or absent)
 KEYS[2]  events stream  the table's Redis Stream
 KEYS[3]  requests hash  "<player>:<request_id>" -> first answer;
-                        "<player>:<request_id>|from" -> id of that commit's first event;
-                        "<player>:<request_id> t" -> when it was answered (ms; a request
-                        id has no spaces, so no request's own field can look like it)
+                        "<player>:<request_id> from" -> id of that commit's first event;
+                        "<player>:<request_id> t" -> when it was answered (ms)
+                        (request ids have no spaces, so no request's own field looks like
+                        a marker: with "|from", a request id "r|from" sent after "r" was
+                        answered with r's event id as its answer)
 KEYS[4]  outbox hash    "<round>:<phase>" -> JSON phase record for settlement
 KEYS[5]  balances hash  player -> balance (read only: returned so the answer needs no extra read)
 KEYS[6]  optional: the unsettled index shard of the table (keys.unsettled). Given on one
@@ -59,7 +61,7 @@ Returns
 if ARGV[3] ~= '' then
   local answer = redis.call('HGET', KEYS[3], ARGV[3])
   if answer then
-    return {2, answer, redis.call('HGET', KEYS[3], ARGV[3] .. '|from') or ''}
+    return {2, answer, redis.call('HGET', KEYS[3], ARGV[3] .. ' from') or ''}
   end
 end
 
@@ -123,7 +125,7 @@ if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
   if tonumber(ARGV[7]) > 0 then
     -- A replay answers with the same watch cursor: just before this call's own events.
-    redis.call('HSET', KEYS[3], ARGV[3] .. '|from', result[5])
+    redis.call('HSET', KEYS[3], ARGV[3] .. ' from', result[5])
   end
   if memory_ms > 0 then
     redis.call('HSET', KEYS[3], ARGV[3] .. ' t', ARGV[13])
@@ -136,7 +138,7 @@ if memory_ms > 0 and version % 64 == 0 then
     local field = flat[j]
     if string.sub(field, -2) == ' t' and tonumber(flat[j + 1]) < cutoff then
       local base = string.sub(field, 1, -3)
-      redis.call('HDEL', KEYS[3], base, base .. '|from', field)
+      redis.call('HDEL', KEYS[3], base, base .. ' from', field)
     end
   end
 end

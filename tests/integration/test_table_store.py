@@ -143,6 +143,19 @@ async def test_replayed_request_returns_first_answer_and_changes_nothing(
     assert snap.state == {"count": 3}
 
 
+async def test_a_request_id_never_reads_another_requests_markers(
+    redis: Redis, table_id: str
+) -> None:
+    """Request ids are printable ASCII without spaces: one ending like a marker ("r|from",
+    "r t" cannot be sent) is its own request, not a replay of r's cursor."""
+    store = TableStore(redis)
+    await store.transact(table_id, _increment, create=True)
+    await store.transact(table_id, _increment, request=request_field("p1", "r"))
+    other = await store.transact(table_id, _increment, request=request_field("p1", "r|from"))
+    assert not other.replayed
+    assert other.answer == json.dumps({"count": 3})
+
+
 async def test_old_request_answers_are_dropped_and_recent_ones_still_replay(
     redis: Redis, table_id: str
 ) -> None:
@@ -164,8 +177,8 @@ async def test_old_request_answers_are_dropped_and_recent_ones_still_replay(
     await store.transact(table_id, _increment)  # 64: the sweep
     raw_fields = await redis.hkeys(keys.requests(table_id))
     fields = {f.decode() if isinstance(f, bytes) else f for f in raw_fields}
-    assert not {old, f"{old}|from", f"{old} t"} & fields
-    assert {recent, f"{recent}|from", f"{recent} t"} <= fields
+    assert not {old, f"{old} from", f"{old} t"} & fields
+    assert {recent, f"{recent} from", f"{recent} t"} <= fields
     again = await store.transact(table_id, _increment, request=recent)
     assert again.replayed
     assert again.answer == json.dumps({"count": 3})
