@@ -603,8 +603,12 @@ def _check_order(e: RoundEvidence, failures: list[Failure], checked: list[str]) 
     if len(failures) == before:
         checked.append(
             "commitment before "
-            + (f"{len(e.contributions)} contributions" if e.contributions else "the deal")
+            + (_count(len(e.contributions), "contribution") if e.contributions else "the deal")
         )
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
 
 
 def _check_contributions(

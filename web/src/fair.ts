@@ -333,7 +333,7 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
     if (e.precommitmentEventId && !before(committedAt, at)) fail("COMMITMENT_LATE", `seat ${c.seat + 1}'s contribution came before the commitment`);
     if (e.dealEventId && !before(at, dealtAt)) fail("CONTRIBUTION_MISMATCH", `seat ${c.seat + 1}'s contribution came after the deal`);
   }
-  if (failed.length === n) passed.push(e.contributions.length ? `commitment before ${e.contributions.length} contributions` : "commitment before the deal");
+  if (failed.length === n) passed.push(e.contributions.length ? `commitment before ${e.contributions.length} contribution${e.contributions.length === 1 ? "" : "s"}` : "commitment before the deal");
   const m = failed.length;
   for (let seat = 0; seat < e.seats; seat++) {
     const given = e.contributions.find((c) => c.seat === seat);
