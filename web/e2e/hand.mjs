@@ -71,6 +71,7 @@ try {
   await page.setViewportSize({ width: 1100, height: 800 });
   await settle(300);
   result.axe["hand summary desktop"] = await axeViolations(page);
+  await page.screenshot({ path: `${out}/hand-round-end.png` });
   await page.keyboard.press("Enter");
   await page.getByTestId("summary").waitFor({ state: "detached", timeout: 5000 });
   await page.keyboard.press("?");

@@ -35,7 +35,15 @@ async function answered(page) {
 }
 
 async function tap(page, locator, what) {
-  await locator.tap({ timeout: 5000 });
+  try {
+    await locator.tap({ timeout: 8000 });
+  } catch (err) {
+    // The page redraws on every event; on a loaded machine a button can be replaced between
+    // Playwright's stability checks for seconds. It is still there: press it as it is.
+    if (!(await locator.count())) return false;
+    result.retaps = (result.retaps ?? 0) + 1;
+    await locator.dispatchEvent("click");
+  }
   const refused = await answered(page);
   if (refused) result.refusals.push(`${what}: ${refused}`);
   else count(what);
@@ -91,11 +99,12 @@ async function handTurn(page, deal) {
   // Take the top discard once a deal; when the card cannot be used this turn, undo and draw.
   if (!deal.took && (await shown(page, "take"))) {
     deal.took = true;
-    const top = await page.locator('[data-testid="discards"] .top').getAttribute("data-face");
+    const before = new Set((await rack(page)).map((c) => c.id));
     if (await tap(page, page.getByTestId("take"), "take")) {
       // Lay the suggested melds only when the taken card is in one of them (the rules want
       // it used this turn); else take the turn back.
-      const inMeld = await page.locator(`[data-testid="rack-tile"][data-face="${top}"]`).evaluateAll((els) => els.some((e) => / in a (run|set)/.test(e.textContent ?? "")));
+      const taken = (await rack(page)).find((c) => !before.has(c.id));
+      const inMeld = !!taken && / in a (run|set)/.test((await page.locator(`[data-testid="rack-tile"][data-id="${taken.id}"]`).textContent()) ?? "");
       if (inMeld && (await shown(page, "lay-suggested"))) await tap(page, page.getByTestId("lay-suggested"), "lay-suggested");
       const mustUse = (await page.getByTestId("turn").textContent()).startsWith("Your turn: use the");
       if (!mustUse) return afterDraw(page);
@@ -236,6 +245,7 @@ try {
       const n = result.deals.length + 1;
       const summary = await readSummary(page, n === 7);
       result.deals.push(summary);
+      await page.locator("#summary-title").evaluate((e) => e.scrollIntoView()); // the dialog from its title
       if (n === 1) {
         await check(page, "hand deal end");
         await page.screenshot({ path: `${out}/phone-hand-deal-end.png` });
@@ -256,6 +266,7 @@ try {
       await check(page, "hand table");
       result.keyHints = await page.evaluate(() => !!document.querySelector(".keys") || document.body.textContent.includes("(d)"));
       result.rackFaces = (await rack(page)).map((c) => c.face);
+      await page.getByTestId("seats").evaluate((e) => e.scrollIntoView()); // the table from its seats
       await page.screenshot({ path: `${out}/phone-hand.png` });
     }
     if (await shown(page, "draw")) await handTurn(page, deal);
@@ -279,6 +290,7 @@ try {
     if (!kishpaChecked && (await shown(page, "discard"))) {
       kishpaChecked = true;
       await check(page, "kishpa table");
+      await page.getByTestId("seats").evaluate((e) => e.scrollIntoView());
       await page.screenshot({ path: `${out}/phone-kishpa.png` });
     }
     for (const id of ["reveal", "pass", "win", "draw", "discard"]) {
@@ -290,6 +302,7 @@ try {
   }
   await page.getByTestId("summary").waitFor({ timeout: 60000 });
   result.kishpa = await readSummary(page, true);
+  await page.locator("#summary-title").evaluate((e) => e.scrollIntoView());
   await page.waitForFunction(() => !(document.querySelector('[data-testid="fairness"]')?.textContent ?? "").includes("checking"), null, { timeout: 60000 }).catch(() => {});
   result.kishpa.fairness = await page.getByTestId("fairness").textContent();
   await check(page, "kishpa round end");

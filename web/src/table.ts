@@ -505,7 +505,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const rack = shownRack();
     if (!rack.length) return null;
     const groupOf = new Map<number, number>();
-    hint?.groups.forEach((g, i) => g.tiles.forEach((t) => groupOf.set(t.id, i)));
+    // Hand: only the melds the hint would lay (3 cards or more) count as groups.
+    hint?.groups.forEach((g, i) => (!isHand() || g.tiles.length >= 3) && g.tiles.forEach((t) => groupOf.set(t.id, i)));
     const winning = new Set(hint?.winningDiscards.map((t) => t.id));
     const suggestion = can(PlayerAction.DISCARD) ? suggested()?.id : undefined;
     const items: HTMLElement[] = [];
@@ -560,7 +561,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       {
         class: "rack",
         role: "group",
-        "aria-label": keysShown ? "Your rack (Shift+arrows move the focused tile)" : "Your rack",
+        "aria-label": isHand() ? (keysShown ? "Your hand (Shift+arrows move the focused card)" : "Your hand") : keysShown ? "Your rack (Shift+arrows move the focused tile)" : "Your rack",
         "data-testid": "rack",
         ondragover: (e: Event) => e.preventDefault(),
         ondrop: (e: Event) => {
@@ -697,6 +698,10 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     );
   }
 
+  /** The cards a seat was left holding, by suit and rank (none: the one who went out). */
+  const leftInHand = (tiles: Tile[]): HTMLElement =>
+    tiles.length ? h("span", { class: "group" }, ...(arrangeCards(tiles, []) as Tile[]).map((t) => tileEl(t))) : h("span", { class: "muted" }, "none");
+
   function summaryEl(): HTMLElement | null {
     if (!summary || !view?.round) return null;
     const s = summary;
@@ -732,7 +737,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
                 h("td", {}, `${hr.dealScores[i] ?? ""}`),
                 h("td", {}, `${seat.score}`),
                 hr.payouts.length ? h("td", { "data-testid": `payout-${i}` }, `${hr.payouts[i] ?? 0n} tokens`) : null,
-                h("td", {}, h("span", { class: "group" }, ...(hr.endHands.find((e) => e.seat === i)?.tiles ?? []).map((t) => tileEl(t)))),
+                h("td", {}, leftInHand(hr.endHands.find((e) => e.seat === i)?.tiles ?? [])),
               ),
             ),
           ),
