@@ -190,6 +190,55 @@ def _iso(ms: int) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
+class UtcMillis:
+    """``_iso`` for a stream of times: the date and time to the second is worked out once
+    per second (a chunk's postings share most of them), the milliseconds appended."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(self, ms: int) -> str:
+        second, rest = divmod(ms, 1000)
+        if second != self._second:
+            self._second = second
+            self._prefix = _iso(second * 1000)[:-4]
+        return f"{self._prefix}{rest:03d}Z"
+
+
+def chunk_rows(chunk: Any, times: UtcMillis) -> list[tuple[Any, ...]]:
+    """An export chunk sent as columns, as rows of values in ``CSV_COLUMNS`` order."""
+    c = chunk.columns
+    names = _REASON_NAMES or _reason_names()
+    return list(
+        zip(
+            c.transfer_id,
+            c.batch_id,
+            c.seq,
+            map(times, c.create_time_ms),
+            c.from_account,
+            c.to_account,
+            c.amount,
+            [names.get(r) or _reason_name(r) for r in c.reason],
+            c.table_id,
+            c.round,
+            c.phase,
+            strict=True,
+        )
+    )
+
+
+_REASON_NAMES: dict[int, str] = {}
+
+
+def _reason_names() -> dict[int, str]:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    for value in wallet_pb2.TransferReason.values():
+        _REASON_NAMES[value] = _reason_name(value)
+    return _REASON_NAMES
+
+
 def _reason_name(value: int) -> str:
     from kishpa.wallet.v1 import wallet_pb2
 
@@ -240,22 +289,27 @@ async def _export(stub: Any, args: argparse.Namespace, md: Any) -> int:
         reason=reason,  # type: ignore[arg-type]
         cursor=args.cursor,
         chunk_size=args.chunk_size,
+        columns=True,
     )
     out: IO[str] = args.out
     rows = 0
     cursor = args.cursor
     try:
-        writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        writer = csv.writer(out, lineterminator="\n")
         if args.format == "csv" and not args.cursor:
-            writer.writeheader()
+            writer.writerow(CSV_COLUMNS)
+        times = UtcMillis()
         async for chunk in stub.ExportTransfers(request, metadata=md):
-            for t in chunk.transfers:
-                row = _row(t)
-                if args.format == "csv":
-                    writer.writerow(row)
-                else:
-                    out.write(json.dumps(row, separators=(",", ":")) + "\n")
-            rows += len(chunk.transfers)
+            # Columns from this server; Transfer messages from one that predates them.
+            values = chunk_rows(chunk, times) if chunk.columns.transfer_id else None
+            if values is None:
+                values = [tuple(_row(t).values()) for t in chunk.transfers]
+            if args.format == "csv":
+                writer.writerows(values)
+            else:
+                dumps = json.JSONEncoder(separators=(",", ":")).encode
+                out.writelines(dumps(dict(zip(CSV_COLUMNS, v, strict=True))) + "\n" for v in values)
+            rows += len(values)
             out.flush()  # what is written is durable before the cursor says so
             cursor = chunk.cursor  # "" after the last chunk
     finally:
