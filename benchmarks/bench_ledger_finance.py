@@ -28,6 +28,7 @@ import datetime as dt
 import io
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -320,9 +321,13 @@ async def export_over_grpc(url: str, since_ms: int, until_ms: int) -> tuple[int,
     return rows, seconds, cpu
 
 
-async def export_with_cli(url: str, since_ms: int, until_ms: int, fmt: str) -> tuple[int, float]:
+async def export_with_cli(
+    url: str, since_ms: int, until_ms: int, fmt: str
+) -> tuple[int, float, float, float]:
     """A period through ``kishpa wallet export`` (its own process, as an operator runs it)
-    from the real wallet server (this process), written to a file; (rows, wall seconds)."""
+    from the real wallet server (this process), written to a file; (rows, wall seconds, CPU
+    seconds of the wallet server, CPU seconds of the CLI process; the database's own CPU is
+    not counted)."""
     settings = load_settings("wallet", database_url=url, **SECRETS)
     server = create_wallet_server(settings, address="127.0.0.1:0")
     await server.start()
@@ -338,19 +343,22 @@ async def export_with_cli(url: str, since_ms: int, until_ms: int, fmt: str) -> t
     with tempfile.TemporaryDirectory() as folder:
         target = os.path.join(folder, f"week.{fmt}")
         try:
-            started = time.perf_counter()
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started, cpu = time.perf_counter(), time.process_time()
             process = await asyncio.create_subprocess_exec(
                 kishpa, "wallet", "export", "--since", since, "--until", until,
                 "--format", fmt, "--chunk-size", "5000", "--output", target,
                 env=env, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
             _, err = await process.communicate()
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cli_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
         finally:
             await server.stop(1)
         assert process.returncode == 0, err.decode()
         lines = await asyncio.to_thread(_count_lines, target)
-    return lines - (1 if fmt == "csv" else 0), seconds
+    return lines - (1 if fmt == "csv" else 0), seconds, cpu, cli_cpu
 
 
 def _count_lines(path: str) -> int:
@@ -422,10 +430,17 @@ def run(
                 ),
             )
             for fmt in ("csv", "jsonl"):
-                cli_rows, cli_s = asyncio.run(export_with_cli(url, *week, fmt))
+                cli_rows, cli_s, server_cpu, cli_cpu = asyncio.run(export_with_cli(url, *week, fmt))
                 assert cli_rows == rows_db, (cli_rows, rows_db)
                 results[f"export_cli_{fmt}_s"] = round(cli_s, 2)
                 results[f"export_cli_{fmt}_rows_per_s"] = round(cli_rows / cli_s)
+                results[f"export_cli_{fmt}_cpu_s"] = {
+                    "server": round(server_cpu, 2),
+                    "cli": round(cli_cpu, 2),
+                }
+                results[f"export_cli_{fmt}_rows_per_cpu_s"] = round(
+                    cli_rows / (server_cpu + cli_cpu)
+                )
                 print(
                     f"  export: {cli_rows:,} rows by kishpa wallet export --format {fmt}: "
                     f"{results[f'export_cli_{fmt}_rows_per_s']:,} rows/s",

@@ -16,7 +16,6 @@ or unreachable.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import datetime as dt
 import json
@@ -25,7 +24,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import IO, Any
 
-DEFAULT_WALLET_ADDR = "127.0.0.1:50051"
+from cli.wallet_rpc import bearer, refused, signed_in, wallet_address, wallet_channel
+
 CSV_COLUMNS = (
     "transfer_id",
     "batch_id",
@@ -137,35 +137,19 @@ Call = Callable[[Any, argparse.Namespace, Any], Awaitable[int]]
 
 
 def _rpc(call: Call) -> Callable[[argparse.Namespace], int]:
-    def handle(args: argparse.Namespace) -> int:
-        try:
-            token = _token(args)
-        except LookupError as exc:
-            print(f"kishpa wallet: {exc}", file=sys.stderr)
-            return 2
-        return asyncio.run(_call(call, args, token))
-
-    return handle
+    return signed_in("kishpa wallet", _token, lambda args, token: _call(call, args, token))
 
 
 async def _call(call: Call, args: argparse.Namespace, token: str) -> int:
     import grpc
 
     from kishpa.wallet.v1 import wallet_pb2_grpc
-    from services.common.errors import error_reason
 
-    address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
-    metadata = (("authorization", "Bearer " + token),)
-    from shared.tls import aio_channel, client_tls_from_env
-
-    async with aio_channel(address, client_tls_from_env()) as channel:
+    async with wallet_channel() as channel:
         try:
-            return await call(wallet_pb2_grpc.WalletServiceStub(channel), args, metadata)
+            return await call(wallet_pb2_grpc.WalletServiceStub(channel), args, bearer(token))
         except grpc.aio.AioRpcError as exc:
-            reason = error_reason(exc) or exc.code().name
-            print(f"kishpa wallet: {exc.details()} ({reason})", file=sys.stderr)
-            no_answer = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED)
-            return 2 if exc.code() in no_answer else 1
+            return refused("kishpa wallet", exc)
 
 
 def _stamp(moment_: dt.datetime) -> Any:
@@ -479,7 +463,6 @@ def record_via_wallet(run: Any) -> int:
     if not secret:
         raise LookupError("KISHPA_SERVICE_SECRET is needed to record through the wallet")
     token = TokenAuthority(None, secret).issue_service_token("worker").token
-    address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
     pb = wallet_pb2.ReconciliationRun(
         kind=run.kind,
         scope=run.scope,
@@ -492,10 +475,10 @@ def record_via_wallet(run: Any) -> int:
     )
     from shared.tls import client_tls_from_env, sync_channel
 
-    with sync_channel(address, client_tls_from_env()) as channel:
+    with sync_channel(wallet_address(), client_tls_from_env()) as channel:
         reply = wallet_pb2_grpc.WalletServiceStub(channel).RecordReconciliationRun(
             wallet_pb2.RecordReconciliationRunRequest(run=pb),
-            metadata=(("authorization", "Bearer " + token),),
+            metadata=bearer(token),
             timeout=30,
         )
     return int(reply.run_id)

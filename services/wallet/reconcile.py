@@ -30,6 +30,7 @@ from services.wallet import schema
 from services.wallet.database import create_wallet_engine, is_sqlite
 from services.wallet.runs import Run, record_run
 
+FULL_SCOPE = "all accounts, batches and postings"
 MAX_LISTED = 100  # a broken ledger lists the first discrepancies, not millions of lines
 HORIZON_MARGIN_MS = 10 * 60_000
 """A run's horizon is the last batch created this long before it started. PostgreSQL may
@@ -291,22 +292,44 @@ def _postings_by_batch(
 
 
 def reconcile_url(
-    url: str, *, source: str = "", incremental: bool = False, margin_ms: int = HORIZON_MARGIN_MS
+    url: str,
+    *,
+    source: str = "",
+    incremental: bool = False,
+    full_every_days: float = 0,
+    margin_ms: int = HORIZON_MARGIN_MS,
 ) -> ReconcileReport:
     """Reconcile the ledger at a database URL (what jobs and the sweeper call); with a
     ``source`` (``cronjob``, ``beat``, ``cli``) the run is stored as a record. ``incremental``
     compares only the batches after the last clean run's horizon (all of them when there is
-    no clean run yet)."""
+    no clean run yet), unless ``full_every_days`` is set and no clean full run started within
+    that many days: then this run is the full one."""
     engine = create_wallet_engine(url, pool_size=1)
     try:
         started = time.time()
-        after = last_clean_horizon(engine) if incremental else 0
+        due = full_every_days > 0 and not clean_full_run_since(
+            engine, int((started - full_every_days * 86_400) * 1000)
+        )
+        after = last_clean_horizon(engine) if incremental and not due else 0
         report = reconcile(engine, after_batch=after, margin_ms=margin_ms)
         if source:
             report.run_id = record_run(engine, ledger_run(report, source, started))
         return report
     finally:
         engine.dispose()
+
+
+def clean_full_run_since(engine: Engine, since_ms: int) -> bool:
+    """Whether a clean full ledger run started at or after ``since_ms``."""
+    r = schema.reconciliation_runs.c
+    query = (
+        select(r.id)
+        .where(r.kind == "ledger", r.ok.is_(True), r.scope == FULL_SCOPE)
+        .where(r.started_ms >= since_ms)
+        .limit(1)
+    )
+    with engine.connect().execution_options(sqlite_begin="DEFERRED") as conn:
+        return conn.execute(query).first() is not None
 
 
 def last_clean_horizon(engine: Engine) -> int:
@@ -332,7 +355,7 @@ def ledger_run(report: ReconcileReport, source: str, started: float) -> Run:
         scope=(
             f"all accounts and postings; batches after {report.after_batch} (incremental)"
             if report.mode == "incremental"
-            else "all accounts, batches and postings"
+            else FULL_SCOPE
         ),
         source=source,
         started_ms=int(started * 1000),

@@ -166,3 +166,25 @@ def test_the_horizon_stays_behind_fresh_batches_and_a_forged_one_is_reported(url
         ("checkpoint", f"batch {forged}")
     ]
     assert not report.ok
+
+
+def test_the_full_check_comes_round_again_after_its_interval(url: str) -> None:
+    """``--full-every-days``: incremental while a clean full run is recent; full once the
+    newest is older than the interval."""
+    upgrade(url)
+    ids = ledger(url, OLD_KEYS)
+
+    def weekly() -> ReconcileReport:
+        return reconcile_url(url, source="test", incremental=True, full_every_days=7, margin_ms=0)
+
+    first = weekly()  # no full run yet: this one is
+    assert (first.ok, first.mode) == (True, "full")
+    ledger(url, NEW_KEYS)
+    nightly = weekly()
+    assert (nightly.mode, nightly.batches_checked) == ("incremental", len(NEW_KEYS))
+    # Eight days later, as far as the run records go: the next run is the full one.
+    doctor(
+        url, "UPDATE reconciliation_runs SET started_ms = started_ms - :week", week=8 * 86_400_000
+    )
+    again = weekly()
+    assert (again.mode, again.batches_checked) == ("full", len(ids) + len(NEW_KEYS))
