@@ -4,7 +4,10 @@ Starts a stack of its own (a redis-server with AOF, ``kishpa serve wallet`` on S
 ``kishpa serve table``, ``kishpa serve matchmaking``, ``kishpa worker --beat``) and keeps
 ``--tables`` bot tables playing for ``--minutes``: ``kishpa bots`` runs in waves, each wave
 playing its tables for ``--rounds`` rounds to their close, the next wave starting at once, so
-tables are created and closed all the time (what leaks per table shows). Every
+tables are created and closed all the time (what leaks per table shows). With
+``--long-tables`` there is one wave instead: every table plays round after round for the
+whole run and the bots are stopped at the end (what leaks per round shows, with no new
+players arriving: the run whose Redis keys and memory can be flat). Every
 ``--sample-s`` seconds it records:
 
 - RSS and open file descriptors of every service process (``/proc``);
@@ -21,6 +24,7 @@ dependency) and the samples to JSON (``--json``).
 
     python benchmarks/bench_soak.py                       # short: 8 tables, 2 minutes
     python benchmarks/bench_soak.py --tables 200 --minutes 30 --svg docs/soak.svg
+    python benchmarks/bench_soak.py --tables 200 --minutes 32 --long-tables --svg docs/soak-long.svg
 
 Exit code 0 when flat, 1 when a series grew too much, 2 when bots failed (their log is kept).
 """
@@ -155,11 +159,11 @@ class Stack:
             except subprocess.TimeoutExpired:
                 process.kill()
 
-    def bots(self, tables: int, rounds: int) -> subprocess.Popen[bytes]:
+    def bots(self, tables: int, rounds: int, timeout: float = 900) -> subprocess.Popen[bytes]:
         argv = [
             KISHPA, "bots", "--tables", str(tables), "--rounds", str(rounds),
             "--turn-seconds", "10", "--reveal-seconds", "1", "--pause-ms", "300",
-            "--timeout", "900",
+            "--timeout", str(timeout),
         ]  # fmt: skip
         with (self.tmp / "bots.log").open("ab") as out:
             return subprocess.Popen(argv, env=self.env, stdout=out, stderr=subprocess.STDOUT)
@@ -204,6 +208,8 @@ def sample(stack: Stack, client: redis.Redis, previous: dict[str, float]) -> dic
     row["redis_memory_mb"] = round(int(info["used_memory"]) / 2**20, 2)
     table = _metrics(stack.metrics["table"])
     row["open_streams"] = table.get("kishpa_table_watchers", 0.0)
+    # Work done (not checked): settlement phases recorded so far (three per round at most).
+    row["phases_recorded"] = table.get("kishpa_table_phases_recorded_total", 0.0)
     total = table.get("kishpa_grpc_server_handling_seconds_sum", 0.0)
     count = table.get("kishpa_grpc_server_handling_seconds_count", 0.0)
     calls = count - previous.get("count", 0.0)
@@ -227,7 +233,7 @@ def flatness(rows: list[dict[str, float]], warmup: float) -> dict[str, float]:
 
 def write_svg(rows: list[dict[str, float]], path: Path, title: str) -> None:
     """Each series in a panel of its own, scaled to its range (min..max printed)."""
-    names = [*SERIES_CHECKED, "rpc_mean_ms"]
+    names = [*SERIES_CHECKED, "rpc_mean_ms", "phases_recorded"]
     width, panel_h, left = 720, 70, 170
     height = 40 + panel_h * len(names)
     t0 = rows[0]["t"]
@@ -292,9 +298,16 @@ def run(args: argparse.Namespace) -> int:
     waves = failed_waves = 0
     try:
         end = time.monotonic() + args.minutes * 60
-        bots = stack.bots(args.tables, args.rounds)
+        if args.long_tables:  # enough rounds for the whole run; stopped at the end
+            bots = stack.bots(args.tables, 100_000, timeout=args.minutes * 60 + 900)
+        else:
+            bots = stack.bots(args.tables, args.rounds)
         next_sample = time.monotonic()
         while time.monotonic() < end:
+            if args.long_tables and bots.poll() is not None:
+                failed_waves += bots.returncode != 0
+                print(f"the bots stopped before the end (exit {bots.returncode}): {tmp}/bots.log")
+                break
             if bots.poll() is not None:
                 if bots.returncode != 0:
                     # A table given up (e.g. calls past their deadline on an overloaded
@@ -307,16 +320,24 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(sample(stack, client, previous))
                 next_sample += args.sample_s
             time.sleep(0.2)
-        bots.wait(timeout=900)
+        if args.long_tables:
+            if bots.poll() is None:
+                bots.terminate()
+                bots.wait(timeout=60)
+        else:
+            bots.wait(timeout=900)
+            failed_waves += bots.returncode != 0
         waves += 1
-        failed_waves += bots.returncode != 0
         census = key_census(client)
     finally:
         stack.stop()
     growth = flatness(rows, args.warmup)
     flat = all(g <= args.max_growth for g in growth.values())
+    shape = "one wave of long tables" if args.long_tables else f"{waves} waves"
+    shape += "" if args.long_tables else f" of {args.rounds} rounds"
     print(
-        f"soak: {args.tables} tables at a time, {waves} waves of {args.rounds} rounds, "
+        f"soak: {args.tables} tables at a time, {shape}, "
+        f"{rows[-1]['phases_recorded']:g} settlement phases recorded, "
         f"{args.minutes:g} min, {len(rows)} samples, {failed_waves} waves with failed tables "
         "(box shared: figures are noisy)"
     )
@@ -357,6 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-growth", type=float, default=0.05, help="flatness bound (0.05)")
     parser.add_argument(
         "--finished-ttl-s", type=int, default=60, help="closed tables kept this long (60)"
+    )
+    parser.add_argument(
+        "--long-tables",
+        action="store_true",
+        help="one wave: tables play rounds until the end, then the bots are stopped",
     )
     parser.add_argument("--svg", default="", help="write the curves here")
     parser.add_argument("--json", default="", help="write the samples here")

@@ -141,7 +141,11 @@ class Play:
         """Seat the player as asked; the table id, or None if it did not work out."""
         args = self.args
         if args.code:
-            joined = await client.join_by_code(args.code, client_seed=self.client_seed)
+            # This client contributes to every deal (PlaySession.contribute), so it says so:
+            # the first deal waits for it too (docs/fairness.md).
+            joined = await client.join_by_code(
+                args.code, client_seed=self.client_seed, will_contribute=True
+            )
             self.console.print(f"Table {joined.table_id} · you sit in seat {joined.seat + 1}.")
             return joined.table_id
         if args.bots is not None or args.private:
@@ -158,6 +162,7 @@ class Play:
                 next_round_pause_ms=args.pause_ms,
                 stake=self.stake,
                 client_seed=self.client_seed,
+                will_contribute=True,
             )
             self.console.print(
                 f"Table {private.table_id} · invite code [bold]{private.invite_code}[/bold]"
@@ -189,7 +194,11 @@ class Play:
     async def quick_match(self, client: KishpaClient, seats: int) -> str | None:
         """Queue for a table of ``seats``; shows the queue until matched (Ctrl-C leaves)."""
         first = await client.join_queue(
-            seats=seats, stake=self.stake, game=self.game, client_seed=self.client_seed
+            seats=seats,
+            stake=self.stake,
+            game=self.game,
+            client_seed=self.client_seed,
+            will_contribute=True,
         )
         ticket = first
         if first.state == mm_pb2.TICKET_STATE_MATCHED:

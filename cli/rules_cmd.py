@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     wrap.add_argument(
         "--allow-12-13-1",
         action="store_true",
-        help="allow the classic Okey run 12-13-1 (off by default, as in RULES.md)",
+        help="allow the classic Okey run 12-13-1 (off by default, as in docs/rules/kishpa.md)",
     )
     check = commands.add_parser(
         "check",

@@ -6,9 +6,12 @@ deal 1, with the reveal of deal *k - 1* for deal *k*. A human seat may then send
 contribution (``contribution_accepted``); when the deal is due it is dealt as soon as every
 seat that is *awaited* has contributed, or when the short contribution deadline passes.
 
-* A seat is awaited when its player contributed to an earlier deal at this table and it
-  is neither a house bot nor on auto-play: a client that contributes keeps contributing,
-  and one that never does (a script, an old client) never slows the table.
+* A seat is awaited when its player contributed to an earlier deal at this table, or
+  declared when he sat down that his client contributes (``will_contribute``), and it is
+  neither a house bot nor on auto-play: a client that contributes keeps contributing, and
+  one that never does (a script, an old client) never slows the table. The declaration is
+  what protects the first deal of a table that starts the moment it fills (matchmaking,
+  a full private table): it waits for the declared seats' contributions too.
 * A seat that sent nothing for a deal gets its default: its sit-down client seed, or none
   (JSON ``null``). A default is fixed before the commitment, so it neither helps nor
   hurts; only a contribution made after the commitment takes the choice from the server.
@@ -90,6 +93,15 @@ def awaited(table: Table) -> list[int]:
         and player not in table.bots
         and seat not in table.autoplay
     ]
+
+
+def declare(table: Table, player_id: str) -> None:
+    """The player's client declared it contributes to every deal: from the open deal on,
+    each deal waits for him (up to the contribution deadline)."""
+    contributors = list(table.fair.get("contributors") or [])
+    if player_id not in contributors:
+        contributors.append(player_id)
+    table.fair["contributors"] = contributors
 
 
 def accept(table: Table, player_id: str, deal: int, contribution: str) -> tuple[int, bool]:

@@ -22,7 +22,7 @@ from typing import Any
 
 
 class Reason(StrEnum):
-    """Why tokens move: the closed set (RULES.md section 10, Hand's pot, the wallet's own).
+    """Why tokens move: the closed set (docs/rules/kishpa.md §10, Hand's pot, the wallet's own).
 
     The wire enum ``kishpa.wallet.v1.TransferReason`` has one value per member, in the same
     order (``TRANSFER_REASON_`` + the upper-cased value; a test keeps them equal): reports

@@ -285,13 +285,16 @@ class KishpaClient:
         default each client object uses a random id of its own.
 
         The development login: the server mints a player id and opens his wallet with the
-        starting tokens. (Retried while the server is unreachable; a login lost on the way
-        only leaves an unused guest behind.)
+        starting tokens. Retried while the server is unreachable with one ``request_id`` for
+        the whole attempt, so a retry whose first answer was lost gets the same player (and
+        his starting tokens) rather than a second guest.
         """
         response: auth_pb2.LoginResponse = await self._call(
             self._auth.Login,
             auth_pb2.LoginRequest(
-                display_name=display_name, device_id=device_id or self._device_id
+                display_name=display_name,
+                device_id=device_id or self._device_id,
+                request_id=new_request_id(),
             ),
             authenticated=False,
         )
@@ -365,11 +368,18 @@ class KishpaClient:
         game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
         *,
         client_seed: str = "",
+        will_contribute: bool = False,
         request_id: str | None = None,
     ) -> mm_pb2.QueueTicket:
         """Queue for a quick match; the ticket is already MATCHED if this completed a table
         (or if the player already sits at a live table: he is sent back to it).
-        ``client_seed`` is mixed into the shuffles of the table he is matched to."""
+        ``client_seed`` is mixed into the shuffles of the table he is matched to.
+
+        ``will_contribute``: this client promises to :meth:`contribute` to every deal as soon
+        as its commitment is out (``TableView.next_deal``, the ``seed_committed`` event), so
+        the table's deals, the first included, wait for it (up to a short deadline) and no
+        deal is one the server alone chose (docs/fairness.md). A client that sets it and
+        does not contribute slows its table by that deadline each deal."""
         response: mm_pb2.JoinQueueResponse = await self._call(
             self._mm.JoinQueue,
             mm_pb2.JoinQueueRequest(
@@ -377,6 +387,7 @@ class KishpaClient:
                 seats=seats,
                 stake=stake,
                 client_seed=client_seed,
+                will_contribute=will_contribute,
                 request_id=request_id or new_request_id(),
             ),
         )
@@ -449,6 +460,7 @@ class KishpaClient:
         stake: int = 1,
         game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
         client_seed: str = "",
+        will_contribute: bool = False,
         request_id: str | None = None,
     ) -> mm_pb2.CreatePrivateTableResponse:
         """Create a table for friends (the caller sits in seat 0 and is its creator).
@@ -468,15 +480,22 @@ class KishpaClient:
                     next_round_pause_ms=next_round_pause_ms,
                 ),
                 client_seed=client_seed,
+                will_contribute=will_contribute,
                 request_id=request_id or new_request_id(),
             ),
         )
         return response
 
     async def join_by_code(
-        self, invite_code: str, *, client_seed: str = "", request_id: str | None = None
+        self,
+        invite_code: str,
+        *,
+        client_seed: str = "",
+        will_contribute: bool = False,
+        request_id: str | None = None,
     ) -> mm_pb2.JoinByCodeResponse:
-        """Sit at the private table of an invite code (case and dashes do not matter).
+        """Sit at the private table of an invite code (case and dashes do not matter;
+        ``will_contribute`` as for :meth:`join_queue`).
 
         KishpaError NOT_FOUND (``INVITE_NOT_FOUND``) for a wrong or expired code,
         FAILED_PRECONDITION (``TABLE_FULL``, ``GAME_STARTED``) when it takes nobody more.
@@ -486,6 +505,7 @@ class KishpaClient:
             mm_pb2.JoinByCodeRequest(
                 invite_code=invite_code,
                 client_seed=client_seed,
+                will_contribute=will_contribute,
                 request_id=request_id or new_request_id(),
             ),
         )

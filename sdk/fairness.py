@@ -60,6 +60,7 @@ RECORD_INCOMPLETE = "RECORD_INCOMPLETE"
 DOLLS_MISMATCH = "DOLLS_MISMATCH"
 COMMITMENT_LATE = "COMMITMENT_LATE"
 CONTRIBUTION_MISMATCH = "CONTRIBUTION_MISMATCH"
+MOVE_MISMATCH = "MOVE_MISMATCH"
 
 
 # --- the algorithm (docs/fairness.md) ---------------------------------------------------
@@ -201,6 +202,17 @@ class Contribution:
     event_id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class SeatMove:
+    """A public move that took tiles into a seat's hand or out of it, or showed them
+    (``RoundRecord.moves``): ``kind`` is draw, take, discard, meld, release, show or undo."""
+
+    seat: int
+    kind: str
+    tile_ids: tuple[int, ...]
+    event_id: str = ""
+
+
 @dataclass(slots=True)
 class RoundEvidence:
     """What one player knows of an ended round (public facts plus his own tiles)."""
@@ -246,6 +258,8 @@ class RoundEvidence:
     """Each seat's sit-down client seed ("" none): its default when it did not contribute."""
     order_failures: list[str] = field(default_factory=list)
     """What a live witness saw out of order (commitment after a contribution...)."""
+    moves: list[SeatMove] | None = None
+    """Every public move by any seat, in stream order (None: not known, not checked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,6 +452,7 @@ def _with_table(
         dealt_h = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
         _check_hands(e, dealt_h.hands, card_text, DEALT_CARDS_MISMATCH, failures, checked)
         _check_draws(e, len(dealt_h.stock), dealt_h.stock_card, card_text, failures, checked)
+        _check_moves(e, dealt_h.hands, [dealt_h.top_discard], card_text, failures, checked)
     else:
         dealt_k = deal(
             seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
@@ -453,9 +468,87 @@ def _with_table(
             failures,
             checked,
         )
+        _check_moves(e, dealt_k.hands, [], face, failures, checked)
     return Verification(
         tuple(failures), tuple(checked), whole_table=True, contributed=bool(e.contributions)
     )
+
+
+def _check_moves(
+    e: RoundEvidence,
+    dealt: Sequence[Sequence[int]],
+    discards: list[int],
+    text: Any,
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    """Every public move against what its seat held: each tile (card) a seat discarded,
+    melded or showed is one it was dealt, drew or took and still held; each tile taken from
+    the discards was the top one; the moves' draws are the record's draws (docs/fairness.md,
+    "Every public move")."""
+    if e.moves is None:
+        return
+    if not e.moves:
+        # Every deal has at least one (the starter's first discard or win).
+        failures.append(Failure(RECORD_INCOMPLETE, "the record lists no moves"))
+        return
+    before = len(failures)
+    held = [set(hand) for hand in dealt]
+    pile = list(discards)
+    undo: dict[int, tuple[set[int], list[int]]] = {}
+    draws = iter(e.draws)
+
+    def fail(move: SeatMove, n: int, what: str) -> None:
+        failures.append(
+            Failure(MOVE_MISMATCH, f"move {n} (seat {move.seat + 1}, {move.kind}): {what}")
+        )
+
+    for n, move in enumerate(e.moves, start=1):
+        if not 0 <= move.seat < len(held):
+            fail(move, n, "no such seat")
+            continue
+        hand, tiles = held[move.seat], list(move.tile_ids)
+        if move.kind == "draw":
+            want = next(draws, None)
+            if want is None or (want.seat, want.tile_id) != (move.seat, tiles[0] if tiles else -1):
+                fail(move, n, f"drew {_texts(tiles, text)}, not the record's next draw")
+            hand.update(tiles)
+        elif move.kind == "take":
+            undo[move.seat] = (set(hand), list(pile))
+            top = pile[-1] if pile else None
+            if len(tiles) != 1 or top != tiles[0]:
+                shown = "nothing" if top is None else _texts([top], text)
+                fail(move, n, f"took {_texts(tiles, text)} but the top discard was {shown}")
+            else:
+                pile.pop()
+            hand.update(tiles)
+        elif move.kind in ("discard", "meld", "show"):
+            foreign = [t for t in tiles if t not in hand]
+            if foreign:
+                fail(
+                    move,
+                    n,
+                    f"{_texts(foreign, text)} (id {', '.join(map(str, foreign))}) is a tile the "
+                    "seat was neither dealt nor drew, or no longer held",
+                )
+            if move.kind != "show":
+                hand.difference_update(tiles)
+            if move.kind == "discard":
+                pile.extend(tiles)
+        elif move.kind == "release":
+            hand.update(tiles)
+        elif move.kind == "undo":
+            if move.seat not in undo:
+                fail(move, n, "a turn taken back that did not begin from the discards")
+            else:
+                restored, pile = undo.pop(move.seat)
+                held[move.seat] = set(restored)
+        else:
+            fail(move, n, f"unknown move kind {move.kind!r}")
+    if next(draws, None) is not None:
+        failures.append(Failure(MOVE_MISMATCH, "the record has draws its moves do not show"))
+    if len(failures) == before:
+        checked.append(f"all {len(e.moves)} moves")
 
 
 def _event_order(event_id: str) -> tuple[int, int]:
@@ -510,8 +603,12 @@ def _check_order(e: RoundEvidence, failures: list[Failure], checked: list[str]) 
     if len(failures) == before:
         checked.append(
             "commitment before "
-            + (f"{len(e.contributions)} contributions" if e.contributions else "the deal")
+            + (_count(len(e.contributions), "contribution") if e.contributions else "the deal")
         )
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
 
 
 def _check_contributions(
@@ -1079,6 +1176,11 @@ def evidence_from_record(record: Any, my_client_seed: str | None = None) -> Roun
         ],
         deal_event_id=record.deal_event_id,
         seat_client_seeds=list(record.seat_client_seeds) or None,
+        moves=(
+            [SeatMove(m.seat, m.kind, tuple(m.tile_ids), m.event_id) for m in record.moves]
+            if record.dealt_hands
+            else None
+        ),
     )
 
 

@@ -17,7 +17,7 @@ The names below are the package's public API: services (``services/``) import on
 * ``meld_search``, ``bot`` — finding melds in a hand, a deterministic bot;
 * ``positions`` — building a position from card text (tests, hints, tooling).
 
-The rules are the shared RULES-HAND.md, written out in ``docs/rules/hand.md``. Nothing here
+The rules are those of ``docs/rules/hand.md``. Nothing here
 performs I/O, reads a clock or draws randomness it was not handed.
 """
 

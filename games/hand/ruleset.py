@@ -1,4 +1,4 @@
-"""The Hand rule set: every ruling of RULES-HAND.md, and every case the rules leave open,
+"""The Hand rule set: every ruling of docs/rules/hand.md, and every case the rules leave open,
 as one value with the documented defaults.
 
 A table carries its ``RuleSet`` (it is stored inside the deal and game state), so code never

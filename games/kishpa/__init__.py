@@ -1,6 +1,5 @@
-"""The Kishpa rules engine: the reading of ``RULES.md`` that every service enforces (written
-out, with every ruling and examples, in ``docs/rules/kishpa.md``, whose sections are the
-"RULES.md section N" of comments here).
+"""The Kishpa rules engine: the rules of ``docs/rules/kishpa.md`` (every ruling and example),
+which every service enforces; "section N" in comments here is that page's section N.
 
 The names below are the package's public API: services (``services/``) import only these
 (an import-linter contract in ``make lint`` checks it); the modules behind them are free to

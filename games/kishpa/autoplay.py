@@ -3,7 +3,7 @@
 One pure policy, ``(state, seat, stream) -> action``: on the seat's turn the solver-driven
 bot's move (draw, then win if the hand wins, else discard its least useful tile), or a
 timeout when the bot has none; outside the seat's turn nothing. Reveal windows are not
-played for an absent player: a kishpa not revealed is not paid (RULES.md section 7).
+played for an absent player: a kishpa not revealed is not paid (docs/rules/kishpa.md section 7).
 Randomness comes only from the :class:`~games.fair.FairStream` handed in (tie-breaks).
 """
 

@@ -1,4 +1,4 @@
-"""Start-of-round and end-of-round bonuses (RULES.md sections 6 and 7).
+"""Start-of-round and end-of-round bonuses (docs/rules/kishpa.md sections 6 and 7).
 
 Pure functions of faces. Every bonus is "receives N from every other player"; the
 once-per-round rule is keyed by (player, situation): a player paid for jokers at the start

@@ -1,4 +1,4 @@
-"""The bowl (RULES.md section 9): contributions, winning streaks, taking and splitting it."""
+"""The bowl (docs/rules/kishpa.md section 9): contributions, winning streaks, taking and splitting it."""
 
 from __future__ import annotations
 

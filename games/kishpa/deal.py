@@ -1,4 +1,4 @@
-"""Setting up a round (RULES.md sections 2, 4, 6): shuffle, deal, turn the kishpa.
+"""Setting up a round (docs/rules/kishpa.md sections 2, 4, 6): shuffle, deal, turn the kishpa.
 
 Pure: the deck comes from :mod:`games.fair` and every later random choice (where a doll
 turned as kishpa goes back into the pile) from a :class:`~games.fair.FairStream` of the same

@@ -1,7 +1,7 @@
 """Checking one proposed group fast (a client's proposed winning arrangement).
 
 Tiles are given in play order. A tile of the joker's face is wild; a doll is a plain tile of
-the joker's face (RULES.md section 2). The solver finds arrangements; this only verifies one.
+the joker's face (docs/rules/kishpa.md section 2). The solver finds arrangements; this only verifies one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ledger view of a round (RULES.md section 10): ordered double-entry postings.
+"""The ledger view of a round (docs/rules/kishpa.md section 10): ordered double-entry postings.
 
 A posting (``games.ledger.Posting``, the one type the games, the workers and the wallet share)
 moves ``amount`` tokens from one account to another for a closed set of reasons.

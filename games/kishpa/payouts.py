@@ -1,4 +1,4 @@
-"""The win payout (RULES.md section 8): what every loser pays the winner."""
+"""The win payout (docs/rules/kishpa.md section 8): what every loser pays the winner."""
 
 from __future__ import annotations
 

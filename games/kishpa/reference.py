@@ -1,7 +1,7 @@
 """A slow, obviously correct reference for the hand solver, used by tests and benchmarks.
 
 It shares nothing with :mod:`games.kishpa.solver`: it lists every valid group straight from
-the definitions of RULES.md section 3 (each as the faces it needs, place by place), then
+the definitions of docs/rules/kishpa.md section 3 (each as the faces it needs, place by place), then
 tries to cover the hand with them, tile by tile, letting a joker fill any place. The only
 shortcuts are ones that are plainly safe: identical tiles are interchangeable, and a
 remaining hand that failed once fails again.

@@ -1,4 +1,4 @@
-"""One round of Kishpa as an explicit state machine (RULES.md sections 2-4, 6, 7).
+"""One round of Kishpa as an explicit state machine (docs/rules/kishpa.md sections 2-4, 6, 7).
 
 ``new_round(...)`` deals and returns the first state; ``apply(state, action)`` returns the
 next state and the events it produced, or raises :class:`IllegalMoveError` with a specific

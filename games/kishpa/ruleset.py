@@ -1,6 +1,6 @@
-"""The rule set: every ruling of RULES.md that a table could set differently, in one value.
+"""The rule set: every ruling of docs/rules/kishpa.md that a table could set differently, in one value.
 
-Defaults are the rulings of RULES.md. A table carries its ``RuleSet``; code never scatters
+Defaults are the rulings of docs/rules/kishpa.md. A table carries its ``RuleSet``; code never scatters
 an ``if`` for a ruling anywhere else.
 """
 
@@ -33,7 +33,7 @@ class RuleSet:
     max_kishpa_replacements: int = 1
     reveal_window_seconds: int = 15
     reveal_window_waits_for_all: bool = True
-    """Ruling (RULES.md is silent): a reveal window closes early only when every seat that
+    """Ruling (docs/rules/kishpa.md is silent): a reveal window closes early only when every seat that
     could hold the kishpa has revealed or passed, not merely every holder. Otherwise a window
     that closes at once would tell the table that nobody holds the kishpa's twin."""
     turn_seconds: int = 30
@@ -63,7 +63,7 @@ class RuleSet:
     start and end bonuses, the win table). Bank loads and the starting grant are wallet
     amounts and are never multiplied."""
     bowl_split_in_stakes: bool = False
-    """Ruling (RULES.md decides the last-round split only at stake 1): the bowl's tokens are
+    """Ruling (docs/rules/kishpa.md decides the last-round split only at stake 1): the bowl's tokens are
     split equally and the tokens that do not divide go one each in seat order from the
     winner (or the starter), so a 35-token bowl among 4 at stake 5 is 9, 9, 9, 8, as even as
     tokens allow. True splits whole stakes instead (10, 10, 10, 5): exactly the stake-1

@@ -1,4 +1,4 @@
-"""The hand solver: does a hand win (RULES.md section 3), and how best to arrange it.
+"""The hand solver: does a hand win (docs/rules/kishpa.md section 3), and how best to arrange it.
 
 The search works on a count vector of plain faces plus a number of jokers. It always takes
 the lowest remaining plain tile (colour-major, then number): no lower tile of its colour is

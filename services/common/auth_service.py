@@ -59,18 +59,16 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self._authority = authority
         self._guest_login = guest_login
 
-    async def Login(
-        self,
-        request: auth_pb2.LoginRequest,
-        context: grpc.aio.ServicerContext[Any, Any],
-    ) -> auth_pb2.LoginResponse:
-        """Mint a new guest player and his token."""
+    def guest_name(self, request: auth_pb2.LoginRequest) -> str:
+        """The guest's display name as stored, once guest login is known to be on."""
         if not self._guest_login:
             raise PermissionDenied(
                 "GUEST_LOGIN_DISABLED", "guest login is off here: sign in with your account"
             )
-        name = clean_display_name(request.display_name)
-        player_id = new_player_id()
+        return clean_display_name(request.display_name)
+
+    def answer(self, player_id: str, name: str) -> auth_pb2.LoginResponse:
+        """A freshly signed token for ``player_id``: the answer to a Login."""
         issued = self._authority.issue_player_token(player_id, name)
         return auth_pb2.LoginResponse(
             token=issued.token,
@@ -78,6 +76,14 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             display_name=name,
             expire_time=_expiry(issued),
         )
+
+    async def Login(
+        self,
+        request: auth_pb2.LoginRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> auth_pb2.LoginResponse:
+        """Mint a new guest player and his token."""
+        return self.answer(new_player_id(), self.guest_name(request))
 
     async def RefreshToken(
         self,

@@ -174,6 +174,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         _A + "LoginRequest.device_id": Text(
             128, 0, _PRINTABLE_ASCII, "printable ASCII, no spaces", "INVALID_DEVICE_ID"
         ),
+        _A + "LoginRequest.request_id": PLAYER_REQUEST_ID,
         # -- table: settings (0 means the server default)
         _T + "TableSettings.seats": Number(2, 4, zero_ok=True, reason="BAD_SEATS"),
         _T + "TableSettings.turn_time": Span(

@@ -28,6 +28,9 @@ class SeatedPlayer:
     player_id: str
     display_name: str = ""
     client_seed: str = ""
+    will_contribute: bool = False
+    """His client contributes to every deal: the table's deals wait for him
+    (docs/fairness.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,7 @@ class TableGateway:
                         player_id=p.player_id,
                         display_name=p.display_name,
                         client_seed=p.client_seed,
+                        will_contribute=p.will_contribute,
                     )
                     for p in players
                 ],
@@ -135,6 +139,7 @@ class TableGateway:
                     player_id=player_id,
                     display_name=player.display_name,
                     client_seed=player.client_seed,
+                    will_contribute=player.will_contribute,
                     request_id=request_id,
                 ),
                 metadata=self._credentials.metadata(),

@@ -21,6 +21,7 @@ ARGV[4]  seats              ARGV[5]  stake            ARGV[6]  created ms
 ARGV[7]  expiry ms          ARGV[8]  now ms           ARGV[9]  group id
 ARGV[10] ticket key prefix  ARGV[11] ticket ttl s     ARGV[12] name
 ARGV[13] client seed        ARGV[14] "join" or "abort"
+ARGV[15] contributes ("1": the player's client contributes to every deal, docs/fairness.md)
 
 Returns
   {"exists", state}            the ticket was made before: nothing changed
@@ -44,7 +45,7 @@ end
 redis.call('HSET', KEYS[2],
   'player', ARGV[2], 'game', ARGV[3], 'seats', ARGV[4], 'stake', ARGV[5],
   'state', state, 'created_ms', ARGV[6], 'expire_ms', ARGV[7], 'table_id', '', 'seat', '-1',
-  'name', ARGV[12], 'client_seed', ARGV[13])
+  'name', ARGV[12], 'client_seed', ARGV[13], 'contributes', ARGV[15] or '0')
 redis.call('EXPIRE', KEYS[2], ARGV[11])
 if state ~= 'waiting' then
   return {'ended', state}

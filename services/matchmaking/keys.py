@@ -139,6 +139,11 @@ class Keys:
 
     # ---- elsewhere -----------------------------------------------------------------------
 
+    def login(self, attempt: str) -> str:
+        """JSON of the guest a login attempt minted (``attempt``: the hash of its device id
+        and request id), so a retry whose answer was lost gets the same player."""
+        return f"{self.prefix}:{{mm:login:{attempt}}}"
+
     def invite(self, code: str) -> str:
         """JSON of the private table an invite code names (expires with the code)."""
         return f"{self.prefix}:{{mm:invite:{code}}}"

@@ -3,7 +3,8 @@
 The development login: a display name in, a signed player token out. The token is the same
 JWT a real identity provider's exchange would mint later, so nothing downstream changes
 when one is added. Signing and refresh are the shared ``AuthServicer``'s; this adds the
-wallet: a player's first login grants his starting tokens (RULES.md section 5).
+wallet: a player's first login grants his starting tokens (docs/rules/kishpa.md section 5), and
+the login's ``request_id``: a retried attempt is the same player (:mod:`.login_memory`).
 """
 
 from __future__ import annotations
@@ -14,18 +15,28 @@ import grpc
 
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
 from services.common.auth import TokenAuthority, current_player
-from services.common.auth_service import SERVICE_NAME, AuthServicer
+from services.common.auth_service import SERVICE_NAME, AuthServicer, new_player_id
+from services.common.errors import AlreadyExists
 from services.common.limits import Limiter, caller_address, device_key
 from services.common.oidc import PLAYER_ID_PREFIX as OIDC_PLAYER_PREFIX
 from services.common.server import ServiceRegistration
+from services.common.validation import fingerprint_of
 from services.matchmaking.gateways import WalletGateway
+from services.matchmaking.login_memory import LoginMemory
 
 AMBIGUOUS = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 """Failures after which the wallet may have acted: the answer, not the request, was lost."""
 
 
+LOGIN_METHOD = f"/{SERVICE_NAME}/Login"
+
+
 class LoginServicer(AuthServicer):
-    """Login = sign a token for a new guest + open his wallet (idempotent in the wallet)."""
+    """Login = sign a token for a new guest + open his wallet (idempotent in the wallet).
+
+    With ``memory``, a login carrying a ``request_id`` is idempotent too: a retry of the
+    same attempt gets the player the first call minted (:mod:`.login_memory`).
+    """
 
     def __init__(
         self,
@@ -34,42 +45,70 @@ class LoginServicer(AuthServicer):
         limiter: Limiter | None = None,
         *,
         guest_login: bool = True,
+        memory: LoginMemory | None = None,
     ) -> None:
         super().__init__(authority, guest_login=guest_login)
         self._wallet = wallet
         self._limiter = limiter
+        self._memory = memory
 
     async def Login(
         self,
         request: auth_pb2.LoginRequest,
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> auth_pb2.LoginResponse:
-        """Mint the guest, then open his wallet; a wallet that is down fails the login
-        (UNAVAILABLE, retryable) rather than hand out a player who cannot pay."""
-        response = await super().Login(request, context)
-        if self._wallet is None:
-            return response
+        """Mint the guest (or find the one this attempt minted), then open his wallet; a
+        wallet that is down fails the login (UNAVAILABLE, retryable) rather than hand out a
+        player who cannot pay."""
+        name = self.guest_name(request)
+        player_id = await self._attempt_player(request)
+        if self._wallet is not None:
+            await self._open_wallet(request, context, player_id)
+        return self.answer(player_id, name)
+
+    async def _attempt_player(self, request: auth_pb2.LoginRequest) -> str:
+        """A new player id, or the one the first call of this attempt (same request id)
+        minted; the same id with another name or device is a reused key."""
+        if not request.request_id or self._memory is None:
+            return new_player_id()
+        fingerprint = fingerprint_of(LOGIN_METHOD, request)
+        first = await self._memory.remember(
+            request.device_id, request.request_id, new_player_id(), fingerprint
+        )
+        if first.fingerprint != fingerprint:
+            raise AlreadyExists(
+                "IDEMPOTENCY_KEY_REUSED",
+                "request_id was already used for a login with another name or device",
+            )
+        return first.player_id
+
+    async def _open_wallet(
+        self,
+        request: auth_pb2.LoginRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+        player_id: str,
+    ) -> None:
+        assert self._wallet is not None
         if self._limiter is None:
-            await self._wallet.open_wallet(response.player_id)
-            return response
+            await self._wallet.open_wallet(player_id)
+            return
         # The starting tokens once per device (a login without a device id counts as its
         # client address): a new guest on a known device starts with an empty wallet.
         config = self._limiter.config
         address = caller_address(context.peer(), context.invocation_metadata(), config)
         device = device_key(request.device_id, address, config)
         if device is None:
-            await self._wallet.open_wallet(response.player_id)
-            return response
-        granted = await self._claim_grant(device, response.player_id)
+            await self._wallet.open_wallet(player_id)
+            return
+        granted = await self._claim_grant(device, player_id)
         try:
-            await self._wallet.open_wallet(response.player_id, grant=granted)
+            await self._wallet.open_wallet(player_id, grant=granted)
         except grpc.aio.AioRpcError as exc:
             if exc.code() not in AMBIGUOUS:
                 raise
             # The wallet may have opened it and the answer got lost: opening is idempotent
             # per player, so asking once more either replays the first answer or opens it.
-            await self._wallet.open_wallet(response.player_id, grant=granted)
-        return response
+            await self._wallet.open_wallet(player_id, grant=granted)
 
     async def _claim_grant(self, device: str, player_id: str) -> bool:
         """Whether ``player_id`` gets the device's starting grant.
@@ -109,10 +148,11 @@ def login_registration(
     limiter: Limiter | None = None,
     *,
     guest_login: bool = True,
+    memory: LoginMemory | None = None,
 ) -> ServiceRegistration:
     """The auth servicer with wallet opening, ready for ``create_server``."""
     return ServiceRegistration(
         SERVICE_NAME,
-        LoginServicer(authority, wallet, limiter, guest_login=guest_login),
+        LoginServicer(authority, wallet, limiter, guest_login=guest_login, memory=memory),
         auth_pb2_grpc.add_AuthServiceServicer_to_server,
     )

@@ -28,6 +28,7 @@ from services.matchmaking.gateways import SERVICE_NAME as CALLER_NAME
 from services.matchmaking.gateways import TableGateway, WalletGateway
 from services.matchmaking.keys import DEFAULT_PREFIX, Keys
 from services.matchmaking.login import login_registration
+from services.matchmaking.login_memory import LoginMemory
 from services.matchmaking.service import Matchmaking, MatchmakingConfig
 from services.matchmaking.servicer import MatchmakingServicer
 from services.matchmaking.store import MatchStore
@@ -94,7 +95,13 @@ def wire(
             MatchmakingServicer(matchmaking),
             matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server,
         ),
-        login_registration(authority, wallet, limiter, guest_login=settings.guest_login),
+        login_registration(
+            authority,
+            wallet,
+            limiter,
+            guest_login=settings.guest_login,
+            memory=LoginMemory(redis, Keys(key_prefix)),
+        ),
     ]
     return Wiring(matchmaking, registrations, redis, channels, limiter)
 

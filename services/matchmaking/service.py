@@ -194,10 +194,12 @@ class Matchmaking:
         *,
         name: str = "",
         client_seed: str = "",
+        will_contribute: bool = False,
     ) -> QueueState:
         """Queue the player (one queue at a time). A player seated at a live table is sent
         back to it: his answer is a matched ticket naming that table. ``name`` and
-        ``client_seed`` go to the table he is matched to.
+        ``client_seed`` go to the table he is matched to; so does ``will_contribute`` (his
+        client contributes to every deal: the table's first deal waits for him too).
 
         Two steps in two slots: first the player's reservation (his slot, with the request
         id), then the ticket in the queue (the queue's slot), made from the reservation.
@@ -235,6 +237,7 @@ class Matchmaking:
                 now + self.config.ticket_ttl_s * 1000,
                 name,
                 client_seed,
+                will_contribute,
             )
             claim = await self.store.claim(mine, rid)
             if claim.kind == "claimed":
@@ -367,8 +370,8 @@ class Matchmaking:
             return False
         profiles = await self.store.profiles(group.tickets)
         players = [
-            SeatedPlayer(player, name, seed)
-            for player, (name, seed) in zip(group.players, profiles, strict=True)
+            SeatedPlayer(player, name, seed, contributes)
+            for player, (name, seed, contributes) in zip(group.players, profiles, strict=True)
         ]
         try:
             created = await self.tables.create_table(
@@ -472,6 +475,7 @@ class Matchmaking:
         *,
         name: str = "",
         client_seed: str = "",
+        will_contribute: bool = False,
     ) -> PrivateTable:
         """Create a table with the player as creator in seat 0, and an invite code for it.
 
@@ -488,7 +492,7 @@ class Matchmaking:
         game = GAME_NAMES.get(settings.game, "")
         self._check_queue(game, settings.seats or 4, settings.stake or 1)
         created = await self.tables.create_table(
-            [SeatedPlayer(player_id, name, client_seed)],
+            [SeatedPlayer(player_id, name, client_seed, will_contribute)],
             settings,
             request_id="mmp-" + rid,
             auto_start=True,
@@ -526,6 +530,7 @@ class Matchmaking:
         *,
         name: str = "",
         client_seed: str = "",
+        will_contribute: bool = False,
     ) -> Seating:
         """Seat the player at the private table an invite code names.
 
@@ -548,7 +553,9 @@ class Matchmaking:
         invite, _ = found
         table_id = str(invite["table_id"])
         seat = await self.tables.join_table(
-            table_id, SeatedPlayer(player_id, name, client_seed), request_id="mmj-" + rid
+            table_id,
+            SeatedPlayer(player_id, name, client_seed, will_contribute),
+            request_id="mmj-" + rid,
         )
         metrics.PRIVATE_TABLES.labels("joined").inc()
         seating = Seating(table_id, seat, str(invite["game"]))

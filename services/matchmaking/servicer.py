@@ -81,6 +81,7 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
             request.request_id,
             name=player.name,
             client_seed=request.client_seed,
+            will_contribute=request.will_contribute,
         )
         return mm_pb2.JoinQueueResponse(ticket=ticket_message(state))
 
@@ -108,6 +109,7 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
             request.request_id,
             name=player.name,
             client_seed=request.client_seed,
+            will_contribute=request.will_contribute,
         )
         return mm_pb2.CreatePrivateTableResponse(
             invite_code=private.invite_code,
@@ -125,6 +127,7 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
             request.request_id,
             name=player.name,
             client_seed=request.client_seed,
+            will_contribute=request.will_contribute,
         )
         return mm_pb2.JoinByCodeResponse(table_id=seating.table_id, seat=seating.seat)
 

@@ -86,6 +86,7 @@ class Reservation:
     expire_ms: int
     name: str = ""
     client_seed: str = ""
+    will_contribute: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +208,7 @@ class MatchStore:
                 REQUEST_TTL_S,
                 TICKET_TTL_S,
                 _answer(r.ticket_id, r.queue),
+                "1" if r.will_contribute else "0",
             ],
         )
         parts = [_text(v) for v in result]
@@ -217,9 +219,16 @@ class MatchStore:
             asked = Queue.parse_name(name)
         held = None
         queue = queue_of(ticket_id)
-        if len(parts) == 6 and queue is not None:
+        if len(parts) == 7 and queue is not None:
             held = Reservation(
-                ticket_id, queue, r.player_id, int(parts[2]), int(parts[3]), parts[4], parts[5]
+                ticket_id,
+                queue,
+                r.player_id,
+                int(parts[2]),
+                int(parts[3]),
+                parts[4],
+                parts[5],
+                parts[6] == "1",
             )
         return Claim(kind, ticket_id, held, asked)
 
@@ -276,6 +285,7 @@ class MatchStore:
                 r.name,
                 r.client_seed,
                 "abort" if abort else "join",
+                "1" if r.will_contribute else "0",
             ],
         )
         kind, detail = (_text(v) for v in result)
@@ -291,16 +301,25 @@ class MatchStore:
         raw = await self.redis.hgetall(self.keys.ticket(queue, ticket_id))
         return Ticket.from_hash(ticket_id, raw) if raw else None
 
-    async def profiles(self, ticket_ids: Sequence[str]) -> list[tuple[str, str]]:
-        """(name, client seed) of each ticket's player, empty strings when unknown."""
+    async def profiles(self, ticket_ids: Sequence[str]) -> list[tuple[str, str, bool]]:
+        """(name, client seed, whether his client contributes) of each ticket's player,
+        empty strings and False when unknown."""
         out = []
         for ticket_id in ticket_ids:
             queue = queue_of(ticket_id)
-            name, seed = None, None
+            name, seed, contributes = None, None, None
             if queue is not None:
                 key = self.keys.ticket(queue, ticket_id)
-                name, seed = await self.redis.hmget(key, ["name", "client_seed"])
-            out.append(("" if name is None else _text(name), "" if seed is None else _text(seed)))
+                name, seed, contributes = await self.redis.hmget(
+                    key, ["name", "client_seed", "contributes"]
+                )
+            out.append(
+                (
+                    "" if name is None else _text(name),
+                    "" if seed is None else _text(seed),
+                    contributes is not None and _text(contributes) == "1",
+                )
+            )
         return out
 
     async def leave(self, ticket: Ticket, new_state: str, now_ms: int, *, only_if_due: bool) -> str:

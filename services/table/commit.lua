@@ -7,7 +7,11 @@ checks the version, writes, appends and remembers, all or nothing.
 KEYS[1]  state hash     fields: version (int), state (JSON), deadline (ms or absent)
 KEYS[2]  events stream  the table's Redis Stream
 KEYS[3]  requests hash  "<player>:<request_id>" -> first answer;
-                        "<player>:<request_id>|from" -> id of that commit's first event
+                        "<player>:<request_id> from" -> id of that commit's first event;
+                        "<player>:<request_id> t" -> when it was answered (ms)
+                        (request ids have no spaces, so no request's own field looks like
+                        a marker: with "|from", a request id "r|from" sent after "r" was
+                        answered with r's event id as its answer)
 KEYS[4]  outbox hash    "<round>:<phase>" -> JSON phase record for settlement
 KEYS[5]  balances hash  player -> balance (read only: returned so the answer needs no extra read)
 KEYS[6]  optional: the unsettled index shard of the table (keys.unsettled). Given on one
@@ -33,6 +37,10 @@ ARGV[11] the new state's revision: a random token written with it, so that a sta
          the version alone could repeat (a table re-created under its id, or Redis restarted
          from an older copy and the table played on by another process)
 ARGV[12] the revision the state must still have ("": the version alone is checked)
+ARGV[13] now in ms (the caller's clock)
+ARGV[14] how long answers are remembered, in ms ("0": for the table's life). Every 64th
+         version the answers older than that are dropped: a table that plays for hours
+         would otherwise keep every answer it ever gave (clients retry for seconds)
 then E events, each as: n, key1, value1, ..., keyn, valuen
 then P outbox records, each as: field, JSON
 
@@ -53,7 +61,7 @@ Returns
 if ARGV[3] ~= '' then
   local answer = redis.call('HGET', KEYS[3], ARGV[3])
   if answer then
-    return {2, answer, redis.call('HGET', KEYS[3], ARGV[3] .. '|from') or ''}
+    return {2, answer, redis.call('HGET', KEYS[3], ARGV[3] .. ' from') or ''}
   end
 end
 
@@ -77,7 +85,7 @@ if tonumber(ARGV[7]) > 0 then
   local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
   result[4] = last[1] and last[1][1] or '0-0'
 end
-local i = 13
+local i = 15
 for _ = 1, tonumber(ARGV[7]) do
   local n = tonumber(ARGV[i])
   local entry = {}
@@ -112,11 +120,26 @@ if KEYS[7] then
   end
 end
 
+local memory_ms = tonumber(ARGV[14])
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
   if tonumber(ARGV[7]) > 0 then
     -- A replay answers with the same watch cursor: just before this call's own events.
-    redis.call('HSET', KEYS[3], ARGV[3] .. '|from', result[5])
+    redis.call('HSET', KEYS[3], ARGV[3] .. ' from', result[5])
+  end
+  if memory_ms > 0 then
+    redis.call('HSET', KEYS[3], ARGV[3] .. ' t', ARGV[13])
+  end
+end
+if memory_ms > 0 and version % 64 == 0 then
+  local cutoff = tonumber(ARGV[13]) - memory_ms
+  local flat = redis.call('HGETALL', KEYS[3])
+  for j = 1, #flat, 2 do
+    local field = flat[j]
+    if string.sub(field, -2) == ' t' and tonumber(flat[j + 1]) < cutoff then
+      local base = string.sub(field, 1, -3)
+      redis.call('HDEL', KEYS[3], base, base .. ' from', field)
+    end
   end
 end
 

@@ -6,7 +6,7 @@ A replay must get the first answer even when the move is illegal by now, so the 
 looked at before the state (commit.lua looks again, for replays that race this one).
 
 KEYS[1]  state hash     fields: version, state, deadline
-KEYS[2]  requests hash  "<player>:<request_id>" -> first answer (and "...|from" -> the id
+KEYS[2]  requests hash  "<player>:<request_id>" -> first answer (and "... from" -> the id
                         of its commit's first event)
 ARGV[1]  request field ("" when the call carries no request id)
 
@@ -18,7 +18,7 @@ Returns
 if ARGV[1] ~= '' then
   local answer = redis.call('HGET', KEYS[2], ARGV[1])
   if answer then
-    return {1, answer, redis.call('HGET', KEYS[2], ARGV[1] .. '|from') or ''}
+    return {1, answer, redis.call('HGET', KEYS[2], ARGV[1] .. ' from') or ''}
   end
 end
 local fields = redis.call('HMGET', KEYS[1], 'version', 'state', 'deadline')

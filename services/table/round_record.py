@@ -61,6 +61,9 @@ class RoundRecord:
     """(seat, contribution, event id), in stream order."""
     deal_event_id: str = ""
     seat_client_seeds: list[str] = field(default_factory=list)
+    moves: list[tuple[int, str, list[int], str]] = field(default_factory=list)
+    """(seat, kind, tile ids, event id) of every public move, in stream order (the
+    ``SeatMove`` kinds: draw, take, discard, meld, release, show, undo)."""
 
 
 @dataclass(slots=True)
@@ -120,9 +123,9 @@ async def round_record(
             elif event.type == "deal_started":
                 record = await _deal_started(store, table_id, round_no, player_id, event)
             elif record is not None and record.game == "hand":
-                ended = _observe_hand(record, event) or ended
+                ended = _observe_hand(record, event, stored.id) or ended
             elif record is not None:
-                ended = _observe(record, event) or ended
+                ended = _observe(record, event, stored.id) or ended
             if event.type in ("round_started", "deal_started") and record is not None:
                 record.deal_event_id = stored.id
                 record.precommitment = before.precommitment
@@ -176,7 +179,7 @@ def _started(table_id: str, round_no: int, player_id: str, event: TableEvent) ->
     )
 
 
-def _observe(record: RoundRecord, event: TableEvent) -> bool:
+def _observe(record: RoundRecord, event: TableEvent, event_id: str = "") -> bool:
     """Fold one event of the round into the record; True at ``round_ended``."""
     mine = record.my_seat >= 0 and event.private_seat == record.my_seat
     private = event.private_data or {}
@@ -190,8 +193,17 @@ def _observe(record: RoundRecord, event: TableEvent) -> bool:
         left = int(event.data["pile"])
         if "tile_id" in private and owner is not None:
             record.draws.append((owner, int(private["tile_id"]), left))
+            record.moves.append((owner, "draw", [int(private["tile_id"])], event_id))
         if mine:
             record.pile_draws.append((int(private["tile_id"]), left))
+    elif event.type == "drew" and event.data.get("tile_id") is not None:
+        record.moves.append((event.seat, "take", [int(event.data["tile_id"])], event_id))
+    elif event.type == "discarded":
+        record.moves.append((event.seat, "discard", [int(event.data["tile_id"])], event_id))
+    elif event.type == "won":
+        record.moves.append((event.seat, "discard", [int(event.data["discard_id"])], event_id))
+        shown = [int(t) for group in event.data.get("group_ids") or [] for t in group]
+        record.moves.append((event.seat, "show", shown, event_id))
     elif event.type == "kishpa_replaced":
         record.replacement_kishpa = str(event.data.get("kishpa") or "")
         replacement = event.data.get("kishpa_id")
@@ -226,7 +238,7 @@ async def _deal_started(
     )
 
 
-def _observe_hand(record: RoundRecord, event: TableEvent) -> bool:
+def _observe_hand(record: RoundRecord, event: TableEvent, event_id: str = "") -> bool:
     """Fold one Hand event into the record; True at ``seed_revealed``.
 
     A draw from the stock is public (``drew_from_stock``: the cards left) followed by the
@@ -246,6 +258,7 @@ def _observe_hand(record: RoundRecord, event: TableEvent) -> bool:
             if pending:
                 at = pending[-1]
                 record.draws[at] = (seat, int(data["card"]), record.draws[at][2])
+                record.moves.append((seat, "draw", [int(data["card"])], event_id))
                 if seat == record.my_seat and record.pile_draws:
                     left = record.pile_draws[-1][1]
                     record.pile_draws[-1] = (int(data["card"]), left)
@@ -257,4 +270,29 @@ def _observe_hand(record: RoundRecord, event: TableEvent) -> bool:
         record.server_seed = str(event.data.get("server_seed") or "")
         record.client_seeds = list(event.data.get("client_seeds") or [])
         return True
+    else:
+        _hand_move(record, event, event_id)
     return False
+
+
+def _hand_move(record: RoundRecord, event: TableEvent, event_id: str) -> None:
+    """A Hand move that took cards into a hand or out of it (public events)."""
+    data, seat = event.data, event.seat
+    moves: list[tuple[str, list[int]]] = []
+    if event.type == "drew_from_discard":
+        moves = [("take", [int(data["card"])])]
+    elif event.type == "discarded":
+        moves = [("discard", [int(data["card"])])]
+    elif event.type == "melds_laid":
+        moves = [("meld", [int(c) for m in data.get("melds") or [] for c in m["cards"]])]
+    elif event.type == "laid_off":
+        moves = [("meld", [int(data["card"])])]
+    elif event.type == "joker_released":
+        moves = [
+            ("meld", [int(c) for c in data.get("cards") or []]),
+            ("release", [int(j) for j in data.get("jokers") or []]),
+        ]
+    elif event.type == "turn_undone":
+        moves = [("undo", [])]
+    for kind, cards in moves:
+        record.moves.append((seat, kind, cards, event_id))

@@ -45,6 +45,7 @@ class Seating(TableCore):
         players: Sequence[tuple[str, str]] = (),
         client_seed: str = "",
         client_seeds: Mapping[str, str] | None = None,
+        will_contribute: Sequence[str] = (),
         auto_start: bool = False,
         request_id: str = "",
         table_id: str | None = None,
@@ -54,7 +55,9 @@ class Seating(TableCore):
 
         A player creating a table sits alone in seat 0; matchmaking seats a whole table and
         may ask it to start as soon as it is full. ``client_seeds`` (by player) and
-        ``client_seed`` (the creator's) are mixed into every round's shuffle.
+        ``client_seed`` (the creator's) are mixed into every round's shuffle. The players in
+        ``will_contribute`` declared that their clients contribute to every deal: every
+        deal, the first included, waits for them (games/contributions.py).
         """
         check_request_id(request_id)
         seeds = dict(client_seeds or {})
@@ -93,11 +96,15 @@ class Seating(TableCore):
                 client_seeds={p: seed for p, seed in seeds.items() if p in ids},
                 bots=[p for p, _ in bots],
             )
+            commit = self._commit_event(table, 1)
+            for player in will_contribute:
+                if player in ids and player not in table.bots:
+                    fair_order.declare(table, player)
             events = [
                 TableEvent(
                     "table_created", 0, 0, {"creator": creator, "game": game, **settings.to_dict()}
                 ),
-                self._commit_event(table, 1),
+                commit,
                 *(
                     TableEvent(
                         "player_joined",
@@ -139,14 +146,18 @@ class Seating(TableCore):
         *,
         name: str = "",
         client_seed: str = "",
+        will_contribute: bool = False,
         request_id: str = "",
         viewer: str | None = None,
     ) -> ActResult:
-        """Take the next free seat at a table that has not started."""
+        """Take the next free seat at a table that has not started (``will_contribute``:
+        his client contributes to every deal, see :meth:`create`)."""
         check_client_seed(client_seed)
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
             fact = rules_table.seat(table, player_id, name=name, client_seed=client_seed)
+            if will_contribute:
+                fair_order.declare(table, player_id)
             event = TableEvent(fact.type, 0, fact.seat, fact.data)
             step = self._maybe_auto_start(table, Step(game=table.game, events=[event]))
             return step, {"seat": fact.seat}

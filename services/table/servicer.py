@@ -81,6 +81,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 raise InvalidArgument("PLAYER_REQUIRED", "a service must name the players")
             players = [(p.player_id, p.display_name) for p in request.players]
             seeds = {p.player_id: p.client_seed for p in request.players if p.client_seed}
+            declared = [p.player_id for p in request.players if p.will_contribute]
             viewer = ""
         else:
             if request.players or request.auto_start:
@@ -89,12 +90,14 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 )
             players = [_player()]
             seeds = {players[0][0]: request.client_seed} if request.client_seed else {}
+            declared = [players[0][0]] if request.will_contribute else []
         result = await self.tables.create(
             players[0][0],
             settings,
             game=game,
             players=players,
             client_seeds=seeds,
+            will_contribute=declared,
             auto_start=request.auto_start,
             request_id=request.request_id,
             viewer=viewer,
@@ -110,6 +113,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             _table_id(request.table_id),
             name=name,
             client_seed=request.client_seed,
+            will_contribute=request.will_contribute,
             request_id=request.request_id,
             viewer=viewer,
         )
@@ -304,6 +308,10 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 ],
                 deal_event_id=record.deal_event_id,
                 seat_client_seeds=record.seat_client_seeds,
+                moves=[
+                    table_pb2.SeatMove(seat=seat, kind=kind, tile_ids=tiles, event_id=event_id)
+                    for seat, kind, tiles, event_id in record.moves
+                ],
             )
         )
 

@@ -39,6 +39,11 @@ COMMIT_MAX_ATTEMPTS = 16
 FINISHED_TABLE_TTL_S = 24 * 3600
 """A closed table's state, events and request answers are kept this long, then expire."""
 
+REQUEST_MEMORY_MS = 15 * 60 * 1000
+"""A request's first answer is replayed to retries this long (then dropped, a few commits
+later): far beyond a client's retry budget (30 s by default), short enough that a table
+playing for hours does not keep every answer it ever gave."""
+
 
 class TableBusyError(Aborted):
     """Too many concurrent writers on one table: the caller may try again later."""
@@ -170,8 +175,11 @@ class TableStore:
         version: int = keys.STATE_VERSION,
         readable_versions: tuple[int, ...] = keys.READABLE_VERSIONS,
         state_cache_tables: int = STATE_CACHE_TABLES,
+        request_memory_ms: int = REQUEST_MEMORY_MS,
     ) -> None:
         self.redis = redis
+        self.request_memory_ms = request_memory_ms
+        """How long a request's first answer is replayed (0: for the table's life)."""
         self.cache = StateCache(state_cache_tables)
         """The state of each table as this process last committed it (state_cache.py)."""
         self.version = version
@@ -296,6 +304,8 @@ class TableStore:
             earliest,
             rev,
             expected_rev,
+            int(time.time() * 1000),
+            self.request_memory_ms,
         ]
         entries = [encode(event) for event in transition.events]
         for fields in entries:

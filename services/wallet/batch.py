@@ -1,8 +1,9 @@
 """Batches of postings: validation, the body hash and the pure plan of how a batch applies.
 
 ``plan_batch`` is the functional core of the ledger: given the balances of the touched
-accounts it returns the postings to record (the automatic bank loads of RULES.md section 5
-included) and the balances after, or refuses. The stores only lock, read, and write the plan.
+accounts it returns the postings to record (the automatic bank loads of
+docs/rules/kishpa.md section 5 included) and the balances after, or refuses. The stores only
+lock, read, and write the plan.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ accounts = Table(
     Column("kind", String(8), nullable=False),
     Column("balance", BigInteger, nullable=False, server_default="0"),
     Column("created_ms", BigInteger, nullable=False),
-    # The last line of defence for RULES.md section 5: only the bank may go negative.
+    # The last line of defence for docs/rules/kishpa.md section 5: only the bank may go negative.
     CheckConstraint("kind = 'bank' OR balance >= 0", name="ck_accounts_not_negative"),
     CheckConstraint("kind IN ('player', 'bowl', 'pot', 'bank')", name="ck_accounts_kind"),
 )

@@ -40,6 +40,13 @@ def redis_url() -> str:
 
 
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
+SCREENSHOTS = Path(
+    os.environ.get(
+        "KISHPA_SCREENSHOT_DIR", Path(__file__).resolve().parents[2] / "var" / "screenshots"
+    )
+)
+"""Where the test leaves what the terminal showed (kishpa-play.log with its colours,
+kishpa-verify.txt): the source of the captures in docs/fairness.md."""
 SERVICES = ("wallet", "table", "matchmaking")
 
 
@@ -155,6 +162,8 @@ def test_play_a_round_against_three_bots(stack_env: dict[str, str], redis_url: s
         timeout=60,
     )
     table_id = ""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    child.logfile_read = (SCREENSHOTS / "kishpa-play.log").open("w", encoding="utf-8")
     try:
         child.expect(r"Table (\S+) · invite code (?:\x1b\[[0-9;]*m)*([A-Z0-9]{6})")
         table_id = child.match.group(1)
@@ -214,6 +223,9 @@ def test_play_a_round_against_three_bots(stack_env: dict[str, str], redis_url: s
             check=False,
         )
         assert verify.returncode == 0, verify.stdout + verify.stderr
+        (SCREENSHOTS / "kishpa-verify.txt").write_text(
+            f"$ kishpa verify --table {table_id} --round 1\n{verify.stdout}", encoding="utf-8"
+        )
         assert "seat 1: table verified (commitment, your 15 dealt tiles" in verify.stdout
     finally:
         if child.isalive():

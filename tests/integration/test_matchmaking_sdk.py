@@ -21,10 +21,12 @@ import grpc
 import pytest
 from redis.asyncio import Redis
 
+from cli.play.bot import BotPlayer
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError, RetryPolicy, events
+from sdk.fairness import evidence_from_record, verify_round
 from sdk.views import my_turn
 from services.common.auth import TokenAuthority
 from services.common.redis_client import async_client
@@ -34,6 +36,8 @@ from services.matchmaking.service import MatchmakingConfig
 from services.table.server import TableServer, create_table_server
 from shared import keys as table_keys
 from tests.conftest import TEST_REDIS_URL
+from tests.integration.tables.test_fair_order import _web_verdict
+from tests.integration.tables.test_table_service import _play_until
 
 pytestmark = pytest.mark.integration
 
@@ -346,3 +350,133 @@ async def test_a_group_formed_while_the_table_service_is_down_is_seated_later(
         await mm.stop(0)
         if table is not None:
             await table.stop(0)
+
+
+# ---- the first deal of a matchmade table (docs/fairness.md, "The commitment order") -------
+
+
+async def _stream(table: TableServer, table_id: str) -> list[Any]:
+    return list(await table.tables.store.read_events(table_id, "0-0", count=2000))
+
+
+async def _matched_pair(
+    ann: KishpaClient, bob: KishpaClient, *, ann_declares: bool, bob_declares: bool
+) -> str:
+    """Ann and Bob quick-match into a two-seat table (whether each client declares it
+    contributes); the table's id."""
+    first = await ann.join_queue(seats=2, will_contribute=ann_declares)
+    waiting = asyncio.create_task(ann.wait_for_table(first.ticket_id))
+    await bob.join_queue(seats=2, will_contribute=bob_declares)
+    matched = await asyncio.wait_for(waiting, 10)
+    return matched.table_id
+
+
+async def test_a_matchmade_first_deal_waits_for_a_contribution_made_after_the_commitment(
+    env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
+) -> None:
+    """Ann's client declares it contributes; Bob's does not. The table fills and is not
+    dealt: it waits for Ann, who contributes on seeing the commitment, and is dealt at once
+    (Bob is not awaited). The stream shows the commitment, then her contribution, then the
+    deal, and every verifier checks that order on the round's record."""
+    table = await start_table(env, table_port)
+    mm = await start_mm(env, table_port, prefix)
+    try:
+        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+            await ann.login("Ann")
+            await bob.login("Bob")
+            table_id = await _matched_pair(ann, bob, ann_declares=True, bob_declares=False)
+            tables_made.add(table_id)
+            view = await ann.get_table(table_id)
+            assert view.round.round == 0  # not dealt: waiting for Ann
+            assert view.next_deal == 1
+            assert len(view.next_deal_commitment) == 64
+            kinds = [e.event.type for e in await _stream(table, table_id)]
+            assert "round_started" not in kinds
+            assert kinds.index("seed_committed") < kinds.index("player_joined")
+            text, after = await ann.contribute(table_id, 1)
+            # Dealt in the same commit as the contribution, long before the deadline.
+            assert after.round.round == 1, after
+            events = await _stream(table, table_id)
+            order = [
+                (e.event.type, e.id)
+                for e in events
+                if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
+            ]
+            assert [t for t, _ in order] == [
+                "seed_committed",
+                "contribution_accepted",
+                "round_started",
+            ]
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{table_port}")
+            players = {
+                c.player_id: BotPlayer(channel, c.session.token, bytes([n + 11]) * 80)
+                for n, c in enumerate((ann, bob))
+            }
+            await _play_until(
+                players,
+                table_id,
+                lambda v: v.round.round >= 2 or v.round.phase == table_pb2.ROUND_PHASE_ENDED,
+            )
+            record = await ann.round_record(table_id, 1)
+            await channel.close()
+            mine = list(record.player_ids).index(ann.player_id)
+            assert [(c.seat, c.contribution) for c in record.contributions] == [(mine, text)]
+            result = verify_round(evidence_from_record(record, text))
+            assert result.ok, result.summary()
+            assert result.whole_table
+            assert result.contributed
+            # The order is what the verifiers check: the same record with the commitment
+            # published after Ann's contribution fails everywhere.
+            late = table_pb2.RoundRecord()
+            late.CopyFrom(record)
+            late.precommitment_event_id = record.deal_event_id
+            bad = verify_round(evidence_from_record(late, text))
+            assert "COMMITMENT_LATE" in {f.check for f in bad.failures}, bad.summary()
+            web = _web_verdict(record)
+            if web is not None:
+                assert web["ok"], web["summary"]
+                web_late = _web_verdict(late)
+                assert web_late is not None
+                assert "COMMITMENT_LATE" in web_late["checks"]
+    finally:
+        await mm.stop(0)
+        await table.stop(0)
+
+
+async def test_a_silent_seat_that_declared_holds_the_first_deal_no_longer_than_the_deadline(
+    env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
+) -> None:
+    """Both clients declare they contribute; Bob's never does. The first deal waits for
+    him only until the 3 s contribution deadline, then is dealt with his default."""
+    table = await start_table(env, table_port)
+    mm = await start_mm(env, table_port, prefix)
+    try:
+        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+            await ann.login("Ann")
+            await bob.login("Bob")
+            table_id = await _matched_pair(ann, bob, ann_declares=True, bob_declares=True)
+            tables_made.add(table_id)
+            text, view = await ann.contribute(table_id, 1)
+            assert view.round.round == 0  # still waiting for Bob
+            async with asyncio.timeout(10):
+                while view.round.round < 1:
+                    await asyncio.sleep(0.05)
+                    view = await ann.get_table(table_id)
+            events = await _stream(table, table_id)
+            (wait,) = [
+                e
+                for e in events
+                if e.event.type == "deadline" and e.event.data["kind"] == "contributions"
+            ]
+            waited_ms = int(wait.event.data["at_ms"]) - int(wait.id.split("-")[0])
+            assert 2_500 <= waited_ms <= 3_500
+            (started,) = [e for e in events if e.event.type == "round_started"]
+            assert int(started.id.split("-")[0]) >= int(wait.event.data["at_ms"])
+            seats = list(started.event.data["players"])
+            snapshot = await table.tables.store.load(table_id)
+            assert snapshot is not None
+            assert snapshot.state["fair"]["contributions"] == {ann.player_id: text}
+            assert bob.player_id in seats
+    finally:
+        await mm.stop(0)
+        await table.stop(0)

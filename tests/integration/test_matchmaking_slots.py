@@ -227,7 +227,7 @@ async def test_a_join_cut_short_between_its_two_steps_is_finished_by_the_next_re
         5,
         mm_pb2.TICKET_STATE_WAITING,
     )
-    assert await store.profiles([cut.ticket_id]) == [("ANN", "ann-seed")]
+    assert await store.profiles([cut.ticket_id]) == [("ANN", "ann-seed", False)]
     # The first call's retry finds the same ticket; nothing waits at stake 10.
     retry = await _join(mm, md, low, request_id="r1")
     assert retry.ticket_id == cut.ticket_id

@@ -8,6 +8,9 @@ connections, a deadline on every command) to a redis-server of the test's own th
 - 1 s each way (a 2 s round trip, the issue's upper figure): a round end is committed once
   even when the player's client, tired of waiting, sends it again meanwhile (same request
   id): one new version, one outbox record, one ``round_ended`` event, the same answer twice.
+- The same slow link seen from outside: a real table server (in this process) over it
+  answers, and its ``kishpa_grpc_server_handling_seconds`` histogram shows the latency
+  (the operator's signal, docs/operations.md *A link is slow*).
 - A link slower than the command deadline (a Redis that stopped answering without closing
   its connections): the request fails within the deadline as UNAVAILABLE, it does not hang.
 """
@@ -25,9 +28,14 @@ import grpc
 import pytest
 import redis
 import redis.exceptions
+from prometheus_client import REGISTRY
 
+from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from services.common.auth import TokenAuthority
 from services.common.errors import failure_of
 from services.common.redis_client import async_client
+from services.common.settings import load_settings
+from services.table.server import create_table_server
 from services.table.store import Snapshot, TableStore, Transition, request_field
 from shared import keys
 from shared.phase_record import PhaseRecord
@@ -117,3 +125,55 @@ async def test_a_black_holed_redis_is_unavailable_within_the_deadline(
     failure = failure_of(failed.value)
     assert failure is not None, repr(failed.value)
     assert failure.code == grpc.StatusCode.UNAVAILABLE
+
+
+def _get_table_latency(le: str) -> float:
+    """GetTable calls observed (in this process's registry) at or under ``le`` seconds
+    (``+Inf``: all of them)."""
+    labels = {
+        "grpc_service": "kishpa.table.v1.TableService",
+        "grpc_method": "GetTable",
+        "le": le,
+    }
+    value = REGISTRY.get_sample_value("kishpa_grpc_server_handling_seconds_bucket", labels)
+    return value or 0.0
+
+
+async def test_a_slow_redis_link_shows_in_the_table_services_latency_histogram(
+    link: tuple[RedisServer, FaultProxy],
+) -> None:
+    _server, proxy = link
+    settings = load_settings(
+        "table",
+        redis_url=f"redis://{proxy.addr}/0",
+        token_secret="t" * 40,
+        service_secret="s" * 40,
+        grpc_port=0,
+        metrics_port=0,
+        rate_limits=False,
+    )
+    table = create_table_server(settings, address="127.0.0.1:0", timers=False)
+    await table.start()
+    token = TokenAuthority.from_settings(settings).issue_player_token("p1", "P1").token
+    metadata = (("authorization", f"Bearer {token}"),)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as channel:
+            stub = table_pb2_grpc.TableServiceStub(channel)
+
+            async def get_table() -> grpc.StatusCode:
+                try:
+                    request = table_pb2.GetTableRequest(table_id=f"t-{uuid.uuid4().hex[:8]}")
+                    await stub.GetTable(request, metadata=metadata, timeout=30)
+                except grpc.aio.AioRpcError as exc:
+                    return exc.code()
+                return grpc.StatusCode.OK
+
+            assert await get_table() == grpc.StatusCode.NOT_FOUND  # connections warmed up
+            calls, fast = _get_table_latency("+Inf"), _get_table_latency("1.0")
+            proxy.latency_s = 0.6  # each way: a Redis round trip takes at least 1.2 s
+            assert await get_table() == grpc.StatusCode.NOT_FOUND  # slow, but answered
+    finally:
+        proxy.latency_s = 0.0
+        await table.stop(0)
+    assert _get_table_latency("+Inf") == calls + 1
+    assert _get_table_latency("1.0") == fast  # the new call is in a bucket above 1 s

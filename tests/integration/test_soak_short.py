@@ -40,7 +40,7 @@ def test_a_short_soak_samples_everything_and_nothing_grows_without_bound(tmp_pat
     assert all(set(SERIES_CHECKED) <= set(row) for row in rows)
     assert max(row["open_streams"] for row in rows) > 0  # tables were played meanwhile
     svg = out_svg.read_text()
-    assert svg.count("<polyline") == len(SERIES_CHECKED) + 1  # + latency
+    assert svg.count("<polyline") == len(SERIES_CHECKED) + 2  # + latency, phases recorded
     growth = flatness(rows, 0.3)
     assert set(growth) == set(SERIES_CHECKED)
     for name in SERIES_CHECKED:

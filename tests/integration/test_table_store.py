@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -140,6 +141,51 @@ async def test_replayed_request_returns_first_answer_and_changes_nothing(
     snap = await store.load(table_id)
     assert snap is not None
     assert snap.state == {"count": 3}
+
+
+async def test_a_request_id_never_reads_another_requests_markers(
+    redis: Redis, table_id: str
+) -> None:
+    """Request ids are printable ASCII without spaces: one ending like a marker ("r|from",
+    "r t" cannot be sent) is its own request, not a replay of r's cursor."""
+    store = TableStore(redis)
+    await store.transact(table_id, _increment, create=True)
+    await store.transact(table_id, _increment, request=request_field("p1", "r"))
+    other = await store.transact(table_id, _increment, request=request_field("p1", "r|from"))
+    assert not other.replayed
+    assert other.answer == json.dumps({"count": 3})
+
+
+async def test_old_request_answers_are_dropped_and_recent_ones_still_replay(
+    redis: Redis, table_id: str
+) -> None:
+    """A table that plays for hours must not keep every answer it gave (the soak found the
+    requests hash growing by every move): answers older than the memory go, every 64th
+    version; an answer within it still replays."""
+    store = TableStore(redis, request_memory_ms=60_000)
+    await store.transact(table_id, _increment, create=True)  # version 1
+    old = request_field("p1", "old")
+    await store.transact(table_id, _increment, request=old)  # version 2
+    # The old answer's time, set back 2 minutes by hand: this test's clock is Redis's data.
+    await redis.hset(keys.requests(table_id), f"{old} t", int(time.time() * 1000) - 120_000)
+    recent = request_field("p1", "recent")
+    await store.transact(table_id, _increment, request=recent)  # version 3
+    for n in range(4, 63):
+        await store.transact(table_id, _increment, request=request_field("p2", f"r{n}"))
+    assert await redis.hexists(keys.requests(table_id), old)  # not yet: version 62
+    await store.transact(table_id, _increment)  # 63
+    await store.transact(table_id, _increment)  # 64: the sweep
+    raw_fields = await redis.hkeys(keys.requests(table_id))
+    fields = {f.decode() if isinstance(f, bytes) else f for f in raw_fields}
+    assert not {old, f"{old} from", f"{old} t"} & fields
+    assert {recent, f"{recent} from", f"{recent} t"} <= fields
+    again = await store.transact(table_id, _increment, request=recent)
+    assert again.replayed
+    assert again.answer == json.dumps({"count": 3})
+    # A retry of the dropped request is a new request now (hours later, no client retries).
+    late = await store.transact(table_id, _increment, request=old)
+    assert not late.replayed
+    assert late.answer == json.dumps({"count": 65})
 
 
 async def test_concurrent_writers_never_lose_an_update(redis: Redis, table_id: str) -> None:

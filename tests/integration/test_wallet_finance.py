@@ -122,7 +122,7 @@ def _build(url: str) -> History:
         ],
     )
     # p3 holds 2000 - 5 - 10 + 50 - 20 = 2015 and pays 3000: short 985, so the wallet loads
-    # it from the bank in ceil(985 / 50) = 20 loads of 50 first (RULES.md section 5).
+    # it from the bank in ceil(985 / 50) = 20 loads of 50 first (docs/rules/kishpa.md section 5).
     ledger.apply_batch(
         f"big-{tag}", [Posting(f"player:{p3}", f"player:{p1}", 3000, "win", kishpa, 2, "end")]
     )

@@ -32,7 +32,7 @@ from tests.conftest import TEST_DATABASE_URL
 
 pytestmark = pytest.mark.integration
 
-START = 2000  # a new wallet's grant (RULES.md section 5)
+START = 2000  # a new wallet's grant (docs/rules/kishpa.md section 5)
 
 
 def _players(ledger: Ledger, run: str, n: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""The win payout, row by row of RULES.md section 8 (kishpa R5, so the joker is R6)."""
+"""The win payout, row by row of docs/rules/kishpa.md section 8 (kishpa R5, so the joker is R6)."""
 
 from __future__ import annotations
 

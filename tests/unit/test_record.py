@@ -1,4 +1,5 @@
-"""``settle_record``: every row of the bonus and bowl tables of RULES.md, and every rejection.
+"""``settle_record``: every row of the bonus and bowl tables of docs/rules/kishpa.md,
+and every rejection.
 
 Records are built from a neutral pool of tiles (no joker, no 1 of the kishpa's colour, no
 kishpa twin, no doll) so each test names only the tiles that matter to it.

@@ -124,7 +124,7 @@ def test_every_seat_of_an_honest_hand_deal_verifies_its_cards_and_stock_draws(n:
 
 
 def test_hand_cards_are_named_as_the_rules_name_them() -> None:
-    # docs/fairness.md and /work/shared/RULES-HAND.md: id = copy*52 + suit*13 + rank-1.
+    # docs/fairness.md and docs/rules/hand.md: id = copy*52 + suit*13 + rank-1.
     assert [card_text(i) for i in (0, 9, 10, 12, 13, 38, 51, 52, 103, 104, 105)] == [
         "AS", "10S", "JS", "KS", "AH", "KD", "KC", "AS", "KC", "J1", "J2",
     ]  # fmt: skip

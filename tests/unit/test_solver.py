@@ -1,4 +1,4 @@
-"""The hand solver against the cases of RULES.md sections 2 and 3."""
+"""The hand solver against the cases of docs/rules/kishpa.md sections 2 and 3."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Hand at stake levels (issue 17): the stake is each player's buy-in, so pots reach the
 sizes where the split's weights, rounding and ties matter.
 
-Every expected split below is worked out by hand in its comment (RULES-HAND.md: the winner
+Every expected split below is worked out by hand in its comment (docs/rules/hand.md: the winner
 gets at least 75%; 25%, rounded down, is shared by weight ``50 - (best - total)`` among the
 others within 50, each share rounded down; what is left goes to the winner; tied winners
 split the winner's part, the remainder one each from the earlier seat).

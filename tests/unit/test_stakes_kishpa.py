@@ -1,9 +1,9 @@
 """Kishpa at stake levels (issue 17): the stake multiplies every amount the rules move.
 
 The property: for every stake level, the postings of a random round are exactly its stake-1
-postings multiplied. The one place where RULES.md's stake-1 arithmetic does not scale is the
-last-round split of the bowl, whose remainder is counted in tokens; it is checked against an
-equal split computed here, and, under the ``bowl_split_in_stakes`` ruling, against the
+postings multiplied. The one place where docs/rules/kishpa.md's stake-1 arithmetic does not
+scale is the last-round split of the bowl, whose remainder is counted in tokens; it is checked
+against an equal split computed here, and, under the ``bowl_split_in_stakes`` ruling, against the
 stake-1 split multiplied. Hand-computed examples pin both rulings.
 """
 
@@ -139,8 +139,8 @@ def _times(postings: list[dict[str, Any]], stake: int) -> list[dict[str, Any]]:
 
 
 def _equal_split(total: int, players: list[str], first: str) -> list[dict[str, Any]]:
-    """RULES.md section 9 written out: equal shares, one token each of the remainder in seat
-    order from ``first``; nobody is paid a share of 0."""
+    """docs/rules/kishpa.md section 9 written out: equal shares, one token each of the
+    remainder in seat order from ``first``; nobody is paid a share of 0."""
     start = players.index(first)
     order = players[start:] + players[:start]
     each, left = divmod(total, len(players))

@@ -250,6 +250,15 @@ export interface TableEvidence {
   dealEventId: string;
   mySeat: number;
   mySeed: string | null; // what this player handed in for this deal (null: not known)
+  moves: SeatMove[] | null; // every public move, stream order (null: not known, not checked)
+}
+
+/** A public move that took tiles into a seat's hand or out of it, or showed them
+ * (RoundRecord.moves): draw, take, discard, meld, release, show or undo. */
+export interface SeatMove {
+  seat: number;
+  kind: string;
+  tileIds: number[];
 }
 
 export interface TableVerdict {
@@ -324,7 +333,7 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
     if (e.precommitmentEventId && !before(committedAt, at)) fail("COMMITMENT_LATE", `seat ${c.seat + 1}'s contribution came before the commitment`);
     if (e.dealEventId && !before(at, dealtAt)) fail("CONTRIBUTION_MISMATCH", `seat ${c.seat + 1}'s contribution came after the deal`);
   }
-  if (failed.length === n) passed.push(e.contributions.length ? `commitment before ${e.contributions.length} contributions` : "commitment before the deal");
+  if (failed.length === n) passed.push(e.contributions.length ? `commitment before ${e.contributions.length} contribution${e.contributions.length === 1 ? "" : "s"}` : "commitment before the deal");
   const m = failed.length;
   for (let seat = 0; seat < e.seats; seat++) {
     const given = e.contributions.find((c) => c.seat === seat);
@@ -381,7 +390,75 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
     else if (tileAt(draw.pileLeft) !== draw.tileId) fail("DRAW_MISMATCH", `draw ${i + 1} (seat ${draw.seat + 1}) is not the tile the seeds put there`);
   });
   if (failed.length === d0) passed.push(`all ${e.draws.length} draws`);
+  checkMoves(e, expected, e.game === "hand" && e.topDiscard !== null ? [e.topDiscard] : [], e.game === "hand" ? String : faceOf, fail, passed);
   return verdict();
+}
+
+/** Every public move against what its seat held (docs/fairness.md "Every public move"): each
+ * tile a seat discarded, melded or showed is one it was dealt, drew or took and still held;
+ * a tile taken from the discards was the top one; the moves' draws are the record's. */
+function checkMoves(
+  e: TableEvidence,
+  dealt: number[][],
+  discards: number[],
+  text: (id: number) => string,
+  fail: (check: string, message: string) => void,
+  passed: string[],
+): void {
+  if (e.moves === null) return;
+  if (e.moves.length === 0) {
+    fail("RECORD_INCOMPLETE", "the record lists no moves");
+    return;
+  }
+  let bad = false;
+  const held = dealt.map((h) => new Set(h));
+  let pile = [...discards];
+  const undo = new Map<number, [Set<number>, number[]]>();
+  let drawn = 0;
+  const no = (id: number) => {
+    try {
+      return text(id);
+    } catch {
+      return `#${id}`;
+    }
+  };
+  e.moves.forEach((m, i) => {
+    const where = `move ${i + 1} (seat ${m.seat + 1}, ${m.kind})`;
+    const miss = (what: string) => {
+      bad = true;
+      fail("MOVE_MISMATCH", `${where}: ${what}`);
+    };
+    const hand = held[m.seat];
+    if (!hand) return miss("no such seat");
+    if (m.kind === "draw") {
+      const want = e.draws[drawn++];
+      if (!want || want.seat !== m.seat || want.tileId !== m.tileIds[0]) miss("not the record's next draw");
+      m.tileIds.forEach((t) => hand.add(t));
+    } else if (m.kind === "take") {
+      undo.set(m.seat, [new Set(hand), [...pile]]);
+      if (m.tileIds.length !== 1 || pile[pile.length - 1] !== m.tileIds[0]) miss(`took ${m.tileIds.map(no).join(" ")}, not the top discard`);
+      else pile.pop();
+      m.tileIds.forEach((t) => hand.add(t));
+    } else if (m.kind === "discard" || m.kind === "meld" || m.kind === "show") {
+      const foreign = m.tileIds.filter((t) => !hand.has(t));
+      if (foreign.length) miss(`${foreign.map(no).join(" ")} (id ${foreign.join(", ")}) is a tile the seat was neither dealt nor drew, or no longer held`);
+      if (m.kind !== "show") m.tileIds.forEach((t) => hand.delete(t));
+      if (m.kind === "discard") pile.push(...m.tileIds);
+    } else if (m.kind === "release") {
+      m.tileIds.forEach((t) => hand.add(t));
+    } else if (m.kind === "undo") {
+      const back = undo.get(m.seat);
+      if (!back) return miss("a turn taken back that did not begin from the discards");
+      undo.delete(m.seat);
+      held[m.seat] = new Set(back[0]);
+      pile = back[1];
+    } else miss(`unknown move kind ${m.kind}`);
+  });
+  if (drawn < e.draws.length) {
+    bad = true;
+    fail("MOVE_MISMATCH", "the record has draws its moves do not show");
+  }
+  if (!bad) passed.push(`all ${e.moves.length} moves`);
 }
 
 /** "table verified (…)" or "table NOT verified: …" (docs/fairness.md). */
@@ -413,6 +490,7 @@ export interface RecordLike {
   precommitmentEventId: string;
   contributions: readonly { seat: number; contribution: string; eventId: string }[];
   dealEventId: string;
+  moves?: readonly { seat: number; kind: string; tileIds: readonly number[] }[];
 }
 
 export function evidenceFromRecord(r: RecordLike, mySeed: string | null): TableEvidence {
@@ -441,5 +519,7 @@ export function evidenceFromRecord(r: RecordLike, mySeed: string | null): TableE
     dealEventId: r.dealEventId,
     mySeat: r.mySeat,
     mySeed,
+    // Every deal has moves; a record with hands but none left them out.
+    moves: hands ? (r.moves ?? []).map((m) => ({ seat: m.seat, kind: m.kind, tileIds: [...m.tileIds] })) : null,
   };
 }

@@ -47,7 +47,10 @@ function loginScreen(): void {
         e.preventDefault();
         status.textContent = "Signing in…";
         try {
-          const answer = await auth.login({ displayName: input.value.trim() });
+          // One request id for the attempt, sent again on every retry: a retry whose answer
+          // was lost gets the same guest (and his starting tokens), not a second one.
+          const displayName = input.value.trim();
+          const answer = await withRetry((requestId) => auth.login({ displayName, requestId }));
           saveSession({ token: answer.token, playerId: answer.playerId, name: answer.displayName });
           location.hash = "#/";
           route();
@@ -131,7 +134,7 @@ async function lobbyScreen(): Promise<void> {
       const bots = Number(botsCount.value);
       const seed = clientSeed(`new-${Date.now()}`);
       const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: bots + 1, bots, ...timers });
-      const created = await withRetry((requestId) => tables.createTable({ settings, requestId, clientSeed: seed }));
+      const created = await withRetry((requestId) => tables.createTable({ settings, requestId, clientSeed: seed, willContribute: true }));
       const tableId = created.table!.tableId;
       rememberSeed(tableId, seed);
       await withRetry((requestId) => tables.startGame({ tableId, requestId }));
@@ -143,7 +146,7 @@ async function lobbyScreen(): Promise<void> {
   const quickMatch = async () => {
     status.textContent = "Looking for players…";
     try {
-      const joined = await withRetry((requestId) => matchmaking.joinQueue({ game: gameOf(), seats: Number(quickSeats.value), stake: stakeOf(), requestId }));
+      const joined = await withRetry((requestId) => matchmaking.joinQueue({ game: gameOf(), seats: Number(quickSeats.value), stake: stakeOf(), requestId, willContribute: true }));
       let ticket = joined.ticket!;
       const cancel = h("button", { onclick: () => void withRetry((requestId) => matchmaking.cancelQueue({ ticketId: ticket.ticketId, requestId })).catch(fail) }, "Cancel");
       replace(resume, h("section", { class: "card highlight" }, h("p", { "data-testid": "queue" }, `Waiting for players for ${GAME_NAMES[gameOf()]} at ${stakeOf()}… `), cancel));
@@ -163,7 +166,7 @@ async function lobbyScreen(): Promise<void> {
   const createPrivate = async () => {
     try {
       const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: Number(privateSeats.value), bots: Number(privateBots.value), ...timers });
-      const created = await withRetry((requestId) => matchmaking.createPrivateTable({ settings, requestId }));
+      const created = await withRetry((requestId) => matchmaking.createPrivateTable({ settings, requestId, willContribute: true }));
       sessionStorage.setItem(`kishpa.invite.${created.tableId}`, created.inviteCode);
       location.hash = `#/table/${created.tableId}`;
     } catch (err) {
@@ -173,7 +176,7 @@ async function lobbyScreen(): Promise<void> {
   const joinByCode = async (e: Event) => {
     e.preventDefault();
     try {
-      const joined = await withRetry((requestId) => matchmaking.joinByCode({ inviteCode: code.value.trim(), requestId }));
+      const joined = await withRetry((requestId) => matchmaking.joinByCode({ inviteCode: code.value.trim(), requestId, willContribute: true }));
       location.hash = `#/table/${joined.tableId}`;
     } catch (err) {
       fail(err);

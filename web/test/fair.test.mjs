@@ -81,6 +81,7 @@ function tableEvidence(v) {
     dealEventId: dealt.id,
     mySeat: 0,
     mySeed: null,
+    moves: v.moves.map((m) => ({ seat: m.seat, kind: m.kind, tileIds: m.tile_ids })),
   };
 }
 

@@ -9,6 +9,7 @@ the SDK, ``kishpa verify`` and the browser's WebCrypto check (run in Node).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -26,8 +27,9 @@ from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
 from games.table import Table
+from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk.fairness import COMMITMENT_LATE, evidence_from_record, verify_round
+from sdk.fairness import COMMITMENT_LATE, MOVE_MISMATCH, evidence_from_record, face, verify_round
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from services.table.engine import Step
@@ -282,6 +284,49 @@ async def test_a_seat_that_contributed_is_awaited_then_dealt_its_default(
         await cleanup(redis, table_id)
 
 
+async def test_a_declared_creator_at_a_bot_table_is_awaited_from_the_first_deal(
+    stub: table_pb2_grpc.TableServiceStub,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    server: TableServer,
+) -> None:
+    """A table with house bots (what the web's and ``kishpa play``'s "play with bots"
+    make): its creator's client declares it contributes, so StartGame does not deal
+    deal 1 at once; his contribution, sent after he saw the commitment, deals it."""
+    ann = players[0]
+    settings = table_pb2.TableSettings(game=common_pb2.GAME_KISHPA, seats=3, bots=2)
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=settings, request_id=uuid.uuid4().hex, will_contribute=True
+        ),
+        metadata=md[ann],
+    )
+    table_id = created.table.table_id
+    try:
+        started = await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[ann],
+        )
+        assert started.table.round.round == 0  # waiting for Ann's contribution
+        assert started.table.next_deal == 1
+        commitment = started.table.next_deal_commitment
+        dealt = await _contribute(stub, md[ann], table_id, 1, "ann-first")
+        assert dealt.round.round == 1
+        order = [
+            (e.event.type, e.event.data.get("commitment"))
+            for e in await _events(server, table_id)
+            if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
+        ]
+        assert order == [
+            ("seed_committed", commitment),
+            ("contribution_accepted", None),
+            ("round_started", commitment),
+        ]
+    finally:
+        await cleanup(redis, table_id)
+
+
 def _swap_seed_after_contributions(server: TableServer) -> None:
     """A dishonest service: once the contributions are in, it deals from another seed (one
     it could have ground against them) and says nothing."""
@@ -354,5 +399,85 @@ async def test_a_server_that_cheats_on_the_order_is_caught_by_every_verifier(
         if web is not None:
             assert not web["ok"]
             assert COMMITMENT_LATE in web["checks"], web["summary"]
+    finally:
+        await cleanup(redis, table_id)
+
+
+def _bot_discards_a_tile_it_never_held(server: TableServer) -> list[tuple[int, int]]:
+    """A dishonest service: the first time a house bot discards, the stream says it
+    discarded a tile from the bottom of the pile (never dealt, never drawn by anyone).
+    Returns the (seat, tile) it announced, once it did."""
+    tables = server.tables
+    real = tables._transition
+    announced: list[tuple[int, int]] = []
+
+    def lying(table: Table, step: Step | None, answer: Any) -> Any:
+        if step is not None and not announced:
+            for at, event in enumerate(step.events):
+                bot = (
+                    0 <= event.seat < len(table.players) and table.players[event.seat] in table.bots
+                )
+                if event.type == "discarded" and bot:
+                    never = int(table.game["round"]["pile"][0])
+                    data = {"tile": face(never), "tile_id": never}
+                    step.events[at] = dataclasses.replace(event, data=data)
+                    announced.append((event.seat, never))
+                    break
+        return real(table, step, answer)
+
+    tables._transition = lying  # type: ignore[method-assign]
+    return announced
+
+
+async def test_a_bot_that_discards_a_tile_it_never_held_is_named_by_every_verifier(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+    server: TableServer,
+) -> None:
+    """Every other fact of the deal is honest (the seed, every hand, every draw): only the
+    bot's public discard is a tile it never held, and the SDK, ``kishpa verify`` and the
+    browser's check each fail the deal with MOVE_MISMATCH naming the bot's seat."""
+    ann = players[0]
+    announced = _bot_discards_a_tile_it_never_held(server)
+    settings = table_pb2.TableSettings(
+        game=common_pb2.GAME_KISHPA, seats=2, bots=1, next_round_pause=None
+    )
+    settings.turn_time.FromSeconds(60)
+    settings.reveal_window.FromSeconds(2)
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(settings=settings, request_id=uuid.uuid4().hex),
+        metadata=md[ann],
+    )
+    table_id = created.table.table_id
+    try:
+        await stub.StartGame(
+            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[ann],
+        )
+        me = {ann: BotPlayer(channel, authority.issue_player_token(ann, ann).token, b"\x0b" * 80)}
+        await _play_until(me, table_id, _ended)
+        assert announced, "the bot never discarded"
+        (seat, tile) = announced[0]
+        record = await _record(stub, md[ann], table_id, 1)
+        named = f"seat {seat + 1}, discard"
+        result = verify_round(evidence_from_record(record))
+        moves = [f.message for f in result.failures if f.check == MOVE_MISMATCH]
+        assert any(named in m and f"id {tile}" in m for m in moves), result.summary()
+        # Nothing else was touched: the deal itself verifies.
+        assert {f.check for f in result.failures} == {MOVE_MISMATCH}, result.summary()
+        code, out = await _kishpa_verify(server, authority, ann, table_id)
+        assert code == 1, out
+        said = [f["message"] for f in out["failures"] if f["check"] == MOVE_MISMATCH]
+        assert any(named in m and f"id {tile}" in m for m in said), out
+        web = _web_verdict(record)
+        if web is not None:
+            assert not web["ok"]
+            assert MOVE_MISMATCH in web["checks"], web["summary"]
+            assert named in web["summary"], web["summary"]
+            assert f"id {tile}" in web["summary"], web["summary"]
     finally:
         await cleanup(redis, table_id)

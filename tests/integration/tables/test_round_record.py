@@ -116,6 +116,9 @@ async def test_every_player_of_an_ended_round_verifies_it_and_others_are_refused
             result = verify_round(evidence_from_record(record, seed))
             assert result.ok, result.summary()
             assert result.whole_table
+            # Every public move is in the record and was checked against its seat's tiles.
+            assert {"draw", "discard"} <= {m.kind for m in record.moves}
+            assert f"all {len(record.moves)} moves" in result.checked
 
         assert await _refused(stub, md[outsider], table_id, 1) == (
             grpc.StatusCode.PERMISSION_DENIED,
@@ -194,6 +197,24 @@ async def _witnessed(
     raise AssertionError("the stream ended before the first deal's seed was revealed")
 
 
+def _fold(dealt: dict[int, list[int]], moves: Any) -> list[list[int]]:
+    """Each seat's cards after the moves: draws, takes and released jokers in; discards and
+    melded cards out; an undone turn back to before its take."""
+    held = {seat: list(cards) for seat, cards in dealt.items()}
+    before: dict[int, list[int]] = {}
+    for m in moves:
+        if m.kind == "take":
+            before[m.seat] = list(held[m.seat])
+        if m.kind in ("draw", "take", "release"):
+            held[m.seat] += list(m.tile_ids)
+        elif m.kind in ("discard", "meld"):
+            for card in m.tile_ids:
+                held[m.seat].remove(card)
+        elif m.kind == "undo":
+            held[m.seat] = before.pop(m.seat)
+    return [sorted(held[seat]) for seat in sorted(held)]
+
+
 async def test_a_hand_deal_verifies_for_each_player_from_the_stream_and_the_record(
     stub: table_pb2_grpc.TableServiceStub,
     channel: grpc.aio.Channel,
@@ -243,6 +264,15 @@ async def test_a_hand_deal_verifies_for_each_player_from_the_stream_and_the_reco
             assert result.ok, result.summary()
             assert result.whole_table
             assert set(live.checked) <= set(result.checked)
+            assert f"all {len(record.moves)} moves" in result.checked
+            # The moves are complete: folded over the dealt hands (by hand, here) they leave
+            # each seat the cards deal_ended showed.
+            (ended,) = [
+                e.event
+                for e in await server.tables.store.read_events(table_id, "0-0", count=5000)
+                if e.event.type == "deal_ended" and e.event.round == 1
+            ]
+            assert _fold(hands, record.moves) == [sorted(h) for h in ended.data["hands"]]
             # A card swapped in the record is caught by name.
             tampered = dataclasses.replace(
                 evidence, dealt=[(evidence.dealt[0] + 1) % 106, *evidence.dealt[1:]]
