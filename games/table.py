@@ -32,11 +32,13 @@ SEAT_LIMITS = (2, 4)
 TURN_SECONDS = (1, 600)
 WINDOW_SECONDS = (1, 600)
 PAUSE_MS = (0, 60_000)
+BOT_PAUSE_MS = (0, 5000)
 MAX_PLAYER_ID = 128
 BOT_NAMES = ("Bot Noa", "Bot Eitan", "Bot Maya")
 """Display names of the service's bots, by their order at the table."""
 AUTOPLAY_DELAY_MS = 1000
-"""A seat on auto-play is played this soon (never later than its turn timer)."""
+"""A seat on auto-play is played this soon (never later than its turn timer); the service's
+bots, after their table's ``bot_pause_ms`` (this by default)."""
 
 BOT_EASY = "easy"
 """House bots that draw from the stock and throw the drawn card away (they still take a win
@@ -105,6 +107,8 @@ class TableSettings:
     """Seats the service fills with its own bots at creation (played on auto-play)."""
     bot_level: str = BOT_NORMAL
     """How the house bots play: ``easy`` (draw and discard) or ``normal`` (the solver)."""
+    bot_pause_ms: int = AUTOPLAY_DELAY_MS
+    """How long each house bot takes over its turn (the pace only, never the play)."""
     options: Mapping[str, bool] = field(default_factory=dict)
     """Game-specific switches (Kishpa: ``allow_high_wrap``, the 12-13-1 run)."""
     watch_policy: str = WATCH_ANYONE
@@ -129,6 +133,7 @@ class TableSettings:
             "stake": self.stake,
             "bots": self.bots,
             "bot_level": self.bot_level,
+            "bot_pause_ms": self.bot_pause_ms,
             "options": dict(self.options),
         }
 
@@ -282,6 +287,9 @@ def check_settings(settings: TableSettings) -> None:
     low, high = PAUSE_MS
     if not low <= settings.next_round_pause_ms <= high:
         raise BadTableRequest(f"next_round_pause must be 0-{high // 1000} s", "BAD_PAUSE")
+    low, high = BOT_PAUSE_MS
+    if not low <= settings.bot_pause_ms <= high:
+        raise BadTableRequest(f"bot_pause must be 0-{high} ms", "BAD_PAUSE")
     if settings.bot_level not in BOT_LEVELS:
         raise BadTableRequest(f"bot_level must be one of {', '.join(BOT_LEVELS)}", "BAD_BOT_LEVEL")
 
@@ -402,7 +410,7 @@ def deadline_for(
 
     The running deadline is kept while the same wait goes on; ``restarted`` (a new turn or
     window began) or a different wait starts a new one. A seat on auto-play gets
-    :data:`AUTOPLAY_DELAY_MS` instead of a whole turn.
+    :data:`AUTOPLAY_DELAY_MS` instead of a whole turn, a house bot its table's bot pause.
     """
     seats = () if seat_to_act is None else (seat_to_act,)
     previous = table.deadline
@@ -413,7 +421,8 @@ def deadline_for(
         return Deadline(now_ms + table.settings.reveal_window_seconds * 1000, WINDOW)
     turn_ms = table.settings.turn_seconds * 1000
     if seat_to_act in table.autoplay:
-        turn_ms = min(turn_ms, AUTOPLAY_DELAY_MS)
+        bot = seat_to_act in table.bot_seats()
+        turn_ms = min(turn_ms, table.settings.bot_pause_ms if bot else AUTOPLAY_DELAY_MS)
     return Deadline(now_ms + turn_ms, TURN, seats)
 
 

@@ -184,6 +184,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
             1000, 600_000, zero_ok=True, whole_seconds=True, reason="BAD_WINDOW_SECONDS"
         ),
         _T + "TableSettings.next_round_pause": Span(0, 60_000, reason="BAD_PAUSE"),
+        _T + "TableSettings.bot_pause": Span(0, 5000, reason="BAD_PAUSE"),
         # Stakes: the services refuse any stake they do not offer (BAD_STAKE, naming the list).
         # -- table: requests
         # Every table request that names a table or carries an idempotency key, read off the

@@ -57,6 +57,7 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
     turn = _whole_seconds(msg.turn_time) if msg.HasField("turn_time") else 0
     window = _whole_seconds(msg.reveal_window) if msg.HasField("reveal_window") else 0
     pause = _ms(msg.next_round_pause) if msg.HasField("next_round_pause") else 0
+    bot_pause = _ms(msg.bot_pause) if msg.HasField("bot_pause") else defaults.bot_pause_ms
     return game, TableSettings(
         seats=msg.seats or defaults.seats,
         turn_seconds=turn or defaults.turn_seconds,
@@ -65,6 +66,7 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
         stake=msg.stake or defaults.stake,
         bots=msg.bots,
         bot_level=BOT_LEVEL_NAMES.get(msg.bot_level, BOT_NORMAL),
+        bot_pause_ms=bot_pause,
         options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
         watch_policy=WATCH_POLICY_NAMES.get(msg.watch_policy, WATCH_ANYONE),
         invited_watchers=tuple(msg.invited_watchers),

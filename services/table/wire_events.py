@@ -104,6 +104,7 @@ def settings_message(game: str, settings: TableSettings) -> table_pb2.TableSetti
         invited_watchers=settings.invited_watchers,
         bots=settings.bots,
         bot_level=BOT_LEVELS.get(settings.bot_level, table_pb2.BOT_LEVEL_UNSPECIFIED),
+        bot_pause=duration(settings.bot_pause_ms),
     )
     if game == "kishpa":
         allow = bool(settings.options.get("allow_high_wrap", False))

@@ -12,6 +12,12 @@ against the whole stack started as ``make run`` starts it (edge included).
 3. Two players in two browser contexts at one private table with two bots: every gRPC-Web
    response each page received is decoded here (not the DOM): neither ever received a tile
    the other held privately.
+4. The issue's acceptance: a newcomer on a 390x844 touch phone reads the rules in the app,
+   plays Hand at buy-in 10 from the lobby's own choices by tapping (take and undo, open,
+   lay off, release jokers when he can) — the first deal, or with ``KISHPA_FULL_WEB=1`` the
+   whole 7-deal game to the pot split — then a Kishpa round at stake 10. Every figure of the
+   summaries is checked against this file's own reckoning from the table's events (the
+   rules' scoring and pot split) and the ledger.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ REPO = Path(__file__).resolve().parents[2]
 WEB = REPO / "web"
 KISHPA = str(Path(sys.executable).with_name("kishpa"))
 CHROMIUM = os.environ.get("KISHPA_CHROMIUM", "/usr/bin/chromium")
+FULL_WEB = os.environ.get("KISHPA_FULL_WEB") == "1"
+"""The newcomer plays Hand's whole game (7 deals, about two minutes) instead of its first deal."""
 SCREENSHOTS = Path(os.environ.get("KISHPA_SCREENSHOT_DIR", REPO / "var" / "screenshots"))
 
 if not Path(CHROMIUM).exists() or shutil.which("node") is None:
@@ -135,13 +143,13 @@ def _stream_order(entry_id: str) -> tuple[int, ...]:
     return tuple(int(p) for p in entry_id.split("-"))
 
 
-def _node(script: str, base: str, out: Path) -> dict[str, Any]:
+def _node(script: str, base: str, out: Path, *args: str, timeout: int = 420) -> dict[str, Any]:
     run = subprocess.run(
-        ["node", str(WEB / "e2e" / script), base, str(out)],
+        ["node", str(WEB / "e2e" / script), base, str(out), *args],
         cwd=WEB,
         capture_output=True,
         text=True,
-        timeout=420,
+        timeout=timeout,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result: dict[str, Any] = json.loads((out / script.replace(".mjs", ".json")).read_text())
@@ -421,3 +429,172 @@ def test_two_players_never_receive_each_others_tiles(web_stack: WebStack, tmp_pa
     for name, round_no, ids in rack_answers:
         mine = set().union(*(own[name][r] | public[r] for r in (round_no - 1, round_no)))
         assert ids <= mine, f"{name}'s own-rack answer names tiles {sorted(ids - mine)}"
+
+
+# --- the newcomer: Hand and Kishpa at stake 10 on a phone -------------------------------------
+
+RANKS = {1: "A", 11: "J", 12: "Q", 13: "K"}
+SUITS = "SHDC"  # docs/rules/hand.md: id = copy x 52 + suit x 13 + rank - 1, suits S H D C
+HAND_BOTS = ("Bot Noa", "Bot Eitan", "Bot Maya")
+
+
+def _card_face(card_id: int) -> str:
+    if card_id >= 104:
+        return f"J{card_id - 103}"
+    suit, rank = divmod(card_id % 52, 13)
+    return f"{RANKS.get(rank + 1, str(rank + 1))}{SUITS[suit]}"
+
+
+def _left_in_hand(card_id: int) -> int:
+    """A card's penalty in hand (docs/rules/hand.md, "Card values"): joker 25, ace 11, J Q K 10."""
+    if card_id >= 104:
+        return 25
+    rank = card_id % 13 + 1
+    return 11 if rank == 1 else min(rank, 10)
+
+
+def _deal_scores(hands: list[list[int]], winner: int | None, hand_win: bool) -> list[int]:
+    """The rules' scoring: the winner +50 (+100 after a hand), the others minus their cards
+    (doubled after a hand)."""
+    scores = []
+    for seat, cards in enumerate(hands):
+        penalty = sum(_left_in_hand(c) for c in cards) * (2 if hand_win else 1)
+        scores.append((100 if hand_win else 50) if seat == winner else -penalty)
+    return scores
+
+
+def _pot_split(totals: list[int], pot: int) -> list[int]:
+    """docs/rules/hand.md "The pot", written out from its text and examples."""
+    best = max(totals)
+    winners = [s for s, t in enumerate(totals) if t == best]
+    near = [s for s, t in enumerate(totals) if s not in winners and best - t < 50]
+    weights = {s: 50 - (best - totals[s]) for s in near}
+    shared = pot * 25 // 100
+    paid = [0] * len(totals)
+    weight_sum = sum(weights.values())
+    for seat, weight in weights.items():
+        paid[seat] = shared * weight // weight_sum
+    left = pot - sum(paid)
+    for i, seat in enumerate(winners):
+        paid[seat] = left // len(winners) + (1 if i < left % len(winners) else 0)
+    return paid
+
+
+def test_the_pot_split_reckoning_matches_the_rules_examples() -> None:
+    assert _pot_split([120, 100, 90, -30], 40) == [30, 6, 4, 0]
+    assert _pot_split([120, 120, 90, 10], 40) == [15, 15, 10, 0]
+    assert _pot_split([200, 100, 50, 0], 40) == [40, 0, 0, 0]
+
+
+def _events(redis_url: str, table_id: str) -> list[tuple[str, int, dict[str, Any]]]:
+    with Redis.from_url(redis_url) as redis:
+        stream = redis.xrange(keys.events(table_id))
+    return [
+        (f[b"type"].decode(), int(f.get(b"round", b"0")), json.loads(f.get(b"data") or b"{}"))
+        for _, f in stream
+    ]
+
+
+def _label(account: str, me: str) -> str:
+    """How the page names an account (the bots by their seat's name)."""
+    if account == f"player:{me}":
+        return "you"
+    if account.startswith("bowl:"):
+        return "the bowl"
+    if account.startswith("pot:"):
+        return "the pot"
+    return HAND_BOTS[int(account.split("-")[1]) - 1]
+
+
+def test_a_newcomer_plays_hand_and_a_kishpa_round_at_stake_10_on_a_phone(
+    web_stack: WebStack,
+) -> None:
+    deals = 7 if FULL_WEB else 1
+    result = _node("newcomer.mjs", web_stack.base, SCREENSHOTS, str(deals), timeout=900)
+    me = result["playerId"]
+    # The lobby's own choices; the rules inside the app (a screen, then a dialog at the table).
+    assert int(result["lobbyBalance"]) == 2000
+    assert result["handStakes"] == result["kishpaStakes"] == ["1", "5", "10", "50", "100"]
+    assert len(result["botLevels"]) == 2
+    assert result["rulesUrl"] == f"{web_stack.base}/#/rules"
+    assert "Kishpa" in result["rulesHeadings"]
+    assert any(h.startswith("Hand") for h in result["rulesHeadings"])
+    assert result["rulesDialogTitle"].startswith("Hand")
+    assert result["pot"] == "pot 40 tokens"
+    assert result["kishpaStake"] == "stake 10"
+    assert not result["refusals"], result["refusals"]
+    assert result["moves"].get("draw", 0) >= 1
+    assert result["moves"].get("discard", 0) >= 1
+    if FULL_WEB:
+        for move in ("take", "lay-suggested", "lay-off"):
+            assert result["moves"].get(move, 0) >= 1, (move, result["moves"])
+    # Every deal's summary against the rules' scoring of the deal_ended events.
+    events = _events(web_stack.redis_url, result["handTableId"])
+    ended = [(n, d) for kind, n, d in events if kind == "deal_ended"]
+    assert len(result["deals"]) == deals
+    totals = [0, 0, 0, 0]
+    for (n, data), page in zip(ended, result["deals"], strict=False):
+        winner = data.get("winner")
+        scores = _deal_scores(data["hands"], winner, bool(data.get("hand")))
+        totals = [t + s for t, s in zip(totals, scores, strict=True)]
+        names = ["You", *HAND_BOTS]
+        assert page["title"].startswith(f"Deal {n} of 7:"), page["title"]
+        if winner is not None:
+            assert f"{names[winner]} went out" in page["title"], page["title"]
+        assert [r["name"] for r in page["rows"]] == names
+        assert [int(r["deal"]) for r in page["rows"]] == scores, (n, page["rows"], data)
+        assert [int(r["total"]) for r in page["rows"]] == totals
+        assert [sorted(r["left"]) for r in page["rows"]] == [
+            sorted(_card_face(c) for c in hand) for hand in data["hands"]
+        ]
+        assert page["focused"] == "close-summary"
+    if FULL_WEB:
+        last = result["deals"][-1]
+        split = _pot_split(totals, 40)
+        assert sum(split) == 40
+        assert [r["payout"] for r in last["rows"]] == [f"{p} tokens" for p in split]
+        assert "the pot of 40 tokens was split" in last["potSplit"]
+        seats = zip(["you", *HAND_BOTS], split, strict=True)
+        paid = sorted(f"the pot → {n}: {p} (pot payout)" for n, p in seats if p)
+        assert sorted(last["payments"]) == paid
+        # Money moved only at the buy-in and the payout: the table's balance is the wallet's.
+        after_hand = 2000 - 10 + split[0]
+        assert int(last["seatBalance"]) == int(last["walletBalance"]) == after_hand
+    else:
+        after_hand = 2000 - 10
+    # The Kishpa round: the summary's payments are the round's settled postings, and the
+    # balance shown is the running balance the events give (the next round may have started).
+    k_events = _events(web_stack.redis_url, result["kishpaTableId"])
+    kishpa = result["kishpa"]
+    assert kishpa["title"].startswith("Round 1:")
+    expected = [
+        f"{_label(p['from'], me)} → {_label(p['to'], me)}: {p['amount']} "
+        f"({p['reason'].replace('_', ' ')})"
+        for kind, n, d in k_events
+        if kind == "settled" and n == 1
+        for p in d["postings"]
+    ]
+    assert kishpa["payments"] == expected
+    running, balances = after_hand, []
+    for kind, n, d in k_events:
+        if kind != "settled":
+            continue
+        for p in d["postings"]:
+            running += p["amount"] * ((p["to"] == f"player:{me}") - (p["from"] == f"player:{me}"))
+        balances.append((n, d["phase"], running))
+    round_one_end = next(i for i, (n, phase, _) in enumerate(balances) if (n, phase) == (1, "end"))
+    assert int(kishpa["seatBalance"]) == int(kishpa["walletBalance"])
+    assert int(kishpa["seatBalance"]) in [b for _, _, b in balances[round_one_end:]]
+    had = _balances_after_each_batch(web_stack.wallet_db, f"player:{me}")
+    assert int(result["walletPage"]) in had
+    assert "verified" in kishpa["fairness"]
+    assert "NOT" not in kishpa["fairness"]
+    # Every screen: axe-core, no sideways scroll, 44 px targets, no keyboard hints on touch.
+    assert len(result["axe"]) == (10 if FULL_WEB else 9)  # the game's end: only the whole game
+    assert all(v == [] for v in result["axe"].values()), result["axe"]
+    assert all(v <= 0 for v in result["sideScroll"].values()), result["sideScroll"]
+    assert all(v == [] for v in result["smallTargets"].values()), result["smallTargets"]
+    assert result["keyHints"] is False
+    shots = ["rules", "lobby", "hand", "hand-deal-end", "kishpa", "kishpa-round-end"]
+    for name in [*shots, *(["hand-game-end"] if FULL_WEB else [])]:
+        assert (SCREENSHOTS / f"phone-{name}.png").read_bytes().startswith(b"\x89PNG"), name

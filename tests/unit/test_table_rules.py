@@ -135,6 +135,30 @@ def test_late_turns_put_a_seat_on_autoplay_which_plays_fast_until_its_player_act
     assert rules.deadline_for(table, rules.TURN, 1, 0, restarted=True).at_ms == 20_000
 
 
+def test_house_bots_take_their_tables_bot_pause_and_people_on_autoplay_a_second() -> None:
+    settings = TableSettings(seats=4, turn_seconds=20, bot_pause_ms=200)
+    table = Table(
+        table_id="t1",
+        game_name="hand",
+        creator=PLAYERS[0],
+        settings=settings,
+        created_ms=0,
+        players=list(PLAYERS[:4]),
+        status=rules.PLAYING,
+        bots=[PLAYERS[3]],
+        autoplay=[1, 3],
+    )
+    assert rules.deadline_for(table, rules.TURN, 3, 5000, restarted=True).at_ms == 5200
+    assert rules.deadline_for(table, rules.TURN, 1, 5000, restarted=True).at_ms == 6000
+    assert rules.deadline_for(table, rules.TURN, 2, 5000, restarted=True).at_ms == 25_000
+    assert TableSettings().bot_pause_ms == 1000, "unset: a second, as before"
+    assert TableSettings.from_dict(settings.to_dict()) == settings
+    rules.check_settings(TableSettings(bot_pause_ms=0))
+    with pytest.raises(rules.BadTableRequest) as refused:
+        rules.check_settings(TableSettings(bot_pause_ms=5001))
+    assert refused.value.reason == "BAD_PAUSE"
+
+
 def test_kishpa_autoplay_is_a_function_of_state_seat_and_stream() -> None:
     game, _ = kishpa.start_round(kishpa.new_game(PLAYERS), _seed("auto"))
     while game.round is not None and game.round.phase == kishpa.START_REVEAL:

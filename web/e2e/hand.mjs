@@ -19,6 +19,7 @@ try {
   await chooseByKeyboard(page, "game", "Hand");
   await chooseByKeyboard(page, "stake", "10");
   await chooseByKeyboard(page, "bots", "3");
+  await chooseByKeyboard(page, "bot-pace", "Quick"); // bots take 0.2 s a turn, not 1 s
   result.stakeLabel = await page.locator('label[for="stake"]').textContent();
   await tabTo(page, '[data-testid="play-bots"]');
   await page.keyboard.press("Enter");

@@ -3,6 +3,7 @@
 // contract changes, this file changes and the screens do not.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
+  type BotLevel,
   DrawSource,
   RevealMoment,
   type Round,
@@ -160,6 +161,10 @@ export interface NewTable {
   turnSeconds: number;
   revealSeconds: number;
   pauseMs: number;
+  /** How the house bots play (unset: the server's default, normal). */
+  botLevel?: BotLevel;
+  /** How long each house bot takes over its turn, in ms (unset: the server's 1 s). */
+  botPauseMs?: number;
 }
 
 /** The settings message of a new table. */
@@ -172,6 +177,8 @@ export function settingsOf(t: NewTable): MessageInitShape<typeof TableSettingsSc
     revealWindow: { seconds: BigInt(t.revealSeconds) },
     nextRoundPause: { seconds: BigInt(Math.floor(t.pauseMs / 1000)), nanos: (t.pauseMs % 1000) * 1e6 },
     stake: t.stake,
+    botLevel: t.botLevel,
+    botPause: t.botPauseMs === undefined ? undefined : { seconds: BigInt(Math.floor(t.botPauseMs / 1000)), nanos: (t.botPauseMs % 1000) * 1e6 },
   };
 }
 
@@ -187,9 +194,13 @@ export function endsRound(ev: UiEvent): boolean {
   return ev.kind === "round_ended" || ev.kind === "deal_scored";
 }
 
-/** One line of the event log; null for events not worth a line. */
-export function describe(ev: UiEvent, name: (seat: number | null) => string, mySeat: number | null, tile: (face: string) => string = (f) => f): string | null {
+/**
+ * One line of the event log; null for events not worth a line. In the game's own words
+ * (docs/glossary.md): Kishpa's tiles and pile, Hand's cards and stock.
+ */
+export function describe(ev: UiEvent, name: (seat: number | null) => string, mySeat: number | null, tile: (face: string) => string = (f) => f, hand = false): string | null {
   const who = name(ev.seat);
+  const pile = hand ? "stock" : "pile";
   const t = (face: string | undefined) => (face ? tile(face) : "");
   const you = ev.seat !== null && ev.seat === mySeat;
   switch (ev.kind) {
@@ -202,11 +213,11 @@ export function describe(ev: UiEvent, name: (seat: number | null) => string, myS
     case "round_started":
       return `Round ${ev.round} started — kishpa ${t(ev.face)}, joker ${t(ev.joker)}`;
     case "dealt":
-      return you ? `You were dealt ${ev.dealt?.length ?? ""} tiles` : null;
+      return you ? `You were dealt ${ev.dealt?.length ?? ""} ${hand ? "cards" : "tiles"}` : null;
     case "turn_started":
       return you ? "Your turn" : `${who}'s turn`;
     case "drew": {
-      const source = ev.fromDiscards ? `took ${t(ev.face)} from the discards` : "drew from the pile";
+      const source = ev.fromDiscards ? `took ${t(ev.face)} from the discards` : `drew from the ${pile}`;
       return `${you ? "You" : who} ${source}${ev.drawnFace ? ` (${t(ev.drawnFace)})` : ""}`;
     }
     case "discarded":
@@ -214,7 +225,7 @@ export function describe(ev: UiEvent, name: (seat: number | null) => string, myS
     case "won":
       return `${you ? "You" : who} won the round!`;
     case "pile_exhausted":
-      return "The pile ran out";
+      return `The ${pile} ran out`;
     case "reveal_window_opened":
       return `Reveal window open (${ev.moment})`;
     case "kishpa_revealed":

@@ -79,3 +79,26 @@ export function suggestedDiscard(loose: Card[], all: Card[]): Card | null {
   const penalty = (c: Card) => (rankOf(c.face) === 1 ? 11 : Math.min(rankOf(c.face), 10));
   return pool.reduce((best, c) => (penalty(c) > penalty(best) ? c : best));
 }
+
+const SUIT_ORDER = "SHCD"; // black, red, black, red: neighbouring suits differ in colour
+
+/**
+ * A rack a player can read: the suggested melds first (each laid in order), then the other
+ * cards by suit and rank (ace low), jokers last. Cards of `melds` not in `rack` are ignored.
+ */
+export function arrangeCards(rack: Card[], melds: Card[][]): Card[] {
+  const have = new Set(rack.map((c) => c.id));
+  const placed = new Set<number>();
+  const out: Card[] = [];
+  for (const meld of melds) {
+    const cards = meld.filter((c) => have.has(c.id) && !placed.has(c.id));
+    if (cards.length < meld.length) continue; // a stale hint: its meld is no longer whole
+    for (const card of layOrder(cards)) {
+      placed.add(card.id);
+      out.push(rack.find((c) => c.id === card.id)!);
+    }
+  }
+  const rest = rack.filter((c) => !placed.has(c.id));
+  const key = (c: Card) => (isJoker(c.face) ? 100 : SUIT_ORDER.indexOf(suitOf(c.face)) * 20 + rankOf(c.face));
+  return [...out, ...rest.sort((a, b) => key(a) - key(b) || a.id - b.id)];
+}

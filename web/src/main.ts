@@ -3,6 +3,7 @@
 import { ConnectError, Code } from "@connectrpc/connect";
 import { Game } from "./gen/kishpa/common/v1/common_pb";
 import { TicketState } from "./gen/kishpa/matchmaking/v1/matchmaking_pb";
+import { BotLevel } from "./gen/kishpa/table/v1/table_pb";
 import { auth, clientSeed, knownNames, loadSession, matchmaking, rememberSeed, saveSession, tables, wallet, withRetry } from "./api";
 import { reasonText, settingsOf } from "./events";
 import { rulesScreen } from "./rules";
@@ -79,6 +80,8 @@ interface Offer {
 }
 
 const GAME_NAMES: Record<number, string> = { [Game.KISHPA]: "Kishpa", [Game.HAND]: "Hand" };
+/** How long a house bot takes over its turn (TableSettings.bot_pause), in ms. */
+const BOT_PACE = { steady: 1000, quick: 200 };
 const CHOICE_KEY = "kishpa.lobby";
 
 function labelled(id: string, label: string, control: HTMLElement): HTMLElement {
@@ -122,6 +125,8 @@ async function lobbyScreen(): Promise<void> {
   fillStakes();
 
   const botsCount = select("bots", [["1", "1 bot"], ["2", "2 bots"], ["3", "3 bots"]], "3");
+  const botLevel = select("bot-level", [[String(BotLevel.NORMAL), "Normal: plays to win"], [String(BotLevel.EASY), "Easy: draws and discards"]], String(BotLevel.NORMAL));
+  const botPace = select("bot-pace", [[String(BOT_PACE.steady), "Steady: a second a turn"], [String(BOT_PACE.quick), "Quick: a fifth of a second"]], String(BOT_PACE.steady));
   const quickSeats = select("quick-seats", [["2", "2 players"], ["3", "3 players"], ["4", "4 players"]], "4");
   const privateSeats = select("private-seats", [["2", "2 seats"], ["3", "3 seats"], ["4", "4 seats"]], "4");
   const privateBots = select("private-bots", [["0", "no bots"], ["1", "1 bot"], ["2", "2 bots"]], "0");
@@ -133,7 +138,8 @@ async function lobbyScreen(): Promise<void> {
     try {
       const bots = Number(botsCount.value);
       const seed = clientSeed(`new-${Date.now()}`);
-      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: bots + 1, bots, ...timers });
+      const level = Number(botLevel.value) as BotLevel;
+      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: bots + 1, bots, ...timers, botLevel: level, botPauseMs: Number(botPace.value) });
       const created = await withRetry((requestId) => tables.createTable({ settings, requestId, clientSeed: seed, willContribute: true }));
       const tableId = created.table!.tableId;
       rememberSeed(tableId, seed);
@@ -202,7 +208,7 @@ async function lobbyScreen(): Promise<void> {
       h(
         "div",
         { class: "lobby" },
-        h("section", { class: "card" }, h("h2", {}, "Play with bots"), h("p", {}, "A table of your own with bots played by the server."), h("div", { class: "row" }, labelled("bots", "Bots", botsCount), h("button", { class: "primary", onclick: playWithBots, "data-testid": "play-bots" }, "Play"))),
+        h("section", { class: "card" }, h("h2", {}, "Play with bots"), h("p", {}, "A table of your own with bots played by the server."), h("div", { class: "row" }, labelled("bots", "Bots", botsCount), labelled("bot-level", "Level", botLevel), labelled("bot-pace", "Pace", botPace), h("button", { class: "primary", onclick: playWithBots, "data-testid": "play-bots" }, "Play"))),
         h("section", { class: "card" }, h("h2", {}, "Quick match"), h("p", {}, "Play other people at this stake."), h("div", { class: "row" }, labelled("quick-seats", "Table size", quickSeats), h("button", { onclick: quickMatch, "data-testid": "quick-match" }, "Find a table"))),
         h("section", { class: "card" }, h("h2", {}, "Private table"), h("p", {}, "Get an invite code for friends."), h("div", { class: "row" }, labelled("private-seats", "Seats", privateSeats), labelled("private-bots", "Bots", privateBots), h("button", { onclick: createPrivate, "data-testid": "create-private" }, "Create"))),
         h("section", { class: "card" }, h("h2", {}, "Join a friend"), h("form", { class: "row", onsubmit: joinByCode }, labelled("code", "Invite code", code), h("button", { type: "submit", "data-testid": "join-code" }, "Join"))),

@@ -32,7 +32,7 @@ import {
   type UiPayment,
 } from "./events";
 import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
-import { OPENING_POINTS, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
+import { OPENING_POINTS, arrangeCards, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
 import { rulesDialog } from "./rules";
 import { errorText, h, isRepeat, replace, tileClass, tileLabel, tileTitle, touchOnly, type Attrs } from "./ui";
 
@@ -40,6 +40,8 @@ interface Saved {
   lastId: string;
   log: { id: string; text: string; kind: string }[];
   arranged: number[];
+  /** Hand: the player moved a card, so the rack keeps his order (else it is arranged for him). */
+  ownOrder?: boolean;
   /** Every payment of each round, from its settlements' events (who paid whom and why). */
   payments: Record<number, UiPayment[]>;
   /** The reveal window now open (Kishpa): at the round's start or its end. */
@@ -116,12 +118,15 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   function onEvent(ev: UiEvent): void {
     if (saved.lastId && compareIds(ev.id, saved.lastId) <= 0) return; // seen before a reconnect
     saved.lastId = ev.id;
-    const text = describe(ev, (seat) => seatName(seat), view ? mySeatOf(view) : null, (face) => tileTitle(face, ev.joker ?? jokerFace()));
+    const text = describe(ev, (seat) => seatName(seat), view ? mySeatOf(view) : null, (face) => tileTitle(face, ev.joker ?? jokerFace()), isHand());
     if (text) {
       saved.log.push({ id: ev.id, text, kind: ev.kind });
       if (saved.log.length > LOG_LIMIT) saved.log.splice(0, saved.log.length - LOG_LIMIT);
     }
-    if (dealtTiles(ev)) saved.arranged = [];
+    if (dealtTiles(ev)) {
+      saved.arranged = [];
+      saved.ownOrder = false;
+    }
     if (ev.kind === "reveal_window_opened") saved.window = ev.moment;
     if (ev.kind === "reveal_window_closed") delete saved.window;
     if (ev.payments?.length) saved.payments[ev.round] = [...(saved.payments[ev.round] ?? []), ...ev.payments];
@@ -236,6 +241,13 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   }
 
   async function arrange(): Promise<void> {
+    if (isHand()) {
+      // Hand's rack is arranged as it is drawn (shownRack) until the player moves a card.
+      saved.ownOrder = false;
+      persist();
+      draw();
+      return;
+    }
     if (!view?.round?.myRack || !hint) return;
     const order = [...hint.groups.flatMap((g) => g.tiles.map((t) => t.id)), ...hint.looseTiles.map((t) => t.id)];
     const have = new Set(view.round.myRack.tiles.map((t) => t.id));
@@ -281,6 +293,12 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   }
 
   const rackTiles = () => view?.round?.myRack?.tiles ?? [];
+  /** The rack as shown: Hand's arranged by melds, suit and rank unless the player ordered it. */
+  const shownRack = (): Tile[] => {
+    const rack = rackTiles();
+    if (!isHand() || saved.ownOrder) return rack;
+    return arrangeCards(rack, suggestedMelds().map((g) => g.tiles)) as Tile[];
+  };
   const drawPile = () => act("Drawing…", (requestId) => tables.draw({ tableId, source: DrawSource.PILE, requestId }));
   const takeDiscard = () => act("Taking the discard…", (requestId) => tables.draw({ tableId, source: DrawSource.DISCARD, requestId }));
   const suggested = (): Tile | null => {
@@ -361,19 +379,21 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   const undo = () => act("Taking the turn back…", (requestId) => tables.undoTurn({ tableId, requestId }));
 
   function moveTile(id: number, delta: number): void {
-    const ids = rackTiles().map((t) => t.id);
+    const ids = shownRack().map((t) => t.id);
     const from = ids.indexOf(id);
     const to = from + delta;
     if (from < 0 || to < 0 || to >= ids.length) return;
     ids.splice(to, 0, ...ids.splice(from, 1));
     focusAfterDraw = `tile-${id}`;
+    saved.ownOrder = true;
     void setOrder(ids);
   }
 
   function dropTile(id: number, beforeId: number | null): void {
-    const ids = rackTiles().map((t) => t.id).filter((t) => t !== id);
+    const ids = shownRack().map((t) => t.id).filter((t) => t !== id);
     const at = beforeId === null ? ids.length : ids.indexOf(beforeId);
     ids.splice(at < 0 ? ids.length : at, 0, id);
+    saved.ownOrder = true;
     void setOrder(ids);
   }
 
@@ -402,7 +422,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     else if (key === "m" && can(PlayerAction.LAY_MELDS) && suggestedMelds().length) laySuggested();
     else if (key === "g" && can(PlayerAction.LAY_MELDS) && picked.length >= 3) layPicked();
     else if (key === "u" && can(PlayerAction.UNDO_TURN)) void undo();
-    else if (key === "a" && !isHand()) void arrange();
+    else if (key === "a") void arrange();
     else if (key === "?") openRules();
     else return;
     e.preventDefault();
@@ -482,7 +502,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     h("span", { class: tileClass(tile.face), role: "img", "aria-label": nameOf(tile.face), title: nameOf(tile.face), "data-face": tile.face, "data-id": tile.id, ...extra }, tileLabel(tile.face));
 
   function rackEl(): HTMLElement | null {
-    const rack = rackTiles();
+    const rack = shownRack();
     if (!rack.length) return null;
     const groupOf = new Map<number, number>();
     hint?.groups.forEach((g, i) => g.tiles.forEach((t) => groupOf.set(t.id, i)));
@@ -492,7 +512,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     rack.forEach((tile, index) => {
       const group = groupOf.get(tile.id);
       const prev = index > 0 ? groupOf.get(rack[index - 1]!.id) : undefined;
-      if (index > 0 && group !== prev && !isHand()) items.push(h("span", { class: "gap", "aria-hidden": "true" }));
+      if (index > 0 && group !== prev) items.push(h("span", { class: "gap", "aria-hidden": "true" }));
       const isPicked = picked.includes(tile.id);
       const notes = [
         group !== undefined ? `in a ${hint!.groups[group]!.kind === GroupKind.RUN ? "run" : "set"}` : "",
@@ -629,7 +649,9 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (!hint || !can(PlayerAction.DISCARD)) return "";
     if (hint.winningDiscards.length) return `You can win: discard the ${nameOf(hint.winningDiscards[0]!.face)}.`;
     const tile = picked.length === 1 ? null : suggested();
-    const groups = `${hint.groups.length} group${hint.groups.length === 1 ? "" : "s"}, ${hint.looseTiles.length} loose.`;
+    const [group, piece] = isHand() ? ["meld", "card"] : ["group", "tile"];
+    const count = isHand() ? suggestedMelds().length : hint.groups.length;
+    const groups = `${count} ${group}${count === 1 ? "" : "s"}, ${hint.looseTiles.length} loose ${piece}${hint.looseTiles.length === 1 ? "" : "s"}.`;
     return tile ? `Suggested discard: the ${nameOf(tile.face)} (highlighted). ${groups}` : groups;
   }
 
@@ -747,7 +769,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
           : null,
         !hr && result && winner !== null ? h("p", {}, `Each other player pays ${result.winPayout}${result.bowlTaken ? "; the winner also takes the bowl (two wins in a row)" : ""}.`) : null,
         handScores,
-        hr && hr.payouts.length ? h("p", { "data-testid": "pot-split" }, `The game is over: the pot of ${hr.pot || view.seats.length} was split by the totals — the best total takes at least 75%.`) : null,
+        hr && hr.payouts.length ? h("p", { "data-testid": "pot-split" }, `The game is over: the pot of ${hr.payouts.reduce((sum, p) => sum + p, 0n)} tokens was split by the totals — the best total takes at least 75%.`) : null,
         h("h3", {}, "Who paid whom"),
         payments,
         h(
@@ -782,7 +804,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       handy && can(PlayerAction.LAY_MELDS) && picked.length >= 3 ? h("button", { onclick: layPicked, "data-testid": "lay-picked", "aria-keyshortcuts": "g" }, `Lay the picked cards${k("g")}`) : null,
       can(PlayerAction.DISCARD) ? h("button", { onclick: discard, "data-testid": "discard", "aria-keyshortcuts": "x" }, `${pickedOne ? "Discard the picked" : "Discard the suggested"}${k("x")}`) : null,
       handy && can(PlayerAction.UNDO_TURN) ? h("button", { onclick: () => void undo(), "data-testid": "undo", "aria-keyshortcuts": "u" }, `Undo${k("u")}`) : null,
-      !handy && rackTiles().length ? h("button", { class: "link", onclick: () => void arrange(), "data-testid": "arrange", "aria-keyshortcuts": "a" }, `Arrange${k("a")}`) : null,
+      rackTiles().length && (!handy || saved.ownOrder) ? h("button", { class: "link", onclick: () => void arrange(), "data-testid": "arrange", "aria-keyshortcuts": "a" }, `Arrange${k("a")}`) : null,
       can(PlayerAction.PRESS_LAST_ROUND) ? h("button", { class: "link", onclick: lastRound, "data-testid": "last-round" }, "Last round") : null,
       h("button", { class: "link", onclick: openRules, "data-testid": "rules", "data-key": "rules", "aria-keyshortcuts": "?" }, "How to play"),
       h("button", { class: "link", onclick: leave, "data-testid": "leave" }, "Leave"),
@@ -850,7 +872,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         h("p", { class: "hint", "data-testid": "hint" }, hintText()),
         status ? h("p", { class: "status", role: "status", "data-testid": "status" }, status) : null,
         h("details", { class: "log", open: true }, h("summary", {}, "Events"), h("ol", { "data-testid": "log", reversed: true, tabindex: 0, "aria-label": "Events, newest first" }, ...[...saved.log].reverse().slice(0, 40).map((e) => h("li", { "data-id": e.id }, e.text)))),
-        keysShown ? h("p", { class: "keys" }, isHand() ? "Keys: d draw · t take · m lay suggested melds · g lay picked · u undo · x discard · ? rules · Shift+←/→ move a card" : "Keys: d draw · t take · x discard · w win · r reveal · p pass · a arrange · ? rules · Shift+←/→ move a tile") : null,
+        keysShown ? h("p", { class: "keys" }, isHand() ? "Keys: d draw · t take · m lay suggested melds · g lay picked · u undo · x discard · a arrange · ? rules · Shift+←/→ move a card" : "Keys: d draw · t take · x discard · w win · r reveal · p pass · a arrange · ? rules · Shift+←/→ move a tile") : null,
       ),
       summaryEl(),
       rulesOpen ? rulesDialog(isHand() ? "hand" : "kishpa", closeRules) : null,

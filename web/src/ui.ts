@@ -78,11 +78,11 @@ function firstString(bytes: Uint8Array): string {
 
 const SENTENCES: Record<string, string> = {
   NOT_YOUR_TURN: "It is not your turn yet.",
-  MUST_DRAW_FIRST: "Draw a tile first (from the pile, or take the top discard).",
+  MUST_DRAW_FIRST: "Draw first: from the pile (at Hand, the stock), or take the top discard.",
   ALREADY_DREW: "You already drew this turn: now discard (or lay your melds).",
   NO_DRAW: "You cannot draw now.",
   NO_DISCARD: "You cannot discard now.",
-  PILE_EMPTY: "The pile is empty.",
+  PILE_EMPTY: "Nothing is left to draw (the pile, or at Hand the stock, is empty).",
   EMPTY_DISCARD_PILE: "There is no discard to take.",
   TILE_NOT_IN_HAND: "That tile is no longer in your rack.",
   CARD_NOT_IN_HAND: "That card is no longer in your hand.",

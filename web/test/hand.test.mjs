@@ -4,7 +4,7 @@
 // the low end of a run; J Q K 10; a joker counts as the card it stands for.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { meldValue, layOrder, suggestedDiscard } from "./dist/hand.mjs";
+import { arrangeCards, meldValue, layOrder, suggestedDiscard } from "./dist/hand.mjs";
 
 test("runs count each place; a low ace is 1, a high ace 11", () => {
   assert.equal(meldValue(["AS", "2S", "3S"]), 1 + 2 + 3);
@@ -43,4 +43,15 @@ test("the suggested discard is the costliest loose card, never a joker", () => {
   const loose = [{ id: 1, face: "4H" }, { id: 2, face: "J1" }, { id: 3, face: "AS" }, { id: 4, face: "KD" }];
   assert.equal(suggestedDiscard(loose, loose).face, "AS"); // 11 left in hand
   assert.equal(suggestedDiscard([], [{ id: 5, face: "J2" }, { id: 6, face: "3C" }]).face, "3C");
+});
+
+test("an arranged rack: the melds in laying order, then by suit (spades, hearts, clubs, diamonds) and rank, jokers last", () => {
+  const card = (id, face) => ({ id, face });
+  const rack = [card(1, "KD"), card(2, "J1"), card(3, "5C"), card(4, "7H"), card(5, "6H"), card(6, "5H"), card(7, "AS"), card(8, "2C"), card(9, "QS")];
+  const melds = [[card(4, "7H"), card(6, "5H"), card(5, "6H")]];
+  const faces = arrangeCards(rack, melds).map((c) => c.face);
+  assert.deepEqual(faces, ["5H", "6H", "7H", "AS", "QS", "2C", "5C", "KD", "J1"]);
+  // A meld whose cards are not all in the rack (an old hint) is not pulled forward.
+  const stale = arrangeCards(rack, [[card(4, "7H"), card(10, "8H"), card(11, "9H")]]).map((c) => c.face);
+  assert.deepEqual(stale, ["AS", "QS", "5H", "6H", "7H", "2C", "5C", "KD", "J1"]);
 });

@@ -159,6 +159,8 @@ async def test_lower_case_bearer_scheme_is_accepted(stack: Stack) -> None:
         ("next_round_pause", Duration(seconds=-5), "BAD_PAUSE"),
         ("next_round_pause", Duration(seconds=10**9), "BAD_PAUSE"),
         ("next_round_pause", Duration(seconds=1, nanos=-1), "BAD_PAUSE"),
+        ("bot_pause", Duration(seconds=6), "BAD_PAUSE"),
+        ("bot_pause", Duration(nanos=-1), "BAD_PAUSE"),
     ],
 )
 async def test_create_private_table_with_out_of_range_settings_is_invalid_argument(

@@ -33,6 +33,31 @@ def _settings(**kw: Any) -> table_pb2.TableSettings:
     )
 
 
+async def test_a_tables_bot_pause_is_kept_in_its_settings(
+    stub: table_pb2_grpc.TableServiceStub, md: dict[str, Any], players: list[str], redis: Redis
+) -> None:
+    pause = duration_pb2.Duration(nanos=200_000_000)
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(
+            settings=_settings(seats=2, bots=1, bot_pause=pause), request_id=str(uuid.uuid4())
+        ),
+        metadata=md[players[0]],
+    )
+    table_id = created.table.table_id
+    try:
+        assert created.table.settings.bot_pause == pause
+        _, state = await versioned_state(redis, table_id)
+        assert state["settings"]["bot_pause_ms"] == 200
+        unset = await stub.CreateTable(
+            table_pb2.CreateTableRequest(settings=_settings(seats=2), request_id=str(uuid.uuid4())),
+            metadata=md[players[1]],
+        )
+        assert unset.table.settings.bot_pause == duration_pb2.Duration(seconds=1)
+        await cleanup(redis, unset.table.table_id)
+    finally:
+        await cleanup(redis, table_id)
+
+
 async def test_a_table_with_bots_seats_marks_and_plays_them(
     stub: table_pb2_grpc.TableServiceStub,
     md: dict[str, Any],
