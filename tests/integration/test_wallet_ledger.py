@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -29,24 +28,6 @@ from tests.conftest import TEST_DATABASE_URL
 pytestmark = pytest.mark.integration
 
 KISHPA = str(Path(sys.executable).parent / "kishpa")
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def ledger(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Ledger]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('ledger') / 'wallet.sqlite3'}"
-        upgrade(url)
-        engine = create_wallet_engine(url)
-        yield Ledger(engine)
-        engine.dispose()
-        return
-    with temporary_postgres_database(TEST_DATABASE_URL) as url:
-        upgrade(url)
-        engine = create_wallet_engine(url)
-        yield Ledger(engine)
-        engine.dispose()
 
 
 SLOTS = ["player:0", "player:1", "player:2", "bowl:0", "pot:0", BANK]
