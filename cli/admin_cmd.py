@@ -13,7 +13,6 @@ Exit status: 0 done, 1 refused (the message says why), 2 not signed in or unreac
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import json
 import os
@@ -22,7 +21,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-DEFAULT_WALLET_ADDR = "127.0.0.1:50051"
+from cli.wallet_rpc import bearer, refused, signed_in, wallet_channel
+
 NEEDED_ROLE = {"credit": "finance", "debit": "finance", "approve": "finance", "close-table": "ops"}
 """The operator role each mutating command needs (services/common/access.py)."""
 
@@ -94,7 +94,7 @@ def register(subparsers: Any) -> None:
     token.set_defaults(handler=_print_token)
 
 
-class _NoToken(Exception):
+class _NoToken(LookupError):
     pass
 
 
@@ -128,15 +128,7 @@ Call = Callable[[Any, argparse.Namespace, Any], Awaitable[Any]]
 
 
 def _handler(call: Call) -> Callable[[argparse.Namespace], int]:
-    def handle(args: argparse.Namespace) -> int:
-        try:
-            token = _token(args)
-        except _NoToken as exc:
-            print(f"kishpa admin: {exc}", file=sys.stderr)
-            return 2
-        return asyncio.run(_run(call, args, token))
-
-    return handle
+    return signed_in("kishpa admin", _token, lambda args, token: _run(call, args, token))
 
 
 async def _run(call: Call, args: argparse.Namespace, token: str) -> int:
@@ -144,24 +136,13 @@ async def _run(call: Call, args: argparse.Namespace, token: str) -> int:
     from google.protobuf.json_format import MessageToDict
 
     from kishpa.admin.v1 import admin_pb2_grpc
-    from services.common.errors import error_reason
 
-    address = os.environ.get("KISHPA_WALLET_ADDR", DEFAULT_WALLET_ADDR)
-    metadata = (("authorization", "Bearer " + token),)
-    from shared.tls import aio_channel, client_tls_from_env
-
-    async with aio_channel(address, client_tls_from_env()) as channel:
+    async with wallet_channel() as channel:
         stub = admin_pb2_grpc.AdminServiceStub(channel)
         try:
-            response = await call(stub, args, metadata)
+            response = await call(stub, args, bearer(token))
         except grpc.aio.AioRpcError as exc:
-            reason = error_reason(exc) or exc.code().name
-            if args.json:
-                print(json.dumps({"error": exc.details(), "reason": reason}))
-            else:
-                print(f"kishpa admin: {exc.details()} ({reason})", file=sys.stderr)
-            no_answer = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED)
-            return 2 if exc.code() in no_answer else 1
+            return refused("kishpa admin", exc, as_json=args.json)
     if args.json:
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True)))
     else:

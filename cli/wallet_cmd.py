@@ -23,6 +23,20 @@ def register(subparsers: Any) -> None:
 
     rec = commands.add_parser("reconcile", help="check the ledger; exit 1 on any discrepancy")
     rec.add_argument("--json", action="store_true", help="print the report as JSON")
+    rec.add_argument(
+        "--full",
+        action="store_true",
+        help="compare every batch with its result, not only those after the last clean run "
+        "(weekly: docs/operations.md)",
+    )
+    rec.add_argument(
+        "--full-every-days",
+        type=float,
+        default=0,
+        metavar="D",
+        help="run the full check instead when no clean full run started in the last D days "
+        "(the CronJob: 7)",
+    )
     rec.add_argument("--source", default="cli", help="recorded as who ran it (cronjob, cli, ...)")
     rec.add_argument(
         "--record-to",
@@ -69,7 +83,12 @@ def _reconcile(args: argparse.Namespace) -> int:
     started = time.time()
     try:
         in_database = args.source if args.record_to == "database" else ""
-        report = reconcile_url(_url(args), source=in_database)
+        report = reconcile_url(
+            _url(args),
+            source=in_database,
+            incremental=not args.full,
+            full_every_days=args.full_every_days,
+        )
     except DBAPIError as exc:
         # Exit 2, not 1: "could not check" must not read as "found discrepancies".
         print(f"kishpa wallet reconcile: cannot read the ledger: {exc.orig}", file=sys.stderr)

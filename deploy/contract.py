@@ -112,7 +112,17 @@ WORKLOADS: dict[str, Workload] = {
         Workload("migrate", ("migrate",), None, None, None, _database("migrate"), kind="Job"),
         Workload(
             "reconcile",
-            ("wallet", "reconcile", "--json", "--source", "cronjob", "--record-to", "wallet"),
+            (
+                "wallet",
+                "reconcile",
+                "--json",
+                "--full-every-days",
+                "7",
+                "--source",
+                "cronjob",
+                "--record-to",
+                "wallet",
+            ),
             None,
             None,
             None,

@@ -3,14 +3,18 @@
 Written straight from the rules text (docs/rules/kishpa.md sections 2, 5, 6, 8 and 9;
 docs/rules/hand.md "The pot"), sharing no code with ``games/``: it reads the phase record
 (the outbox's JSON, tiles in notation) itself and returns each account's net movement in
-tokens (players by id, plus ``"bowl"`` or ``"pot"``). It does not validate records; the
-production parser does that. ``tests/unit/test_reference_settlement.py`` checks it against
-the production posting functions over generated records and against hand-computed literals.
+tokens (players by id, plus ``"bowl"`` or ``"pot"``), and, per reason (the ledger's reasons,
+docs/wallet.md "What every reason means"), the tokens the phase moves and each account's net
+movement (``*_phase``). It does not validate records; the production parser does that.
+``tests/unit/test_reference_settlement.py`` checks it against the production posting
+functions over generated records and against hand-computed literals.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 BOWL = "bowl"
@@ -39,14 +43,36 @@ def _add(moves: dict[str, int], account: str, amount: int) -> None:
     moves[account] = moves.get(account, 0) + amount
 
 
+@dataclass
+class Phase:
+    """What one settlement phase moves, as the rules say."""
+
+    moves: dict[str, int] = field(default_factory=dict)
+    """Each account's net movement."""
+    tokens: Counter[str] = field(default_factory=Counter)
+    """Per reason, the tokens paid (every payment counted once, as the ledger's postings)."""
+    by_reason: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per reason, each account's net movement."""
+
+    def pay(self, source: str, target: str, amount: int, reason: str) -> None:
+        """``source`` pays ``target`` ``amount`` tokens for ``reason`` (nothing if 0)."""
+        if amount <= 0:
+            return
+        _add(self.moves, source, -amount)
+        _add(self.moves, target, amount)
+        self.tokens[reason] += amount
+        nets = self.by_reason.setdefault(reason, {})
+        _add(nets, source, -amount)
+        _add(nets, target, amount)
+
+
 def _from_every_other(
-    moves: dict[str, int], players: Sequence[str], holder: str, each: int
+    book: Phase, players: Sequence[str], holder: str, each: int, reason: str
 ) -> None:
     """ "From every other player": each other seated player pays the holder ``each``."""
     for player in players:
         if player != holder:
-            _add(moves, player, -each)
-            _add(moves, holder, each)
+            book.pay(player, holder, each, reason)
 
 
 class _Round:
@@ -75,23 +101,31 @@ class _Round:
         self.starter = max(self.players, key=lambda p: len(hands[p]))
 
 
-def kishpa_start_movements(record: Mapping[str, Any]) -> dict[str, int]:
-    """The start phase: every player pays into the bowl; the start bonuses (section 6)."""
+def kishpa_start_phase(record: Mapping[str, Any]) -> Phase:
+    """The start phase: every player pays into the bowl; the start bonuses (section 6):
+    jokers (``bonus_joker``), 1s (``bonus_one``), dolls (``bonus_doll``, not after a
+    replacement) and the kishpa shown (``bonus_kishpa``)."""
     r = _Round(record)
-    moves: dict[str, int] = {}
+    book = Phase()
     for player in r.players:
-        _add(moves, player, -r.contribution)
-        _add(moves, BOWL, r.contribution)
+        book.pay(player, BOWL, r.contribution, "bowl_contribution")
     for player in r.players:
         hand = r.start_hands[player]
-        units = r.start_jokers[player] + r.start_ones[player] * r.one_value
-        if not r.replaced:  # after a replacement the dolls pay nothing this round
-            units += sum(1 for t in hand if t in DOLLS)
-        if r.start_reveal == player:
-            units += 1
-        if units:
-            _from_every_other(moves, r.players, player, units * r.stake)
-    return moves
+        bonuses = (
+            ("bonus_joker", r.start_jokers[player]),
+            ("bonus_one", r.start_ones[player] * r.one_value),
+            # After a replacement the dolls pay nothing this round.
+            ("bonus_doll", 0 if r.replaced else sum(1 for t in hand if t in DOLLS)),
+            ("bonus_kishpa", 1 if r.start_reveal == player else 0),
+        )
+        for reason, units in bonuses:
+            _from_every_other(book, r.players, player, units * r.stake, reason)
+    return book
+
+
+def kishpa_start_movements(record: Mapping[str, Any]) -> dict[str, int]:
+    """The start phase's net movement per account."""
+    return kishpa_start_phase(record).moves
 
 
 def win_per_loser(hand: Sequence[str], final_discard: str, kishpa: Tile) -> int:
@@ -105,46 +139,56 @@ def win_per_loser(hand: Sequence[str], final_discard: str, kishpa: Tile) -> int:
     )
 
 
-def kishpa_end_movements(record: Mapping[str, Any]) -> dict[str, int]:
+def kishpa_end_phase(record: Mapping[str, Any]) -> Phase:
     """The end phase: the win, the end bonuses, then the bowl (sections 6, 8 and 9)."""
     r = _Round(record)
     end_hands: dict[str, list[str]] = record["end_hands"]
     winner: str | None = record.get("winner")
-    moves: dict[str, int] = {}
+    book = Phase()
     if winner is not None:
         each = win_per_loser(end_hands[winner], record["final_discard"], r.kishpa)
-        _from_every_other(moves, r.players, winner, each * r.stake)
+        _from_every_other(book, r.players, winner, each * r.stake, "win")
     for player in r.players:
         hand = end_hands[player]
-        units = 0
         # Once per round per kind: only who was paid nothing for it at the start. The
         # winner's jokers are paid through the win table; his 1s are paid here.
+        jokers = 0
         if r.start_jokers[player] == 0 and player != winner:
-            units += _count(hand, r.joker)
-        if r.start_ones[player] == 0:
-            units += _count(hand, r.one) * r.one_value
-        if record.get("end_reveal") == player:
-            units += 1
-        if units:
-            _from_every_other(moves, r.players, player, units * r.stake)
+            jokers = _count(hand, r.joker)
+        ones = _count(hand, r.one) * r.one_value if r.start_ones[player] == 0 else 0
+        shown = 1 if record.get("end_reveal") == player else 0
+        for reason, units in (
+            ("bonus_joker", jokers),
+            ("bonus_one", ones),
+            ("bonus_kishpa", shown),
+        ):
+            _from_every_other(book, r.players, player, units * r.stake, reason)
     bowl = record["bowl"] + r.contribution * len(r.players)
     if winner is not None and winner == record.get("previous_winner"):
-        _add(moves, BOWL, -bowl)  # two wins in a row: he takes the bowl
-        _add(moves, winner, bowl)
+        book.pay(BOWL, winner, bowl, "bowl_win")  # two wins in a row: he takes the bowl
     elif record.get("last_round"):
         # Split equally; odd tokens one each in seat order from the winner (or the starter).
         first = r.players.index(winner if winner is not None else r.starter)
         share, odd = divmod(bowl, len(r.players))
         for i in range(len(r.players)):
             player = r.players[(first + i) % len(r.players)]
-            _add(moves, BOWL, -(share + (1 if i < odd else 0)))
-            _add(moves, player, share + (1 if i < odd else 0))
-    return moves
+            book.pay(BOWL, player, share + (1 if i < odd else 0), "bowl_split")
+    return book
+
+
+def kishpa_end_movements(record: Mapping[str, Any]) -> dict[str, int]:
+    """The end phase's net movement per account."""
+    return kishpa_end_phase(record).moves
+
+
+def kishpa_phase(phase: str, record: Mapping[str, Any]) -> Phase:
+    """One Kishpa phase (``"start"`` or ``"end"``) of a round record."""
+    return kishpa_start_phase(record) if phase == "start" else kishpa_end_phase(record)
 
 
 def kishpa_movements(phase: str, record: Mapping[str, Any]) -> dict[str, int]:
-    """One Kishpa phase (``"start"`` or ``"end"``) of a round record."""
-    return kishpa_start_movements(record) if phase == "start" else kishpa_end_movements(record)
+    """One Kishpa phase's net movement per account."""
+    return kishpa_phase(phase, record).moves
 
 
 def hand_pot_shares(totals: Sequence[int], pot: int) -> list[int]:
@@ -161,20 +205,23 @@ def hand_pot_shares(totals: Sequence[int], pot: int) -> list[int]:
     return shares
 
 
-def hand_movements(phase: str, record: Mapping[str, Any]) -> dict[str, int]:
-    """One Hand phase (``"buy_in"`` or ``"payout"``): every account's net movement."""
+def hand_phase(phase: str, record: Mapping[str, Any]) -> Phase:
+    """One Hand phase (``"buy_in"``: ``pot_buy_in``; ``"payout"``: ``pot_payout``)."""
     players: list[str] = list(record["players"])
-    moves: dict[str, int] = {}
+    book = Phase()
     if phase == "buy_in":
         for player in players:
-            _add(moves, player, -record["stake"])
-            _add(moves, POT, record["stake"])
-        return moves
+            book.pay(player, POT, record["stake"], "pot_buy_in")
+        return book
     totals = [record["totals"][p] for p in players]
     for player, share in zip(players, hand_pot_shares(totals, record["pot"]), strict=True):
-        _add(moves, player, share)
-        _add(moves, POT, -share)
-    return moves
+        book.pay(POT, player, share, "pot_payout")
+    return book
+
+
+def hand_movements(phase: str, record: Mapping[str, Any]) -> dict[str, int]:
+    """One Hand phase: every account's net movement."""
+    return hand_phase(phase, record).moves
 
 
 def add_movements(total: dict[str, int], moves: Mapping[str, int]) -> dict[str, int]:

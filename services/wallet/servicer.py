@@ -15,6 +15,7 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import Counter
+from sqlalchemy import Engine
 
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import (
@@ -158,6 +159,46 @@ def _transfer_pb(t: Transfer) -> wallet_pb2.Transfer:
         posting=_posting_pb(t.posting),
         create_time=_timestamp(t.created_ms),
     )
+
+
+ExportChunk = tuple[wallet_pb2.ExportTransfersResponse, int, str]
+_REASON_ENUMS = {reason.value: reason_enum(reason.value) for reason in Reason}
+
+
+def _transfer_chunk(
+    engine: Engine, filters: finance.ExportFilter, cursor: str, size: int
+) -> ExportChunk:
+    """A chunk of Transfer messages; (message, rows, cursor after it)."""
+    transfers, cursor = finance.export_page(engine, filters, cursor, size)
+    chunk = wallet_pb2.ExportTransfersResponse(
+        transfers=[_transfer_pb(t) for t in transfers], cursor=cursor
+    )
+    return chunk, len(transfers), cursor
+
+
+def _column_chunk(
+    engine: Engine, filters: finance.ExportFilter, cursor: str, size: int
+) -> ExportChunk:
+    """A chunk as columns, straight from the rows: no object per posting."""
+    rows, cursor = finance.export_rows(engine, filters, cursor, size)
+    chunk = wallet_pb2.ExportTransfersResponse(cursor=cursor)
+    if rows:
+        ids, batches, seqs, times, sources, targets, amounts, reasons, tables, rounds, phases = zip(
+            *rows, strict=True
+        )
+        chunk.columns.transfer_id.extend(ids)
+        chunk.columns.batch_id.extend(batches)
+        chunk.columns.seq.extend(seqs)
+        chunk.columns.create_time_ms.extend(times)
+        chunk.columns.from_account.extend(sources)
+        chunk.columns.to_account.extend(targets)
+        chunk.columns.amount.extend(amounts)
+        unspecified = wallet_pb2.TRANSFER_REASON_UNSPECIFIED
+        chunk.columns.reason.extend([_REASON_ENUMS.get(r, unspecified) for r in reasons])
+        chunk.columns.table_id.extend([t or "" for t in tables])
+        chunk.columns.round.extend([r or 0 for r in rounds])
+        chunk.columns.phase.extend([p or "" for p in phases])
+    return chunk, len(rows), cursor
 
 
 class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
@@ -305,20 +346,16 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             reason_text(request.reason),
         )
         cursor = request.cursor
-        # One page is read ahead while gRPC sends the previous one; memory stays two pages.
-        page = self._run(
-            finance.export_page, self._ledger.engine, filters, cursor, request.chunk_size
-        )
+        read = _column_chunk if request.columns else _transfer_chunk
+        # One chunk is read and built ahead (in a thread) while gRPC sends the previous one;
+        # memory stays two chunks.
+        page = self._run(read, self._ledger.engine, filters, cursor, request.chunk_size)
         while True:
-            transfers, cursor = await page
+            chunk, rows, cursor = await page
             if cursor:
-                page = self._run(
-                    finance.export_page, self._ledger.engine, filters, cursor, request.chunk_size
-                )
-            if transfers or not cursor:
-                yield wallet_pb2.ExportTransfersResponse(
-                    transfers=[_transfer_pb(t) for t in transfers], cursor=cursor
-                )
+                page = self._run(read, self._ledger.engine, filters, cursor, request.chunk_size)
+            if rows or not cursor:
+                yield chunk
             if not cursor:
                 return
 

@@ -24,7 +24,6 @@ import grpc
 import pytest
 import sqlalchemy as sa
 
-from games.kishpa.record import start_postings
 from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
@@ -42,6 +41,7 @@ from services.wallet.server import WalletServer, create_wallet_server
 from shared import keys
 from shared.phase_record import PhaseRef, parse_phase_record
 from tests.conftest import TEST_DATABASE_URL, TEST_REDIS_URL
+from tests.reference_settlement import kishpa_phase
 from workers.settlement import settle
 from workers.wallet_client import WalletClient
 
@@ -350,12 +350,12 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
             settle, sync, wallet, ref, now_ms=lambda: int(time.time() * 1000)
         )
         assert outcome.outcome == "settled"
-        # Who paid the bowl, from the rules (independently of the wallet's refund code).
-        paid: dict[str, int] = {}
-        for posting in start_postings(record.record):
-            if posting.to_account == "bowl":
-                paid[posting.from_account] = paid.get(posting.from_account, 0) + posting.amount
-        assert sum(paid.values()) > 0
+        # Who paid the bowl, from the rules by the tests' reference (no code shared with the
+        # game or the wallet's refund code): each player's bowl contribution.
+        contributions = kishpa_phase("start", record.record).by_reason["bowl_contribution"]
+        paid = {p: -m for p, m in contributions.items() if p != "bowl"}
+        assert sorted(paid) == sorted(players)
+        assert sum(paid.values()) == contributions["bowl"] > 0
         bowl = f"bowl:{table_id}"
         assert await balance(stack, bowl) == sum(paid.values())
         before = {p: await balance(stack, f"player:{p}") for p in players}

@@ -22,5 +22,12 @@ def test_the_benchmark_builds_a_clean_ledger_and_measures_it() -> None:
     assert results["postings"] == 8_000
     week = results["export_week_rows"]
     assert abs(week - 8_000 * 7 // 60) <= POSTINGS_PER_BATCH * 2
-    for figure in ("reconcile_s", "export_grpc_csv_s", "month_summary_s", "balances_as_of_s"):
+    for figure in (
+        "reconcile_full_s",
+        "reconcile_incremental_s",
+        "export_cli_csv_s",
+        "export_grpc_csv_s",
+        "month_summary_s",
+        "balances_as_of_s",
+    ):
         assert results[figure] >= 0

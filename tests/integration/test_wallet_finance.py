@@ -233,6 +233,43 @@ async def test_an_export_streams_a_period_in_chunks_and_resumes_from_any_cursor(
         assert resumed == [t.transfer_id for t in rows[(k + 1) * 7 :]]
 
 
+async def test_an_export_as_columns_carries_the_history_and_resumes_the_same_way(
+    history: History, stub: wallet_pb2_grpc.WalletServiceStub, svc: Md
+) -> None:
+    """``columns=True``: the same postings, ids, times and cursors, one column per field."""
+    t0, t3 = history.cuts[0], history.cuts[3]
+    period = {"since": stamp(t0), "until": stamp(t3), "chunk_size": 7}
+    chunks = await export_all(stub, svc, columns=True, **period)
+    assert all(not c.transfers for c in chunks)
+    rows = [
+        (src, dst, amount, reason_text(reason), table, rnd, phase)
+        for c in chunks
+        for src, dst, amount, reason, table, rnd, phase in zip(
+            c.columns.from_account,
+            c.columns.to_account,
+            c.columns.amount,
+            c.columns.reason,
+            c.columns.table_id,
+            c.columns.round,
+            c.columns.phase,
+            strict=True,
+        )
+    ]
+    assert rows == [own(p) for _, p in history.postings]
+    ids = [i for c in chunks for i in c.columns.transfer_id]
+    times = [ms for c in chunks for ms in c.columns.create_time_ms]
+    assert all(t0 <= ms < t3 for ms in times)
+    assert all(len(c.columns.batch_id) == len(c.columns.seq) == 7 for c in chunks[:-1])
+    # The same postings and cursors as the Transfer messages (checked against the history
+    # in the test above).
+    plain = await export_all(stub, svc, **period)
+    assert ids == [t.transfer_id for c in plain for t in c.transfers]
+    assert times == [t.create_time.ToMilliseconds() for c in plain for t in c.transfers]
+    assert [c.cursor for c in chunks] == [c.cursor for c in plain]
+    rest = await export_all(stub, svc, columns=True, cursor=chunks[1].cursor, **period)
+    assert [i for c in rest for i in c.columns.transfer_id] == ids[14:]
+
+
 async def test_export_filters_by_period_account_table_and_reason(
     history: History, stub: wallet_pb2_grpc.WalletServiceStub, svc: Md
 ) -> None:

@@ -26,7 +26,6 @@ import grpc
 import pytest
 from sqlalchemy import text
 
-from games.kishpa.record import end_postings, start_postings
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet.database import create_wallet_engine, temporary_postgres_database
@@ -46,6 +45,7 @@ from tests.integration.workers_support import (
     port_open,
     wait_for,
 )
+from tests.reference_settlement import kishpa_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -175,13 +175,13 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
             pytest.skip("the play crossed a month boundary; the month report would split it")
 
         # The test's own totals: the opening grants of the players it seated, and what the
-        # rules make of each phase the table recorded (no player came near 0: no loads).
+        # rules make of each phase the table recorded, per reason, by the tests' reference
+        # (tests/reference_settlement.py; no code shared with the game or the wallet). No
+        # player came near 0: no loads.
         expected: Counter[str] = Counter({"opening_grant": STARTING_TOKENS * len(players)})
         for table_records in records.values():
             for field, stored in table_records.items():
-                rules = start_postings if field.endswith("start") else end_postings
-                for posting in rules(stored["record"]):
-                    expected[str(posting.reason)] += int(posting.amount)
+                expected.update(kishpa_phase(field.split(":")[1], stored["record"]).tokens)
         assert expected["bowl_contribution"] > 0
 
         month = start.strftime("%Y-%m")

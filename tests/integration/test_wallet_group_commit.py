@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,24 +33,6 @@ from tests.conftest import TEST_DATABASE_URL
 pytestmark = pytest.mark.integration
 
 START = 2000  # a new wallet's grant (docs/rules/kishpa.md section 5)
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def ledger(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Ledger]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('group') / 'wallet.sqlite3'}"
-        upgrade(url)
-        engine = create_wallet_engine(url)
-        yield Ledger(engine)
-        engine.dispose()
-        return
-    with temporary_postgres_database(TEST_DATABASE_URL) as url:
-        upgrade(url)
-        engine = create_wallet_engine(url)
-        yield Ledger(engine)
-        engine.dispose()
 
 
 def _players(ledger: Ledger, run: str, n: int) -> list[str]:

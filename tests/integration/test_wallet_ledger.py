@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -29,24 +28,6 @@ from tests.conftest import TEST_DATABASE_URL
 pytestmark = pytest.mark.integration
 
 KISHPA = str(Path(sys.executable).parent / "kishpa")
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def ledger(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Ledger]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('ledger') / 'wallet.sqlite3'}"
-        upgrade(url)
-        engine = create_wallet_engine(url)
-        yield Ledger(engine)
-        engine.dispose()
-        return
-    with temporary_postgres_database(TEST_DATABASE_URL) as url:
-        upgrade(url)
-        engine = create_wallet_engine(url)
-        yield Ledger(engine)
-        engine.dispose()
 
 
 SLOTS = ["player:0", "player:1", "player:2", "bowl:0", "pot:0", BANK]
@@ -171,6 +152,17 @@ def test_cli_migrate_reconcile_balance_history_on_a_fresh_sqlite_file(tmp_path: 
     )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "OK" in ok.stdout
+    # The first run had no clean run before it: it checked every batch (the report says so);
+    # --full forces that whatever the runs before.
+    assert "all 1 batches checked against their results (full)" in ok.stdout
+    forced = subprocess.run(
+        [*env_cmd, "wallet", "--database-url", url, "reconcile", "--json", "--full"],
+        capture_output=True,
+        text=True,
+    )
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    report = json.loads(forced.stdout)
+    assert (report["mode"], report["batches_checked"], report["ok"]) == ("full", 1, True)
     bal = subprocess.run(
         [*env_cmd, "wallet", "--database-url", url, "balance", "player:op", "bank"],
         capture_output=True,

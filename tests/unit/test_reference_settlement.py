@@ -21,8 +21,10 @@ from games.kishpa.record import end_postings, start_postings
 from tests.reference_settlement import (
     add_movements,
     hand_movements,
+    hand_phase,
     hand_pot_shares,
     kishpa_movements,
+    kishpa_phase,
     win_per_loser,
 )
 
@@ -41,6 +43,16 @@ def _net(postings: Iterable[Any]) -> dict[str, int]:
         net[p.from_account] = net.get(p.from_account, 0) - p.amount
         net[p.to_account] = net.get(p.to_account, 0) + p.amount
     return _nonzero(net)
+
+
+def _by_reason(postings: Iterable[Any]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Per reason: the tokens of the postings, and each account's net change."""
+    tokens: dict[str, int] = {}
+    nets: dict[str, list[Any]] = {}
+    for p in postings:
+        tokens[str(p.reason)] = tokens.get(str(p.reason), 0) + p.amount
+        nets.setdefault(str(p.reason), []).append(p)
+    return tokens, {reason: _net(ps) for reason, ps in nets.items()}
 
 
 def _nonzero(moves: Mapping[str, int]) -> dict[str, int]:
@@ -142,6 +154,12 @@ def test_the_reference_moves_what_the_kishpa_posting_functions_move(
     assert _nonzero(start) == _net(start_postings(record))
     assert _nonzero(end) == _net(end_postings(record))
     assert sum(start.values()) == sum(end.values()) == 0
+    # Per reason too: the tokens each reason moves and who gained or lost them.
+    for phase, postings in (("start", start_postings(record)), ("end", end_postings(record))):
+        book = kishpa_phase(phase, record)
+        tokens, nets = _by_reason(postings)
+        assert dict(book.tokens) == tokens
+        assert {r: _nonzero(m) for r, m in book.by_reason.items()} == nets
 
 
 @settings(max_examples=300, deadline=None)
@@ -166,7 +184,9 @@ def test_the_reference_moves_what_the_hand_pot_postings_move(
         "totals": dict(zip(players, totals, strict=True)),
     }
     for phase in ("buy_in", "payout"):
-        assert _nonzero(hand_movements(phase, record)) == _net(postings_for_phase(phase, record))
+        postings = postings_for_phase(phase, record)
+        assert _nonzero(hand_movements(phase, record)) == _net(postings)
+        assert dict(hand_phase(phase, record).tokens) == _by_reason(postings)[0]
 
 
 # Hand-computed literals (docs/rules and tests/integration/test_workers_settlement.py).
@@ -213,6 +233,14 @@ def test_the_docs_bonus_and_bowl_split_examples() -> None:
         "start_hands": {"ann": ann, "ben": ben, "cat": cat, "dan": dan},
         "bowl": 0,
     }
+    # Per reason, by hand: 4 into the bowl; Ann's doll and joker and Ben's 1 (worth 1: the
+    # kishpa is not a 1) each paid by the 3 others.
+    assert dict(kishpa_phase("start", record).tokens) == {
+        "bowl_contribution": 4,
+        "bonus_doll": 3,
+        "bonus_joker": 3,
+        "bonus_one": 3,
+    }
     assert kishpa_movements("start", record) == {
         "ann": 6 - 1 - 1,
         "ben": 3 - 2 - 1,
@@ -234,6 +262,7 @@ def test_the_docs_bonus_and_bowl_split_examples() -> None:
     win = {"ann": -2, "ben": -2, "cat": 6, "dan": -2}
     assert {p: bowl_share[p] - win[p] for p in win} == {"ann": 9, "ben": 8, "cat": 9, "dan": 9}
     assert moves["bowl"] == -35
+    assert dict(kishpa_phase("end", end).tokens) == {"win": 6, "bowl_split": 35}
 
 
 # tests/integration/test_workers_settlement.py: START and END, computed by hand per seat.

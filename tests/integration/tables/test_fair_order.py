@@ -26,10 +26,19 @@ from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
+from cli.play.games import HAND, KISHPA
+from games import table as games_table
 from games.table import Table
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk.fairness import COMMITMENT_LATE, MOVE_MISMATCH, evidence_from_record, face, verify_round
+from sdk.fairness import (
+    COMMITMENT_LATE,
+    MOVE_MISMATCH,
+    card_text,
+    evidence_from_record,
+    face,
+    verify_round,
+)
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from services.table.engine import Step
@@ -405,8 +414,8 @@ async def test_a_server_that_cheats_on_the_order_is_caught_by_every_verifier(
 
 def _bot_discards_a_tile_it_never_held(server: TableServer) -> list[tuple[int, int]]:
     """A dishonest service: the first time a house bot discards, the stream says it
-    discarded a tile from the bottom of the pile (never dealt, never drawn by anyone).
-    Returns the (seat, tile) it announced, once it did."""
+    discarded a tile from the bottom of the pile (Hand: of the stock), never dealt, never
+    drawn by anyone. Returns the (seat, tile) it announced, once it did."""
     tables = server.tables
     real = tables._transition
     announced: list[tuple[int, int]] = []
@@ -418,8 +427,12 @@ def _bot_discards_a_tile_it_never_held(server: TableServer) -> list[tuple[int, i
                     0 <= event.seat < len(table.players) and table.players[event.seat] in table.bots
                 )
                 if event.type == "discarded" and bot:
-                    never = int(table.game["round"]["pile"][0])
-                    data = {"tile": face(never), "tile_id": never}
+                    if "card" in event.data:  # Hand: the stock is drawn from its start
+                        never = int(table.game["deal"]["stock"][-1])
+                        data = {"card": never, "text": card_text(never)}
+                    else:
+                        never = int(table.game["round"]["pile"][0])
+                        data = {"tile": face(never), "tile_id": never}
                     step.events[at] = dataclasses.replace(event, data=data)
                     announced.append((event.seat, never))
                     break
@@ -429,7 +442,9 @@ def _bot_discards_a_tile_it_never_held(server: TableServer) -> list[tuple[int, i
     return announced
 
 
+@pytest.mark.parametrize("game", ["kishpa", "hand"])
 async def test_a_bot_that_discards_a_tile_it_never_held_is_named_by_every_verifier(
+    game: str,
     stub: table_pb2_grpc.TableServiceStub,
     channel: grpc.aio.Channel,
     authority: TokenAuthority,
@@ -437,14 +452,19 @@ async def test_a_bot_that_discards_a_tile_it_never_held_is_named_by_every_verifi
     players: list[str],
     redis: Redis,
     server: TableServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every other fact of the deal is honest (the seed, every hand, every draw): only the
     bot's public discard is a tile it never held, and the SDK, ``kishpa verify`` and the
     browser's check each fail the deal with MOVE_MISMATCH naming the bot's seat."""
+    # The house bot plays its turn after the auto-play delay: short here, so the round
+    # ends in seconds (the delay only paces the table).
+    monkeypatch.setattr(games_table, "AUTOPLAY_DELAY_MS", 50)
     ann = players[0]
     announced = _bot_discards_a_tile_it_never_held(server)
+    hand = game == "hand"
     settings = table_pb2.TableSettings(
-        game=common_pb2.GAME_KISHPA, seats=2, bots=1, next_round_pause=None
+        game=common_pb2.GAME_HAND if hand else common_pb2.GAME_KISHPA, seats=2, bots=1
     )
     settings.turn_time.FromSeconds(60)
     settings.reveal_window.FromSeconds(2)
@@ -458,8 +478,11 @@ async def test_a_bot_that_discards_a_tile_it_never_held_is_named_by_every_verifi
             table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
             metadata=md[ann],
         )
-        me = {ann: BotPlayer(channel, authority.issue_player_token(ann, ann).token, b"\x0b" * 80)}
-        await _play_until(me, table_id, _ended)
+        token = authority.issue_player_token(ann, ann).token
+        me = {ann: BotPlayer(channel, token, b"\x0b" * 80, HAND if hand else KISHPA)}
+        await _play_until(
+            me, table_id, lambda v: _ended(v) or v.status == table_pb2.TABLE_STATUS_CLOSED
+        )
         assert announced, "the bot never discarded"
         (seat, tile) = announced[0]
         record = await _record(stub, md[ann], table_id, 1)
