@@ -137,6 +137,7 @@ try {
     .catch(() => {});
   result.walletRows = await page.locator(".history tbody tr").count();
   result.walletRowTexts = await page.locator(".history tbody tr").allTextContents();
+  result.walletRowIds = await page.locator(".history tbody tr").evaluateAll((els) => els.map((e) => e.dataset.transfer));
   result.walletMoreShown = await page.getByTestId("wallet-more").isVisible();
   result.axe["wallet desktop"] = await axeViolations(page);
   // A 360 px phone with touch: every screen fits, 44 px targets, no keyboard hints.

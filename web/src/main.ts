@@ -270,7 +270,7 @@ async function walletScreen(): Promise<void> {
       list.append(
         h(
           "tr",
-          {},
+          { "data-transfer": String(t.transferId) },
           h("td", { "data-label": "When" }, t.createTime ? new Date(Number(t.createTime.seconds) * 1000).toLocaleString() : ""),
           h("td", { "data-label": "Why" }, reasonText(p.reason)),
           h("td", { "data-label": "With" }, incoming ? `from ${other}` : `to ${other}`),
