@@ -200,34 +200,6 @@ class UtcMillis:
         return self._text
 
 
-class JsonLines:
-    """A row of values (``CSV_COLUMNS`` order) as its JSON line, exactly what
-    ``json.dumps(dict(zip(CSV_COLUMNS, row)), separators=(",", ":"))`` gives plus a newline:
-    strings are quoted by ``json`` once each (accounts and tables repeat) and the line is put
-    together by one format, without a dict per row."""
-
-    def __init__(self) -> None:
-        self._quoted: dict[str, str] = {}
-
-    def _q(self, text: str) -> str:
-        quoted = self._quoted.get(text)
-        if quoted is None:
-            if len(self._quoted) > 200_000:  # a bounded cache: a long export meets many ids
-                self._quoted.clear()
-            quoted = self._quoted[text] = json.dumps(text)
-        return quoted
-
-    def __call__(self, row: tuple[Any, ...]) -> str:
-        transfer_id, batch_id, seq, when, src, dst, amount, reason, table, rnd, phase = row
-        q = self._q
-        return (
-            f'{{"transfer_id":{int(transfer_id)},"batch_id":{int(batch_id)},"seq":{int(seq)},'
-            f'"time_utc":{q(when)},"from_account":{q(src)},"to_account":{q(dst)},'
-            f'"amount":{int(amount)},"reason":{q(reason)},"table_id":{q(table)},'
-            f'"round":{int(rnd)},"phase":{q(phase)}}}\n'
-        )
-
-
 def chunk_rows(chunk: Any, times: UtcMillis) -> list[tuple[Any, ...]]:
     """An export chunk sent as columns, as rows of values in ``CSV_COLUMNS`` order."""
     c = chunk.columns
@@ -320,7 +292,7 @@ async def _export(stub: Any, args: argparse.Namespace, md: Any) -> int:
         writer = csv.writer(out, lineterminator="\n")
         if args.format == "csv" and not args.cursor:
             writer.writerow(CSV_COLUMNS)
-        times, lines = UtcMillis(), JsonLines()
+        times = UtcMillis()
         async for chunk in stub.ExportTransfers(request, metadata=md):
             # Columns from this server; Transfer messages from one that predates them.
             values = chunk_rows(chunk, times) if chunk.columns.transfer_id else None
@@ -329,7 +301,8 @@ async def _export(stub: Any, args: argparse.Namespace, md: Any) -> int:
             if args.format == "csv":
                 writer.writerows(values)
             else:
-                out.writelines(map(lines, values))
+                dumps = json.JSONEncoder(separators=(",", ":")).encode
+                out.writelines(dumps(dict(zip(CSV_COLUMNS, v, strict=True))) + "\n" for v in values)
             rows += len(values)
             out.flush()  # what is written is durable before the cursor says so
             cursor = chunk.cursor  # "" after the last chunk

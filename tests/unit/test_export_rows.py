@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from cli.finance_cmd import CSV_COLUMNS, JsonLines, UtcMillis, _row, chunk_rows
+from cli.finance_cmd import CSV_COLUMNS, UtcMillis, _row, chunk_rows
 from kishpa.wallet.v1 import wallet_pb2
 
 # (transfer id, batch, seq, ms, from, to, amount, reason enum, table, round, phase), and the
@@ -94,12 +93,3 @@ def test_utc_millis_is_exact_across_seconds_and_days_in_any_order() -> None:
     assert times(1_767_311_999_999) == "2026-01-01T23:59:59.999Z"
     assert times(1_767_312_000_000) == "2026-01-02T00:00:00.000Z"
     assert times(0) == "1970-01-01T00:00:00.000Z"
-
-
-def test_json_lines_are_what_json_dumps_writes_even_for_awkward_text() -> None:
-    lines = JsonLines()
-    awkward = (1, 2, 3, "2026-01-01T00:00:00.000Z", 'a"b', "c\\d", 9, "win", "t\u00e9\n", 0, "\x01")
-    rows = [*chunk_rows(_columns(), UtcMillis()), awkward]
-    for row in rows * 2:  # the second time from the cache
-        expected = json.dumps(dict(zip(CSV_COLUMNS, row, strict=True)), separators=(",", ":"))
-        assert lines(row) == expected + "\n"
