@@ -175,19 +175,29 @@ def _iso(ms: int) -> str:
 
 
 class UtcMillis:
-    """``_iso`` for a stream of times: the date and time to the second is worked out once
-    per second (a chunk's postings share most of them), the milliseconds appended."""
+    """``_iso`` for a stream of times, several times faster: the date is worked out once per
+    day, the time of day by arithmetic, and a repeated millisecond (a batch's postings share
+    theirs) is answered from the last one."""
 
     def __init__(self) -> None:
-        self._second = -1
-        self._prefix = ""
+        self._day = -1
+        self._date = ""
+        self._ms = -1
+        self._text = ""
 
     def __call__(self, ms: int) -> str:
-        second, rest = divmod(ms, 1000)
-        if second != self._second:
-            self._second = second
-            self._prefix = _iso(second * 1000)[:-4]
-        return f"{self._prefix}{rest:03d}Z"
+        if ms == self._ms:
+            return self._text
+        day, rest = divmod(ms, 86_400_000)
+        if day != self._day:
+            self._day = day
+            self._date = _iso(day * 86_400_000)[:11]  # "YYYY-MM-DDT"
+        seconds, milli = divmod(rest, 1000)
+        hours, seconds = divmod(seconds, 3600)
+        minutes, seconds = divmod(seconds, 60)
+        self._ms = ms
+        self._text = f"{self._date}{hours:02d}:{minutes:02d}:{seconds:02d}.{milli:03d}Z"
+        return self._text
 
 
 def chunk_rows(chunk: Any, times: UtcMillis) -> list[tuple[Any, ...]]:

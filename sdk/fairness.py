@@ -260,6 +260,8 @@ class RoundEvidence:
     """What a live witness saw out of order (commitment after a contribution...)."""
     moves: list[SeatMove] | None = None
     """Every public move by any seat, in stream order (None: not known, not checked)."""
+    cards_left: dict[int, list[int]] | None = None
+    """Hand: each seat's cards when the deal ended, as shown (None: not checked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,6 +549,16 @@ def _check_moves(
             fail(move, n, f"unknown move kind {move.kind!r}")
     if next(draws, None) is not None:
         failures.append(Failure(MOVE_MISMATCH, "the record has draws its moves do not show"))
+    for seat, left_over in sorted((e.cards_left or {}).items()):
+        kept = held[seat] if 0 <= seat < len(held) else set()
+        if sorted(left_over) != sorted(kept):
+            failures.append(
+                Failure(
+                    MOVE_MISMATCH,
+                    f"seat {seat + 1} was shown with {_texts(sorted(left_over), text)} left at the "
+                    f"end; its moves leave it {_texts(sorted(kept), text)}",
+                )
+            )
     if len(failures) == before:
         checked.append(f"all {len(e.moves)} moves")
 
@@ -1180,6 +1192,9 @@ def evidence_from_record(record: Any, my_client_seed: str | None = None) -> Roun
             [SeatMove(m.seat, m.kind, tuple(m.tile_ids), m.event_id) for m in record.moves]
             if record.dealt_hands
             else None
+        ),
+        cards_left=(
+            {d.seat: list(d.tile_ids) for d in record.cards_left} if record.cards_left else None
         ),
     )
 

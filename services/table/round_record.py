@@ -61,6 +61,8 @@ class RoundRecord:
     """(seat, contribution, event id), in stream order."""
     deal_event_id: str = ""
     seat_client_seeds: list[str] = field(default_factory=list)
+    cards_left: dict[int, list[int]] = field(default_factory=dict)
+    """Hand: each seat's cards when the deal ended (``deal_ended``)."""
     moves: list[tuple[int, str, list[int], str]] = field(default_factory=list)
     """(seat, kind, tile ids, event id) of every public move, in stream order (the
     ``SeatMove`` kinds: draw, take, discard, meld, release, show, undo)."""
@@ -270,6 +272,9 @@ def _observe_hand(record: RoundRecord, event: TableEvent, event_id: str = "") ->
         record.server_seed = str(event.data.get("server_seed") or "")
         record.client_seeds = list(event.data.get("client_seeds") or [])
         return True
+    elif event.type == "deal_ended":
+        hands = event.data.get("hands") or []
+        record.cards_left = {s: [int(c) for c in cards] for s, cards in enumerate(hands)}
     else:
         _hand_move(record, event, event_id)
     return False

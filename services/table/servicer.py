@@ -308,6 +308,10 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 ],
                 deal_event_id=record.deal_event_id,
                 seat_client_seeds=record.seat_client_seeds,
+                cards_left=[
+                    table_pb2.SeatDeal(seat=seat, tile_ids=cards)
+                    for seat, cards in sorted(record.cards_left.items())
+                ],
                 moves=[
                     table_pb2.SeatMove(seat=seat, kind=kind, tile_ids=tiles, event_id=event_id)
                     for seat, kind, tiles, event_id in record.moves

@@ -480,3 +480,41 @@ async def test_a_silent_seat_that_declared_holds_the_first_deal_no_longer_than_t
     finally:
         await mm.stop(0)
         await table.stop(0)
+
+
+async def test_a_full_private_table_waits_for_the_declared_seats_then_deals(
+    env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
+) -> None:
+    """A private table starts the moment its last seat is taken (JoinByCode): with both
+    clients declared, the first deal waits for both contributions and is dealt by the
+    second, each accepted after the commitment."""
+    table = await start_table(env, table_port)
+    mm = await start_mm(env, table_port, prefix)
+    try:
+        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+            await ann.login("Ann")
+            await bob.login("Bob")
+            private = await ann.create_private_table(2, will_contribute=True)
+            tables_made.add(private.table_id)
+            await bob.join_by_code(private.invite_code, will_contribute=True)
+            view = await bob.get_table(private.table_id)
+            assert view.status == table_pb2.TABLE_STATUS_PLAYING
+            assert view.round.round == 0  # full, started, not dealt: both are awaited
+            _, view = await ann.contribute(private.table_id, 1)
+            assert view.round.round == 0  # still waiting for Bob
+            _, view = await bob.contribute(private.table_id, 1)
+            assert view.round.round == 1  # dealt by the last awaited contribution
+            order = [
+                e.event.type
+                for e in await _stream(table, private.table_id)
+                if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
+            ]
+            assert order == [
+                "seed_committed",
+                "contribution_accepted",
+                "contribution_accepted",
+                "round_started",
+            ]
+    finally:
+        await mm.stop(0)
+        await table.stop(0)

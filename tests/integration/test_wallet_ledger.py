@@ -152,6 +152,17 @@ def test_cli_migrate_reconcile_balance_history_on_a_fresh_sqlite_file(tmp_path: 
     )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "OK" in ok.stdout
+    # The first run had no clean run before it: it checked every batch (the report says so);
+    # --full forces that whatever the runs before.
+    assert "all 1 batches checked against their results (full)" in ok.stdout
+    forced = subprocess.run(
+        [*env_cmd, "wallet", "--database-url", url, "reconcile", "--json", "--full"],
+        capture_output=True,
+        text=True,
+    )
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    report = json.loads(forced.stdout)
+    assert (report["mode"], report["batches_checked"], report["ok"]) == ("full", 1, True)
     bal = subprocess.run(
         [*env_cmd, "wallet", "--database-url", url, "balance", "player:op", "bank"],
         capture_output=True,

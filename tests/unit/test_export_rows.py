@@ -82,7 +82,14 @@ def test_columns_and_transfer_messages_write_the_same_csv_lines() -> None:
     assert [line.split(",")[3] for line in lines] == TIMES
 
 
-def test_utc_millis_is_exact_across_seconds_in_any_order() -> None:
+def test_utc_millis_is_exact_across_seconds_and_days_in_any_order() -> None:
     times = UtcMillis()
-    order = [3, 0, 1, 2, 1, 3]
+    order = [3, 0, 1, 2, 2, 1, 3, 3]
     assert [times(POSTINGS[i][3]) for i in order] == [TIMES[i] for i in order]
+    # Every hour and minute boundary of a day, and the first millisecond before the epoch's
+    # second day, against the hand-written text.
+    assert times(1_767_229_199_999) == "2026-01-01T00:59:59.999Z"
+    assert times(1_767_229_200_000) == "2026-01-01T01:00:00.000Z"
+    assert times(1_767_311_999_999) == "2026-01-01T23:59:59.999Z"
+    assert times(1_767_312_000_000) == "2026-01-02T00:00:00.000Z"
+    assert times(0) == "1970-01-01T00:00:00.000Z"

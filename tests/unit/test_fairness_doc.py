@@ -189,6 +189,7 @@ def _table_evidence(v: dict[str, Any]) -> fairness.RoundEvidence:
         deal_event_id=dealt[0]["id"],
         seat_client_seeds=list(v["seat_client_seeds"]),
         moves=[fairness.SeatMove(m["seat"], m["kind"], tuple(m["tile_ids"])) for m in v["moves"]],
+        cards_left=dict(enumerate(v["cards_left"])) if "cards_left" in v else None,
     )
 
 

@@ -251,6 +251,7 @@ export interface TableEvidence {
   mySeat: number;
   mySeed: string | null; // what this player handed in for this deal (null: not known)
   moves: SeatMove[] | null; // every public move, stream order (null: not known, not checked)
+  cardsLeft?: number[][] | null; // Hand: each seat's cards at the deal's end, as shown (null: not checked)
 }
 
 /** A public move that took tiles into a seat's hand or out of it, or showed them
@@ -458,6 +459,13 @@ function checkMoves(
     bad = true;
     fail("MOVE_MISMATCH", "the record has draws its moves do not show");
   }
+  (e.cardsLeft ?? []).forEach((shown, seat) => {
+    const kept = [...(held[seat] ?? [])];
+    if (!sameSet(shown, kept)) {
+      bad = true;
+      fail("MOVE_MISMATCH", `seat ${seat + 1} was shown with ${shown.map(no).join(" ")} left at the end; its moves leave it ${kept.map(no).join(" ")}`);
+    }
+  });
   if (!bad) passed.push(`all ${e.moves.length} moves`);
 }
 
@@ -491,6 +499,13 @@ export interface RecordLike {
   contributions: readonly { seat: number; contribution: string; eventId: string }[];
   dealEventId: string;
   moves?: readonly { seat: number; kind: string; tileIds: readonly number[] }[];
+  cardsLeft?: readonly { seat: number; tileIds: readonly number[] }[];
+}
+
+function cardsLeftBySeat(left: readonly { seat: number; tileIds: readonly number[] }[], seats: number): number[][] {
+  const out: number[][] = Array.from({ length: seats }, () => []);
+  for (const d of left) if (d.seat >= 0 && d.seat < seats) out[d.seat] = [...d.tileIds];
+  return out;
 }
 
 export function evidenceFromRecord(r: RecordLike, mySeed: string | null): TableEvidence {
@@ -521,5 +536,6 @@ export function evidenceFromRecord(r: RecordLike, mySeed: string | null): TableE
     mySeed,
     // Every deal has moves; a record with hands but none left them out.
     moves: hands ? (r.moves ?? []).map((m) => ({ seat: m.seat, kind: m.kind, tileIds: [...m.tileIds] })) : null,
+    cardsLeft: r.cardsLeft?.length ? cardsLeftBySeat(r.cardsLeft, seats) : null,
   };
 }

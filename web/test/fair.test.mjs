@@ -82,6 +82,7 @@ function tableEvidence(v) {
     mySeat: 0,
     mySeed: null,
     moves: v.moves.map((m) => ({ seat: m.seat, kind: m.kind, tileIds: m.tile_ids })),
+    cardsLeft: v.cards_left ?? null,
   };
 }
 

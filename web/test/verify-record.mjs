@@ -26,6 +26,7 @@ const record = {
   precommitmentEventId: r.precommitmentEventId ?? "",
   contributions: list(r.contributions).map((c) => ({ seat: c.seat ?? 0, contribution: c.contribution ?? "", eventId: c.eventId ?? "" })),
   dealEventId: r.dealEventId ?? "",
+  cardsLeft: list(r.cardsLeft).map((d) => ({ seat: d.seat ?? 0, tileIds: list(d.tileIds) })),
   moves: list(r.moves).map((m) => ({ seat: m.seat ?? 0, kind: m.kind ?? "", tileIds: list(m.tileIds) })),
 };
 const verdict = await verifyTable(evidenceFromRecord(record, null));

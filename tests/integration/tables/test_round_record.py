@@ -273,6 +273,9 @@ async def test_a_hand_deal_verifies_for_each_player_from_the_stream_and_the_reco
                 if e.event.type == "deal_ended" and e.event.round == 1
             ]
             assert _fold(hands, record.moves) == [sorted(h) for h in ended.data["hands"]]
+            assert [sorted(d.tile_ids) for d in record.cards_left] == [
+                sorted(h) for h in ended.data["hands"]
+            ]
             # A card swapped in the record is caught by name.
             tampered = dataclasses.replace(
                 evidence, dealt=[(evidence.dealt[0] + 1) % 106, *evidence.dealt[1:]]
