@@ -3,8 +3,10 @@
 ``kishpa.settle_phase(table_id=..., round_no=..., phase=...)``:
 
 1. read the phase record from the table's outbox (nothing to do if the phase is settled);
-   while an earlier phase of the table is unsettled, wait a little (it is usually settling
-   in another thread), then hand the table back: enqueue that earlier phase and stop;
+   while an earlier phase of the table is unsettled, settle it first, here, earliest first
+   (each one exactly as its own task would: same batch key, same settled mark), so a
+   table's phases still settle in order; only when the catch-up time runs out, hand the
+   table back: enqueue the earliest unsettled phase and stop (``waiting``);
 2. compute its postings with the game's rules engine;
 3. open the players' wallets (idempotent) and apply the postings as ONE wallet batch under
    the idempotency key ``kishpa:<table_id>:<round>:<phase>``;
@@ -87,9 +89,9 @@ PERMANENT_GRPC_CODES = frozenset(
 )
 
 
-ORDER_WAIT_S = 2.0
-"""How long a phase waits for an earlier phase of its table before handing the table back."""
-ORDER_POLL_S = 0.05
+CATCH_UP_SHARE = 0.5
+"""The share of a task's budget in which it may start settling earlier phases of its table
+(the rest is for its own phase and transient retries)."""
 
 
 class PermanentSettlementError(Exception):
@@ -208,13 +210,14 @@ def settle(
     ref: PhaseRef,
     *,
     now_ms: Callable[[], int],
-    order_wait_s: float = 0.0,
-    sleep: Callable[[float], None] = time.sleep,
+    catch_up_until: float | None = None,
 ) -> Outcome:
     """Settle one round phase (see the module docstring); safe to run any number of times.
 
-    While an earlier phase of the table is unsettled (and not dead-lettered) it waits up to
-    ``order_wait_s``, then answers ``waiting`` naming that phase, having changed nothing.
+    While an earlier phase of the table is unsettled (and not dead-lettered) it settles that
+    phase first, earliest first, starting no new one after the monotonic time
+    ``catch_up_until`` (None: none at all); a phase still blocking then makes it answer
+    ``waiting`` naming that phase, its own phase unchanged.
     """
     # One round trip for what used to take four: settled? dead-lettered? the record, and
     # the table's earlier unsettled phases.
@@ -229,7 +232,7 @@ def settle(
         record = checked_record(ref, state.raw_record)
         live = [p for p in state.earlier_unsettled if not is_dead_lettered(client, p)]
         if live:
-            blocking = _wait_for_earlier_phases(client, ref, order_wait_s, sleep)
+            blocking = _catch_up(client, wallet, ref, now_ms=now_ms, until=catch_up_until)
             if blocking is not None:
                 return Outcome("waiting", reason=f"{blocking.round_no}:{blocking.phase}")
         batch_id, balances, payments = _apply(wallet, ref, record)
@@ -272,15 +275,41 @@ def earliest_blocking_phase(client: redis.Redis, ref: PhaseRef) -> PhaseRef | No
     return None
 
 
-def _wait_for_earlier_phases(
-    client: redis.Redis, ref: PhaseRef, wait_s: float, sleep: Callable[[float], None]
+def _catch_up(
+    client: redis.Redis,
+    wallet: WalletClient,
+    ref: PhaseRef,
+    *,
+    now_ms: Callable[[], int],
+    until: float | None,
 ) -> PhaseRef | None:
-    deadline = time.monotonic() + wait_s
+    """Settle the unsettled phases of the table before ``ref``, earliest first; returns the
+    one still blocking ``ref`` when time ran out (or it could not be settled here), else None.
+
+    Waiting for the earlier phase's own task instead stalls a table behind it: after an
+    outage its message may sit behind every later phase of the table, each waiting for it.
+    Settling it here is what its own task would do (the same wallet batch key, the same
+    atomic settled mark), so it stays exactly once even when both run at the same moment.
+    """
+    tried: PhaseRef | None = None
     while True:
         blocking = earliest_blocking_phase(client, ref)
-        if blocking is None or time.monotonic() >= deadline:
+        if blocking is None:
+            return None
+        if until is None or blocking == tried or time.monotonic() >= until:
             return blocking
-        sleep(ORDER_POLL_S)
+        tried = blocking
+        # The earliest live phase: nothing before it to catch up, so no recursion.
+        outcome = settle(client, wallet, blocking, now_ms=now_ms)
+        metrics.SETTLEMENTS.labels(phase=blocking.phase, outcome=outcome.outcome).inc()
+        log.info(
+            "earlier_phase_settled_first",
+            **_ids(ref),
+            earlier=f"{blocking.round_no}:{blocking.phase}",
+            outcome=outcome.outcome,
+        )
+        if outcome.outcome == "waiting":
+            return blocking
 
 
 def _dead_letter(
@@ -342,12 +371,12 @@ def settle_within_budget(
     """
     backoff = task_backoff(budget_s)
     deadline = backoff.deadline()
-    order_wait_s = min(ORDER_WAIT_S, budget_s / 2)
+    catch_up_until = time.monotonic() + budget_s * CATCH_UP_SHARE
     attempt = 0
     while True:
         try:
             clock = now_ms or _now_ms
-            return settle(client, wallet, ref, now_ms=clock, order_wait_s=order_wait_s, sleep=sleep)
+            return settle(client, wallet, ref, now_ms=clock, catch_up_until=catch_up_until)
         except Exception as exc:
             if isinstance(exc, grpc.RpcError) and not is_transient(exc):
                 log.error("settlement_failed", **_ids(ref), transient=False, error=str(exc))

@@ -35,7 +35,7 @@ from tests.integration.workers_support import (
     with_db,
 )
 from workers.deadletter import list_dead_letters, release_dead_letter
-from workers.outbox import index_unsettled, read_settlement
+from workers.outbox import claim_enqueue, index_unsettled, read_settlement
 from workers.wallet_client import WalletClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -226,21 +226,23 @@ def test_a_poisoned_record_is_dead_lettered_without_blocking_the_others(
         assert _wallet_balances(client, players) == _expected_balances(players, START[len(players)])
 
 
-def test_an_end_delivered_before_its_start_hands_the_table_back_and_both_settle_in_order(
+def test_an_end_delivered_before_its_start_settles_the_start_first_and_both_in_order(
     worker: Worker, wallet: Wallet, tables: Tables
 ) -> None:
     # The last round pays the whole bowl out at its end: settled before the start's
     # contributions reached the bowl, it would find the bowl short. The start's own message
-    # is never sent (as if lost with a killed worker): the waiting end enqueues it, and
-    # settling the start enqueues the end again; no sweeper runs here.
+    # is never sent (as if lost with a killed worker): the end's task settles the start
+    # first, then itself; no sweeper runs here.
     sender = worker.sender()
     table, players = tables.new(3)
     record = round_record(players, bowl=0, last_round=True)
-    tables.write_phase(table, 1, "start", record)
+    start = tables.write_phase(table, 1, "start", record)
     end = tables.write_phase(table, 1, "end", record)
-    waited = _send(sender, end).get(timeout=30)
-    assert waited == {"outcome": "waiting", "batch_id": "", "reason": "1:start"}
-    wait_for(lambda: tables.settled(end) is not None, 30, "the end to settle after its start")
+    answer = _send(sender, end).get(timeout=30)
+    assert answer["outcome"] == "settled"
+    # Both were settled by that one task: no hand-back, nothing left to wait for.
+    assert tables.settled(start) is not None
+    assert tables.settled(end) is not None
     assert [e.data["phase"] for e in tables.settled_events(table)] == ["start", "end"]
     assert wallet.client().balance(f"bowl:{table}") == 0
     # The last round: seat 2's plain win (2 from each loser) and, no two in a row, the bowl
@@ -249,12 +251,59 @@ def test_an_end_delivered_before_its_start_hands_the_table_back_and_both_settle_
         p.encode(): str(b).encode()
         for p, b in _expected_balances(players, START[3], (-1, +5, -1)).items()
     }
-    # Waiting is not an error: an info line, no traceback.
+    # The start's own message, arriving late, changes nothing.
+    assert _send(sender, start).get(timeout=30)["outcome"] == "already_settled"
+    assert len(tables.settled_events(table)) == 2
+    # Settling an earlier phase first is not an error: an info line, no traceback.
     assert worker.process is not None
     mine = [line for line in worker.process.output().splitlines() if table in line]
-    assert any('"event": "phase_waits_for_earlier_phase"' in line for line in mine)
+    assert any('"event": "earlier_phase_settled_first"' in line for line in mine)
     assert not [line for line in mine if '"level": "error"' in line or "Traceback" in line]
-    assert 'kishpa_settlements_total{outcome="waiting",phase="end"}' in worker.metrics()
+
+
+def test_a_later_phase_settles_the_earlier_ones_whose_enqueue_the_sweeper_holds(
+    worker: Worker, wallet: Wallet, tables: Tables
+) -> None:
+    # After a Redis outage: round 1 was handed to the sweeper, which holds its phases'
+    # enqueue markers; round 2's start is redelivered first. It must not wait for the
+    # sweeper's re-enqueue (queued behind it): it settles round 1's start and end itself,
+    # in order, then its own phase, each exactly once.
+    sender = worker.sender()
+    table, players = tables.new(3)
+    record = round_record(players)
+    start1 = tables.write_phase(table, 1, "start", record, age_ms=20_000)
+    end1 = tables.write_phase(table, 1, "end", record, age_ms=10_000)
+    start2 = tables.write_phase(table, 2, "start", record)
+    for ref in (start1, end1):
+        assert claim_enqueue(tables.client, ref, now_ms=now_ms(), deadline_s=60)
+    answer = _send(sender, start2).get(timeout=30)
+    assert answer["outcome"] == "settled"
+    for ref in (start1, end1, start2):
+        assert tables.settled(ref) is not None, ref
+    published = tables.settled_events(table)
+    assert [(e.round, e.data["phase"]) for e in published] == [
+        (1, "start"),
+        (1, "end"),
+        (2, "start"),
+    ]
+    # The markers were never needed: nobody could (or had to) enqueue round 1 again.
+    for ref in (start1, end1):
+        assert not claim_enqueue(tables.client, ref, now_ms=now_ms(), deadline_s=60)
+    # The sweeper's late messages (and a duplicate of round 2's) change nothing.
+    late = [_send(sender, ref) for ref in (start1, end1, start2)]
+    assert [r.get(timeout=30)["outcome"] for r in late] == ["already_settled"] * 3
+    assert len(tables.settled_events(table)) == 3
+    expected = _expected_balances(players, START[3], END[3], START[3])
+    assert _wallet_balances(wallet.client(), players) == expected
+    assert {k.decode(): int(v) for k, v in tables.client.hgetall(keys.balances(table)).items()} == (
+        expected
+    )
+    # Each phase is one wallet batch under its own key: applied once.
+    settlements = [tables.settled(ref) or {} for ref in (start1, end1, start2)]
+    batches = {s.get("batch_id") for s in settlements}
+    assert len(batches) == 3
+    assert "" not in batches
+    assert None not in batches
 
 
 def test_a_last_round_leaves_the_bowl_account_at_zero(
