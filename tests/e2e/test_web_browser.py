@@ -257,6 +257,12 @@ def test_a_guest_plays_a_deal_of_hand_by_keyboard_on_a_phone(web_stack: WebStack
     assert all(v == [] for v in result["axe"].values()), result["axe"]
     assert all(v <= 0 for v in result["sideScroll"].values()), result["sideScroll"]
     assert all(v == [] for v in result["smallTargets"].values()), result["smallTargets"]
+    # The player moved a card: his order is kept, the next turn too (minus cards played).
+    own = result["ownOrder"]
+    before, after = own["before"], own["after"]
+    assert after == [before[1], before[0], *before[2:]]
+    kept = [i for i in after if i in own["nextTurn"]]
+    assert [i for i in own["nextTurn"] if i in kept] == kept
     for name in ("hand", "hand-phone", "hand-round-end-phone"):
         png = (SCREENSHOTS / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG"), name
@@ -596,6 +602,18 @@ def test_a_newcomer_plays_hand_and_a_kishpa_round_at_stake_10_on_a_phone(
     assert all(v <= 0 for v in result["sideScroll"].values()), result["sideScroll"]
     assert all(v == [] for v in result["smallTargets"].values()), result["smallTargets"]
     assert result["keyHints"] is False
+    # Hand's hand as dealt: the suggested melds first, then by suit (S H C D) and rank, jokers last.
+    loose = [c["face"] for c in result["rack"] if not c["grouped"]]
+    grouped = [c["grouped"] for c in result["rack"]]
+    assert grouped == sorted(grouped, reverse=True), result["rack"]
+
+    def by_suit(face: str) -> tuple[int, int]:
+        if face in ("J1", "J2"):
+            return (9, 0)
+        rank = {"A": 1, "J": 11, "Q": 12, "K": 13}.get(face[:-1]) or int(face[:-1])
+        return ("SHCD".index(face[-1]), rank)
+
+    assert loose == sorted(loose, key=by_suit), loose
     shots = ["rules", "lobby", "hand", "hand-deal-end", "kishpa", "kishpa-round-end"]
     for name in [*shots, *(["hand-game-end"] if FULL_WEB else [])]:
         assert (SCREENSHOTS / f"phone-{name}.png").read_bytes().startswith(b"\x89PNG"), name

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { axeViolations, chooseByKeyboard, keyboardMove, launch, loginByKeyboard, settle, sideScroll, smallTargets, tabTo } from "./browser.mjs";
 
 const [base, out] = process.argv.slice(2);
+const rackIds = (page) => page.getByTestId("rack-tile").evaluateAll((els) => els.map((e) => e.getAttribute("data-id")));
 mkdirSync(out, { recursive: true });
 const result = { moves: {}, axe: {}, sideScroll: {}, smallTargets: {}, refusals: [] };
 const browser = await launch();
@@ -57,7 +58,14 @@ try {
       await page.screenshot({ path: `${out}/hand.png` });
       await page.setViewportSize({ width: 390, height: 844 });
       result.shots = true;
+      // The player's own order: Shift+→ on the first card moves it; the page keeps his order.
+      const before = await rackIds(page);
+      await page.locator(`[data-testid="rack-tile"][data-id="${before[0]}"]`).focus();
+      await page.keyboard.press("Shift+ArrowRight");
+      await page.waitForFunction((id) => document.querySelectorAll('[data-testid="rack-tile"]')[1]?.getAttribute("data-id") === id, before[0], { timeout: 10000 });
+      result.ownOrder = { before, after: await rackIds(page) };
     }
+    if (did === "draw" && turns === 2 && result.ownOrder && !result.ownOrder.nextTurn) result.ownOrder.nextTurn = await rackIds(page);
     if (!did) await settle(150);
   }
   await page.getByTestId("summary").waitFor({ timeout: 120000 });

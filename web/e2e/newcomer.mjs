@@ -265,7 +265,7 @@ try {
       checkedTable = true;
       await check(page, "hand table");
       result.keyHints = await page.evaluate(() => !!document.querySelector(".keys") || document.body.textContent.includes("(d)"));
-      result.rackFaces = (await rack(page)).map((c) => c.face);
+      result.rack = await page.getByTestId("rack-tile").evaluateAll((els) => els.map((e) => ({ face: e.dataset.face, grouped: e.classList.contains("grouped") })));
       await page.getByTestId("seats").evaluate((e) => e.scrollIntoView()); // the table from its seats
       await page.screenshot({ path: `${out}/phone-hand.png` });
     }
