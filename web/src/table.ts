@@ -249,7 +249,10 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       return;
     }
     if (!view?.round?.myRack || !hint) return;
-    const order = [...hint.groups.flatMap((g) => g.tiles.map((t) => t.id)), ...hint.looseTiles.map((t) => t.id)];
+    // Loose tiles by colour, then number (dolls last), so a pair or a near-run reads at a glance.
+    const key = (face: string) => ("RBYK".indexOf(face[0]!) + (face[0] === "D" ? 9 : 0)) * 20 + (Number(face.slice(1)) || 0);
+    const loose = [...hint.looseTiles].sort((a, b) => key(a.face) - key(b.face));
+    const order = [...hint.groups.flatMap((g) => g.tiles.map((t) => t.id)), ...loose.map((t) => t.id)];
     const have = new Set(view.round.myRack.tiles.map((t) => t.id));
     const ids = [...order.filter((id) => have.has(id)), ...[...have].filter((id) => !order.includes(id))];
     await setOrder(ids);
