@@ -132,6 +132,13 @@ def create_app(config: WorkerConfig) -> Celery:
 app = create_app(worker_config())
 
 
+PERIODIC_CHECK: dict[str, Any] = {"acks_late": False, "ignore_result": True}
+"""Options of the drift check and the reconciliation: they read every table or the whole
+ledger (minutes on a large one), far past the visibility timeout. Late-acked, each run was
+delivered again every timeout while it ran (one more full copy in memory and on the CPU each
+time); acknowledged on receipt, a run lost with its worker is only the next beat's to do."""
+
+
 def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
     """Register ``fn`` as the task ``name`` with the project's delivery policy.
 
@@ -140,6 +147,10 @@ def kishpa_task(name: str, **options: Any) -> Callable[[Callable[P, R]], Any]:
     wait unacknowledged in its worker and die with it. A task that wants to try again does
     so inside its budget, or leaves the work to the sweeper. A transient gRPC failure is
     raised as :class:`TransientError` so callers can tell it from a bug.
+
+    A periodic check that may run longer than the visibility timeout takes
+    ``**PERIODIC_CHECK``: acknowledged on receipt, since Redis hands a message still
+    unacknowledged after the timeout out again, to a second thread, while the first runs.
     """
 
     def decorate(fn: Callable[P, R]) -> Any:

@@ -36,7 +36,7 @@ from services.common.tls import client_tls_from_settings, sync_channel
 from shared import keys
 from shared.phase_record import BadPhaseRecord, PhaseRecord, parse_phase_record
 from workers import metrics
-from workers.celery_app import kishpa_task
+from workers.celery_app import PERIODIC_CHECK, kishpa_task
 from workers.config import worker_config
 from workers.settlement import PermanentSettlementError, compute_postings, redis_client
 from workers.wallet_client import CHANNEL_OPTIONS
@@ -534,7 +534,7 @@ def format_report(report: DriftReport, run_id: int = 0) -> str:
     return "\n".join(lines)
 
 
-@kishpa_task(DRIFT_TASK, ignore_result=True)
+@kishpa_task(DRIFT_TASK, **PERIODIC_CHECK)
 def check_drift_task() -> dict[str, Any]:
     """Celery task ``kishpa.check_drift`` (beat, every ``KISHPA_DRIFT_INTERVAL``)."""
     sources = GrpcSources(worker_config().settings)

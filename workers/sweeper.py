@@ -33,7 +33,7 @@ from services.common.logging import get_logger
 from shared import keys
 from shared.phase_record import PhaseRef
 from workers import metrics
-from workers.celery_app import kishpa_task
+from workers.celery_app import PERIODIC_CHECK, kishpa_task
 from workers.config import worker_config
 from workers.deadletter import is_dead_lettered
 from workers.enqueue import enqueue_settlement
@@ -213,7 +213,7 @@ def reconcile(database_url: str) -> list[str]:
     return [f"{d.check} {d.subject}: {d.detail}" for d in report.discrepancies]
 
 
-@kishpa_task(RECONCILE_TASK, ignore_result=True)
+@kishpa_task(RECONCILE_TASK, **PERIODIC_CHECK)
 def reconcile_wallet() -> dict[str, Any]:
     """Celery task ``kishpa.reconcile_wallet``: check the ledger, report what is wrong."""
     try:

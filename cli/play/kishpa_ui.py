@@ -208,7 +208,7 @@ class KishpaUI:
         elif kind == "reveal_window_opened":
             await session.refresh()
             return session.may(table_pb2.PLAYER_ACTION_REVEAL_KISHPA)
-        elif kind == "kishpa_revealed":
+        elif kind == "kishpa_revealed" and not mine:  # his own: said when he revealed
             say(f"{who} revealed the kishpa.", style="magenta")
         elif kind == "drew" and not mine:
             if event.drew.source == table_pb2.DRAW_SOURCE_DISCARD:

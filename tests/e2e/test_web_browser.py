@@ -248,7 +248,8 @@ def test_a_guest_plays_a_deal_of_hand_by_keyboard_on_a_phone(web_stack: WebStack
     card_names = [n.split(",")[0] for n in result["cardNames"]]
     assert all(n == "joker" or n.partition(" of ")[2] in suits for n in card_names), card_names
     assert "of the 51 points" in result["opening"] or "opened" in result["opening"]
-    assert result["summaryTitle"].startswith("Deal 1 of 7:")
+    # Deal 1's, unless a bot went out before the player's third turn (then a later deal's).
+    assert result["summaryTitle"].startswith(f"Deal {1 + result.get('shortDeals', 0)} of 7:")
     assert result["scoreRows"] == 4
     assert result["summaryFocused"] == "close-summary"
     assert result["rulesTitle"].startswith("Hand")

@@ -22,13 +22,10 @@ from services.wallet.accounts import BANK
 from services.wallet.batch import Posting
 from services.wallet.ledger import Ledger
 from services.wallet.reconcile import reconcile
-from tests.integration.test_wallet_ledger import ledger
 from tests.unit.test_record import record
 from workers.settlement import wallet_account
 
 pytestmark = pytest.mark.integration
-
-__all__ = ["ledger"]  # the fixture (one ledger per backend), imported so pytest finds it
 
 
 def _wallet_postings(

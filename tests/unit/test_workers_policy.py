@@ -41,7 +41,7 @@ class _FakeCall(grpc.RpcError, grpc.Call):  # type: ignore[misc]
         return "test"
 
 
-def test_every_task_acks_late_and_requeues_on_worker_loss() -> None:
+def test_settlement_acks_late_and_periodic_checks_ack_on_receipt() -> None:
     import workers.settlement
     import workers.sweeper
 
@@ -51,6 +51,15 @@ def test_every_task_acks_late_and_requeues_on_worker_loss() -> None:
     import workers.drift
 
     assert workers.drift.check_drift_task.name == "kishpa.check_drift"
+    for name in ("kishpa.settle_phase", "kishpa.sweep_outboxes"):
+        task = app.tasks[name]
+        assert task.acks_late is True
+        assert task.reject_on_worker_lost is True
+    # The periodic checks may outlast the visibility timeout: late-acked, Redis would hand
+    # a running check out again (tests/integration/test_workers_periodic_checks.py). Acked
+    # on receipt, a check lost with its worker waits for the next beat.
+    for name in ("kishpa.reconcile_wallet", "kishpa.check_drift"):
+        assert app.tasks[name].acks_late is False
     names = (
         "kishpa.settle_phase",
         "kishpa.sweep_outboxes",
@@ -59,8 +68,6 @@ def test_every_task_acks_late_and_requeues_on_worker_loss() -> None:
     )
     for name in names:
         task = app.tasks[name]
-        assert task.acks_late is True
-        assert task.reject_on_worker_lost is True
         # No countdown retries: a retry waiting in a worker is lost with it until the
         # broker's visibility timeout. Tasks retry inside their budget, or leave it to the
         # sweeper.
