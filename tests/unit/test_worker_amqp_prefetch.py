@@ -89,9 +89,10 @@ def test_celery_sets_the_prefetch_count_from_the_pool_thread_that_acked(pool: Ta
 
 
 def test_an_amqp_worker_never_sets_the_prefetch_count_from_a_pool_thread(pool: TaskPool) -> None:
-    assert celery_settings(_config("amqp://guest@mq:5672//"))[
-        "worker_enable_prefetch_count_reduction"
-    ] is False
+    assert (
+        celery_settings(_config("amqp://guest@mq:5672//"))["worker_enable_prefetch_count_reduction"]
+        is False
+    )
     qos_threads: list[str] = []
     consumer = _reconnected_consumer("amqp://guest@mq:5672//", pool, qos_threads)
     for _ in range(THREADS):
