@@ -109,6 +109,15 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
         # kombu's Redis transport with a guard that keeps the worker alive when Redis dies
         # while a task holds a message (workers/broker.py explains the defect).
         settings["broker_transport"] = BROKER_TRANSPORT
+    else:
+        # AMQP: after a reconnect with tasks running, Celery lowers the prefetch count and
+        # raises it again from each finished task's ack, in the pool thread, with a
+        # synchronous basic.qos that reads the consumer's py-amqp connection while the main
+        # loop reads it too (py-amqp is not thread-safe): the frames interleave
+        # (UnexpectedFrame) and the connection can stall for seconds. Off, the new consumer
+        # starts at the full count, as Celery itself does with quorum queues
+        # (docs/workers.md, "Where Celery's threads pool touches the AMQP connection").
+        settings["worker_enable_prefetch_count_reduction"] = False
     return settings
 
 
