@@ -1,0 +1,51 @@
+"""The drift check's comparison of one table with the ledger (pure): a phase in which nothing
+moves is settled without a batch, and that is no difference; a phase that moves tokens and
+was marked settled without one is."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+from games.ledger import Posting
+from shared.phase_record import PhaseRecord
+from workers.drift import LedgerBatch, LedgerFacts, RedisFacts, TableFacts, compare
+
+TABLE = "t-drift"
+# Records are only handed to ``expected`` here: stand-ins named after what the rules give.
+QUIET = cast(PhaseRecord, "a round's end with no winner and no bonus")
+PAYING = cast(PhaseRecord, "a round's end whose winner is paid 3 by each loser")
+PAID = (Posting(f"player:{TABLE}:b", f"player:{TABLE}:a", 3, "win", TABLE, 1, "end"),)
+
+
+def expected(record: PhaseRecord) -> Sequence[Posting]:
+    return PAID if record == PAYING else ()
+
+
+def facts(record: PhaseRecord, settled_batch: str) -> RedisFacts:
+    return RedisFacts(records={"1:end": record}, settled={"1:end": settled_batch})
+
+
+OPEN = TableFacts(closed=False, bowl=0, pot=0)
+EMPTY_LEDGER = LedgerFacts(bowl=0, pot=0, batches=())
+
+
+def test_a_phase_in_which_nothing_moves_is_settled_without_a_batch_rightly() -> None:
+    found = compare(TABLE, facts(QUIET, ""), OPEN, EMPTY_LEDGER, expected, settled_still=True)
+    assert found == []
+
+
+def test_a_paying_phase_marked_settled_without_a_batch_is_reported() -> None:
+    found = compare(TABLE, facts(PAYING, ""), OPEN, EMPTY_LEDGER, expected, settled_still=True)
+    assert [d.check for d in found] == ["settled_without_batch"]
+
+
+def test_a_quiet_phase_whose_settled_mark_names_a_missing_batch_is_reported() -> None:
+    found = compare(TABLE, facts(QUIET, "41"), OPEN, EMPTY_LEDGER, expected, settled_still=True)
+    assert [d.check for d in found] == ["settled_without_batch"]
+
+
+def test_a_paying_phase_settled_by_its_batch_is_no_difference() -> None:
+    ledger = LedgerFacts(bowl=0, pot=0, batches=(LedgerBatch(41, f"kishpa:{TABLE}:1:end", PAID),))
+    found = compare(TABLE, facts(PAYING, "41"), OPEN, ledger, expected, settled_still=True)
+    assert found == []
