@@ -140,23 +140,7 @@ def build(url: str, postings: int, workers: int = 2) -> dict[str, float]:
         times["indexes"] = time.perf_counter() - started
         started = time.perf_counter()
         conn.exec_driver_sql("SET LOCAL work_mem = '256MB'")
-        conn.exec_driver_sql(
-            """
-            UPDATE accounts a SET balance = m.net FROM (
-                SELECT account, sum(delta) AS net FROM (
-                    SELECT to_account AS account, amount AS delta FROM postings
-                    UNION ALL SELECT from_account, -amount FROM postings) x
-                GROUP BY account) m
-            WHERE a.id = m.account
-            """
-        )
-        conn.exec_driver_sql(
-            "SELECT setval(pg_get_serial_sequence('postings', 'id'), "
-            "(SELECT max(id) FROM postings))"
-        )
-        conn.exec_driver_sql(
-            "SELECT setval(pg_get_serial_sequence('batches', 'id'), (SELECT max(id) FROM batches))"
-        )
+        _add_to_balances(conn, after_batch=0)
         times["balances"] = time.perf_counter() - started
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         started = time.perf_counter()
@@ -164,6 +148,27 @@ def build(url: str, postings: int, workers: int = 2) -> dict[str, float]:
         times["vacuum_analyze"] = time.perf_counter() - started
     engine.dispose()
     return times
+
+
+def _add_to_balances(conn: Any, *, after_batch: int) -> None:
+    """Move every account's balance by its postings in batches after ``after_batch`` (0: all;
+    accounts are created at 0), and the id sequences past the rows written by hand."""
+    conn.exec_driver_sql(
+        f"""
+        UPDATE accounts a SET balance = a.balance + m.net FROM (
+            SELECT account, sum(delta) AS net FROM (
+                SELECT to_account AS account, amount AS delta FROM postings
+                WHERE batch_id > {int(after_batch)}
+                UNION ALL SELECT from_account, -amount FROM postings
+                WHERE batch_id > {int(after_batch)}
+            ) x GROUP BY account) m
+        WHERE a.id = m.account
+        """  # noqa: S608
+    )
+    for table in ("postings", "batches"):
+        conn.exec_driver_sql(
+            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"  # noqa: S608
+        )
 
 
 def _shape(postings: int) -> tuple[int, int, int, int]:
@@ -185,24 +190,7 @@ def append_day(url: str, postings: int) -> int:
         last = int(conn.exec_driver_sql("SELECT max(id) FROM batches").scalar() or 0)
     _fill(engine, (last + 1, last + per_day), players=players, tables=tables, step_ms=step_ms)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
-            f"""
-            UPDATE accounts a SET balance = a.balance + m.net FROM (
-                SELECT account, sum(delta) AS net FROM (
-                    SELECT to_account AS account, amount AS delta FROM postings
-                    WHERE batch_id > {last}
-                    UNION ALL SELECT from_account, -amount FROM postings WHERE batch_id > {last}
-                ) x GROUP BY account) m
-            WHERE a.id = m.account
-            """  # noqa: S608
-        )
-        conn.exec_driver_sql(
-            "SELECT setval(pg_get_serial_sequence('postings', 'id'), "
-            "(SELECT max(id) FROM postings))"
-        )
-        conn.exec_driver_sql(
-            "SELECT setval(pg_get_serial_sequence('batches', 'id'), (SELECT max(id) FROM batches))"
-        )
+        _add_to_balances(conn, after_batch=last)
     engine.dispose()
     return per_day
 
