@@ -173,22 +173,24 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
     )  # fmt: skip
     worker = _worker(stack).start()
     up: list[tuple[int, int]] = []  # (ready, killed) intervals of a ready worker
-    kills = 0
+    kills = kills_in_play = 0
     try:
         # Kill the worker every 1.5-4 s of its life while the bots play, then once more
-        # right after the last table closed (its final phases are in flight then).
+        # right after the last table closed (its final phases are in flight then); at least
+        # twice, however fast the tables played.
         while True:
             deadline = time.monotonic() + rng.uniform(1.5, 4.0)
             while time.monotonic() < deadline and bots.poll() is None:
                 time.sleep(0.05)
             assert worker.process is not None
+            kills_in_play += bots.poll() is None
             worker.process.kill9()
             killed = now_ms()
             up.append((worker.ready_ms, killed))
             kills += 1
             time.sleep(0.5)  # a pod's restart is not instantaneous either
             worker.start()
-            if bots.poll() is not None:
+            if bots.poll() is not None and kills >= 2:
                 break
         out, _ = bots.communicate(timeout=60)
         assert bots.returncode == 0, out[-3000:]
@@ -252,7 +254,9 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
     print(f"\nworker kills: {kills}; phases: {len(outcomes)}")
     print(f"lag (written -> settled):            {_distribution(lags)}")
     print(f"lag counting worker-up time only:    {_distribution(up_lags)}")
-    assert kills >= 2  # a quiet machine plays 6 tables x 4 rounds in a few seconds
+    # At least one kill while the tables played (a quiet machine plays 6 tables x 4 rounds
+    # in a few seconds: the CI once saw the bots done before the second kill).
+    assert kills_in_play >= 1
     assert max(up_lags) <= LAG_AFTER_UP_LIMIT_S, sorted(up_lags)[-5:]
     log = (stack.tmp / "worker.log").read_text()
     assert "EarlierPhaseUnsettled" not in log
