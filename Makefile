@@ -8,22 +8,36 @@ BIN := $(VENV)/bin
 PROTO_SRC := $(shell find protos/kishpa -name '*.proto' 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help install proto ts-proto web chromium run test lint format bench clean release-contract audit checkov
+.PHONY: help install lock sbom proto ts-proto web chromium run test lint format bench clean release-contract audit checkov
 WEB_SRC := $(shell find web/src web/static -type f -not -path 'web/src/gen/*' 2>/dev/null) web/build.mjs web/tsconfig.json
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+# Exactly what requirements/dev.lock pins, every package checked against its hash; the
+# project itself on top without its dependencies (they are all in the lock). `make lock`
+# remakes the lock from pyproject.toml; `make lint` fails when the two disagree.
+LOCK := requirements/dev.lock
+UV_VERSION := 0.13.9
+
+$(VENV)/.installed: $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --require-hashes -r $(LOCK)
 	$(MAKE) --no-print-directory proto
-	@# Install again so the editable install also maps the freshly generated `kishpa` package.
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-install: $(VENV)/.installed web ## Create .venv with every dependency and generate the protobuf code
+install: $(VENV)/.installed web ## Create .venv with exactly the locked dependencies and generate the protobuf code
+
+lock: ## Remake requirements/*.lock from pyproject.toml (exact versions and hashes)
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install -q "uv==$(UV_VERSION)" packaging
+	.venv-lock/bin/python -m devkit.lock --write .venv-lock/bin/uv
+
+sbom: install ## CycloneDX SBOMs (JSON) of the image's locked Python packages and the web client's npm packages, in sbom/
+	mkdir -p sbom
+	$(BIN)/cyclonedx-py requirements requirements/runtime.lock --output-format JSON -o sbom/python.cdx.json
+	cd web && npm sbom --sbom-format cyclonedx --omit dev > ../sbom/npm.cdx.json
 
 kishpa/.generated: $(PROTO_SRC)
 	rm -rf kishpa
@@ -94,7 +108,8 @@ test: install lint ts-proto chromium ## Lint, type-check and run every test agai
 	echo "== the Redis suites again, on a 3-master Redis Cluster"; \
 	$(BIN)/pytest --redis-cluster $(CLUSTER_SUITES) $(CLUSTER_PYTEST_ARGS)
 
-lint: install ## ruff, ruff format --check, mypy --strict, import-linter layer contracts, buf lint + breaking, tsc
+lint: install ## the lock against pyproject.toml, ruff, ruff format --check, mypy --strict, import-linter, buf lint + breaking, tsc
+	$(PY) -m devkit.lock --check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -135,4 +150,4 @@ bench: install ## Run every benchmark and print the figures (see docs/BENCHMARKS
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean: ## Remove the virtualenv and generated code
-	rm -rf $(VENV) $(AUDIT_VENV) $(CHECKOV_VENV) kishpa .pytest_cache .mypy_cache .ruff_cache web/node_modules web/src/gen web/dist web/test/dist
+	rm -rf $(VENV) .venv-lock sbom $(AUDIT_VENV) $(CHECKOV_VENV) kishpa .pytest_cache .mypy_cache .ruff_cache web/node_modules web/src/gen web/dist web/test/dist

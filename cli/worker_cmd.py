@@ -7,6 +7,8 @@
   fixing its cause) so the sweeper settles it again;
 - ``kishpa worker sweep``: rebuild the unsettled index from the outboxes and sweep once,
   now, printing what was enqueued;
+- ``kishpa worker ping``: exit 0 when a worker of this host answers a Celery ping (the
+  worker pod's liveness probe), 1 otherwise;
 - ``kishpa beat``: Celery beat, scheduling the sweeper and the wallet reconciliation.
 """
 
@@ -53,6 +55,12 @@ def register(subparsers: Any) -> None:
 
     sweep = actions.add_parser("sweep", help="enqueue every phase left unsettled, now")
     sweep.set_defaults(handler=sweep_now)
+
+    ping = actions.add_parser(
+        "ping", help="exit 0 if this host's worker answers a Celery ping (liveness probe)"
+    )
+    ping.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
+    ping.set_defaults(handler=ping_worker)
 
     beat = subparsers.add_parser("beat", help="run Celery beat (sweeper and reconciliation)")
     beat.set_defaults(handler=run_beat)
@@ -146,6 +154,30 @@ def run_celery(app: Any, argv: list[str]) -> int:
     finally:
         celery_command.params[0].default = None
     return code if isinstance(code, int) else 0
+
+
+def ping_worker(args: argparse.Namespace) -> int:
+    """Ping the workers over the broker; 0 when one named ``...@<this host>`` answers.
+
+    A worker whose consumer is stuck, or that lost its broker for good, answers nothing and
+    the probe fails; the broker itself being down fails it too, which a liveness probe with
+    a few failures' threshold rides out."""
+    import socket
+
+    from workers.celery_app import app
+
+    host = socket.gethostname()
+    try:
+        replies = app.control.ping(timeout=args.timeout) or []
+    except Exception as exc:
+        print(f"kishpa worker ping: no broker ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 1
+    mine = [name for reply in replies for name in reply if name.endswith(f"@{host}")]
+    if not mine:
+        print(f"kishpa worker ping: no worker of {host} answered", file=sys.stderr)
+        return 1
+    print(f"pong from {', '.join(sorted(mine))}")
+    return 0
 
 
 def list_dead_letters(args: argparse.Namespace) -> int:

@@ -56,22 +56,22 @@ class _CommandTableOnce(AsyncCommandsParser):
             self.node = node  # where COMMAND GETKEYS goes (movable-key commands)
 
 
-_CLOSED_TRANSPORT_ERRORS = (AttributeError, TypeError, RuntimeError)
-"""What a write on a connection whose transport the event loop already tore down raises
-instead of an OSError: ``'NoneType' object has no attribute 'writelines'`` (the writer
-dropped by a concurrent disconnect), ``'NoneType' object is not callable`` (CPython 3.12's
-``writelines`` on a lost transport), uvloop's ``RuntimeError: ... handler is closed``."""
+_CLOSED_TRANSPORT_ERRORS = (RuntimeError,)
+"""What a write on a connection whose transport uvloop already tore down raises instead of
+an OSError: ``RuntimeError: unable to perform operation on <TCPTransport closed=True>;
+handler is closed``. redis-py 8.2 turns the asyncio loop's own errors (the AttributeError and
+TypeError of its issue #4287) into ``ConnectionError`` itself, but not uvloop's."""
 
 
 class GuardedConnection(redis.asyncio.Connection):
-    """redis-py's asyncio connection with the guard of redis-py PR #4288 (issue #4287; in no
-    release up to 8.1.0, the version pinned here): a write on a connection whose peer went
-    away raises ``ConnectionError``, not a transport-internal AttributeError, TypeError or
-    RuntimeError. Those are not ``RedisError``s, so they passed every retry layer (the
-    cluster client's ``ERRORS_ALLOW_RETRY`` matches exact types) and reached callers as
-    INTERNAL while a cluster master restarted; a ``ConnectionError`` is retried by the
-    cluster client on a fresh connection, or answered UNAVAILABLE. Remove when a fixed
-    redis-py is pinned (``tests/unit/test_redis_guard.py`` shows what it guards)."""
+    """redis-py's asyncio connection, plus two things it still lacks in 8.2 (the version the
+    lock pins; tests/integration/test_redis_write_guard.py shows both, against the library's
+    own connection): a write on a transport uvloop tore down raises ``ConnectionError``, not
+    a ``RuntimeError`` that passes every retry layer (the cluster client's
+    ``ERRORS_ALLOW_RETRY`` matches exact types) and reached callers as INTERNAL while a cluster
+    master restarted; and a connection whose peer closed it while it sat idle in the pool
+    reconnects before writing, where redis-py raises "closed by the server before write".
+    Remove when the library does both."""
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         writer = getattr(self, "_writer", None)

@@ -62,7 +62,7 @@ class TicketNotifier:
                 await asyncio.sleep(RECONNECT_DELAY_S)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
 
     def _deliver(self, message: dict[str, Any]) -> None:
         if message.get("type") != "pmessage":

@@ -375,7 +375,7 @@ class StreamHub(Generic[T]):
                     self._pubsub = None
                 if pubsub is not None:
                     with contextlib.suppress(Exception):
-                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                        await pubsub.aclose()
                 if client is not None and client is not source:
                     with contextlib.suppress(Exception):
                         await client.aclose()
