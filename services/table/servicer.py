@@ -316,6 +316,11 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                     table_pb2.SeatMove(seat=seat, kind=kind, tile_ids=tiles, event_id=event_id)
                     for seat, kind, tiles, event_id in record.moves
                 ],
+                record_version=record.record_version,
+                bot_seats=record.bot_seats,
+                declared_seats=record.declared_seats,
+                awaited_seats=record.awaited_seats,
+                autoplay_seats=record.autoplay_seats,
             )
         )
 
