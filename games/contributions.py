@@ -56,6 +56,9 @@ def commit(table: Table, deal: int, server_seed: bytes) -> dict[str, Any]:
         "commitment": commitment(server_seed),
         "contributions": {},
         "contributors": contributors,
+        # Who this deal waits for: those who declared or contributed before it (a
+        # contribution to this deal makes its player declared from the next one on).
+        "declared": list(contributors),
         "dealt": False,
     }
     return {"deal": deal, "commitment": table.fair["commitment"]}
@@ -86,6 +89,13 @@ def deal_seeds(table: Table) -> list[str | None]:
     return [given.get(p) or table.client_seeds.get(p) or None for p in table.players]
 
 
+def _declared(table: Table) -> set[str]:
+    """Players who declared for the open deal (at sit-down or by an earlier contribution);
+    a table stored before the distinction keeps its contributors."""
+    fair = table.fair
+    return set(fair.get("declared", fair.get("contributors")) or [])
+
+
 def _lone_creator(table: Table) -> str | None:
     """The creator, when the open deal is the first, the table was opened with the
     lone-creator rule and every other seat is a house bot."""
@@ -103,7 +113,7 @@ def expected(table: Table) -> list[int]:
     and a lone creator on the first deal."""
     if not committed(table):
         return []
-    ever = set(table.fair.get("contributors") or [])
+    ever = _declared(table)
     lone = _lone_creator(table)
     return [
         seat
@@ -125,11 +135,17 @@ def await_lone_creator(table: Table) -> None:
     table.fair["lone_creator"] = True
 
 
-def seat_marks(table: Table) -> dict[str, list[int]]:
+def wait_until(table: Table, at_ms: int) -> None:
+    """The coming deal waits for its awaited seats until ``at_ms`` (the deadline)."""
+    table.fair["wait_until"] = at_ms
+
+
+def seat_marks(table: Table) -> dict[str, Any]:
     """What the deal about to be dealt says of its seats (the start event's data): house
     bots, seats that declared (at sit-down, or by contributing to an earlier deal), seats it
-    waited for (declared humans not on auto-play, a lone creator), humans on auto-play."""
-    ever = set(table.fair.get("contributors") or [])
+    waited for (declared humans not on auto-play, a lone creator), humans on auto-play, and
+    until when it waited (its contribution deadline; 0: it did not wait)."""
+    ever = _declared(table)
     bots = table.bot_seats()
     return {
         "bot_seats": bots,
@@ -140,16 +156,18 @@ def seat_marks(table: Table) -> dict[str, list[int]]:
         ],
         "awaited_seats": expected(table),
         "autoplay_seats": sorted(s for s in set(table.autoplay) if s not in bots),
+        "awaited_until_ms": int(table.fair.get("wait_until") or 0),
     }
 
 
 def declare(table: Table, player_id: str) -> None:
     """The player's client declared it contributes to every deal: from the open deal on,
     each deal waits for him (up to the contribution deadline)."""
-    contributors = list(table.fair.get("contributors") or [])
-    if player_id not in contributors:
-        contributors.append(player_id)
-    table.fair["contributors"] = contributors
+    for key in ("contributors", "declared"):
+        listed = list(table.fair.get(key) or [])
+        if player_id not in listed:
+            listed.append(player_id)
+        table.fair[key] = listed
 
 
 def accept(table: Table, player_id: str, deal: int, contribution: str) -> tuple[int, bool]:

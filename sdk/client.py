@@ -85,9 +85,11 @@ def table_settings(
     turn_seconds: int = 0,
     reveal_window_seconds: int = 0,
     next_round_pause_ms: int = 0,
+    bots: int = 0,
 ) -> table_pb2.TableSettings:
-    """Settings for a new table; a zero timer is left unset (the server's default)."""
-    settings = table_pb2.TableSettings(game=game, seats=seats, stake=stake)
+    """Settings for a new table; a zero timer is left unset (the server's default);
+    ``bots``: seats the table service fills with its house bots."""
+    settings = table_pb2.TableSettings(game=game, seats=seats, stake=stake, bots=bots)
     if turn_seconds:
         settings.turn_time.FromSeconds(turn_seconds)
     if reveal_window_seconds:
@@ -483,8 +485,10 @@ class KishpaClient:
         client_seed: str = "",
         will_contribute: bool | None = None,
         request_id: str | None = None,
+        bots: int = 0,
     ) -> mm_pb2.CreatePrivateTableResponse:
-        """Create a table for friends (the caller sits in seat 0 and is its creator).
+        """Create a table for friends (the caller sits in seat 0 and is its creator;
+        ``bots`` seats go to house bots: a table full of them starts at once).
 
         Share ``invite_code``; the game starts by itself when every seat is taken (or when
         the creator calls :meth:`start_game`). Zero timers mean the server's defaults.
@@ -499,6 +503,7 @@ class KishpaClient:
                     turn_seconds=turn_seconds,
                     reveal_window_seconds=reveal_window_seconds,
                     next_round_pause_ms=next_round_pause_ms,
+                    bots=bots,
                 ),
                 client_seed=client_seed,
                 will_contribute=self._declares(will_contribute),

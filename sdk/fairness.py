@@ -64,6 +64,9 @@ MOVE_MISMATCH = "MOVE_MISMATCH"
 SEATS_MISMATCH = "SEATS_MISMATCH"
 RECORD_VERSION_SEATS = 3
 """The record version from which a deal names its seats (bots, declared, awaited)."""
+DEADLINE_SLACK_MS = 1_000
+"""How much earlier than its contribution deadline a deal with a silent awaited seat may be
+stamped: the deadline is on the table service's clock, stream ids on Redis's."""
 
 
 # --- the algorithm (docs/fairness.md) ---------------------------------------------------
@@ -272,6 +275,8 @@ class RoundEvidence:
     declared_seats: list[int] = field(default_factory=list)
     awaited_seats: list[int] = field(default_factory=list)
     autoplay_seats: list[int] = field(default_factory=list)
+    awaited_until_ms: int = 0
+    """The contribution deadline the deal waited until (0: it did not wait)."""
     my_contribution: str | None = None
     """The contribution this player's client made to this deal, if it knows (None: none
     known); a verifier names it when it is in the deal and fails when it is not."""
@@ -606,11 +611,25 @@ def _check_seats(
         return
     given = {c.seat for c in e.contributions}
     silent = [s for s in e.awaited_seats if s not in given]
-    if silent:
+    dealt_ms = _event_order(e.deal_event_id)[0]
+    if silent and not e.awaited_until_ms:
+        which = "declared seat" if set(silent) <= declared else "seat"
+        fail(
+            f"{which} {_seats_text(silent)} was not waited for: dealt without its "
+            "contribution and without a contribution deadline"
+        )
+    elif silent and 0 <= dealt_ms < e.awaited_until_ms - DEADLINE_SLACK_MS:
+        fail(
+            f"dealt at {dealt_ms} ms, before its contribution deadline "
+            f"({e.awaited_until_ms} ms), without seat {_seats_text(silent)}'s contribution"
+        )
+    elif silent:
         notes.append(
             f"awaited seat {_seats_text(silent)} sent nothing: dealt at the deadline with "
             "its default"
         )
+    if len(failures) != before:
+        return
     marks = [f"{_count(len(bots), 'house bot')}"]
     if bots:
         marks[0] += f" (seat {_seats_text(sorted(bots))})"
@@ -1367,6 +1386,9 @@ def evidence_from_record(
         declared_seats=list(record.declared_seats),
         awaited_seats=list(record.awaited_seats),
         autoplay_seats=list(record.autoplay_seats),
+        awaited_until_ms=(
+            record.awaited_until.ToMilliseconds() if record.HasField("awaited_until") else 0
+        ),
         my_contribution=my_contribution,
         i_declared=i_declared,
     )

@@ -323,6 +323,7 @@ class TableCore:
         if fair_order.awaited(table) and not table.fair.get("waiting"):
             table.fair["waiting"] = how
             deadline = Deadline(now + self.contribution_wait_ms, fair_order.CONTRIBUTIONS)
+            fair_order.wait_until(table, deadline.at_ms)
             events: list[TableEvent] = []
             announce_deadline(table, int(table.fair["deal"]) - 1, deadline, events)
             return Step(game=table.game, events=events, deadline=deadline)

@@ -72,6 +72,8 @@ class RoundRecord:
     declared_seats: list[int] = field(default_factory=list)
     awaited_seats: list[int] = field(default_factory=list)
     autoplay_seats: list[int] = field(default_factory=list)
+    awaited_until_ms: int = 0
+    """The contribution deadline the deal waited until (0: it did not wait)."""
 
 
 RECORD_VERSION = 3
@@ -170,6 +172,7 @@ def _seat_marks(record: RoundRecord, data: Mapping[str, Any]) -> None:
     record.declared_seats = sorted(int(s) for s in data["declared_seats"])
     record.awaited_seats = sorted(int(s) for s in data["awaited_seats"])
     record.autoplay_seats = sorted(int(s) for s in data["autoplay_seats"])
+    record.awaited_until_ms = int(data.get("awaited_until_ms") or 0)
 
 
 def _seated(

@@ -161,3 +161,61 @@ async def test_a_quick_match_with_the_sdk_defaults_is_dealt_with_both_contributi
     finally:
         await mm.stop(0)
         await table.stop(0)
+
+
+async def test_a_player_alone_with_bots_through_the_sdk_defaults_gets_his_contribution_in(
+    env: dict[str, Any],
+    table_port: int,
+    prefix: str,
+    tables_made: set[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A private table of one player and a house bot is full, so it starts the moment it is
+    created; the SDK declared for its creator, so the deal waits for him, and
+    ``create_private_table`` returns once its contribution dealt it."""
+    from games import table as games_table
+
+    monkeypatch.setattr(games_table, "AUTOPLAY_DELAY_MS", 50)
+    table = await start_table(env, table_port)
+    mm = await start_mm(env, table_port, prefix)
+    try:
+        async with client_for(mm, table_port) as ann:
+            await ann.login("Ann")
+            private = await ann.create_private_table(
+                2, bots=1, turn_seconds=60, reveal_window_seconds=2
+            )
+            table_id = private.table_id
+            tables_made.add(table_id)
+            text = ann.my_contribution(table_id, 1)
+            assert text is not None
+            view = await _dealt(ann, table_id)
+            latency_ms, _ = await _deal_start_ms(table, table_id)
+            print(f"deal-start latency alone with a bot: {latency_ms} ms")
+            assert latency_ms < CONTRIBUTION_DEADLINE_MS // 2, latency_ms
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{table_port}")
+            me = {ann.player_id: BotPlayer(channel, ann.session.token, b"\x17" * 80)}
+            await _play_until(
+                me,
+                table_id,
+                lambda v: (
+                    v.round.round >= 2
+                    or v.round.phase == table_pb2.ROUND_PHASE_ENDED
+                    or v.status == table_pb2.TABLE_STATUS_CLOSED
+                ),
+            )
+            await channel.close()
+            assert view.round.round == 1
+            record = await ann.round_record(table_id, 1)
+            assert list(record.bot_seats) == [1]
+            assert list(record.declared_seats) == [0]
+            assert list(record.awaited_seats) == [0]
+            result = verify_round(
+                evidence_from_record(record, my_contribution=text, i_declared=True)
+            )
+            assert result.ok, result.summary()
+            assert result.bots_only
+            assert result.my_contribution == text
+            assert "your contribution is in this deal" in result.summary()
+    finally:
+        await mm.stop(0)
+        await table.stop(0)

@@ -259,12 +259,16 @@ export interface TableEvidence {
   declaredSeats?: number[];
   awaitedSeats?: number[];
   autoplaySeats?: number[];
+  awaitedUntilMs?: number; // the contribution deadline the deal waited until (0: it did not wait)
   myContribution?: string | null; // what this page contributed to the deal (null: not known)
   iDeclared?: boolean | null; // whether this page declared at sit-down (null: not known)
 }
 
 /** The record version from which a deal names its seats (bots, declared, awaited). */
 export const RECORD_VERSION_SEATS = 3;
+/** How much earlier than its contribution deadline a deal with a silent awaited seat may be
+ * stamped (the deadline is on the table service's clock, stream ids on Redis's). */
+export const DEADLINE_SLACK_MS = 1000;
 
 /** A public move that took tiles into a seat's hand or out of it, or showed them
  * (RoundRecord.moves): draw, take, discard, meld, release, show or undo. */
@@ -568,7 +572,12 @@ function checkSeats(e: TableEvidence, fail: (check: string, message: string) => 
   if (bad) return;
   const given = new Set(e.contributions.map((c) => c.seat));
   const silent = awaited.filter((s) => !given.has(s));
-  if (silent.length) notes.push(`awaited seat ${seatsText(silent)} sent nothing: dealt at the deadline with its default`);
+  const until = e.awaitedUntilMs ?? 0;
+  const dealtMs = order(e.dealEventId)[0];
+  if (silent.length && !until) miss(`${silent.every((s) => declared.has(s)) ? "declared seat" : "seat"} ${seatsText(silent)} was not waited for: dealt without its contribution and without a contribution deadline`);
+  else if (silent.length && dealtMs >= 0 && dealtMs < until - DEADLINE_SLACK_MS) miss(`dealt at ${dealtMs} ms, before its contribution deadline (${until} ms), without seat ${seatsText(silent)}'s contribution`);
+  else if (silent.length) notes.push(`awaited seat ${seatsText(silent)} sent nothing: dealt at the deadline with its default`);
+  if (bad) return;
   const sorted = [...bots].sort((a, b) => a - b);
   passed.push(`the seats' marks: ${count(bots.size, "house bot")}${bots.size ? ` (seat ${seatsText(sorted)})` : ""}, ${awaited.length} awaited`);
 }
@@ -611,6 +620,7 @@ export interface RecordLike {
   declaredSeats?: readonly number[];
   awaitedSeats?: readonly number[];
   autoplaySeats?: readonly number[];
+  awaitedUntil?: { seconds: bigint | number | string; nanos: number };
 }
 
 /** What this page knows of its own seat in a deal, beyond its seed. */
@@ -660,6 +670,7 @@ export function evidenceFromRecord(r: RecordLike, mySeed: string | null, own: Ow
     declaredSeats: [...(r.declaredSeats ?? [])],
     awaitedSeats: [...(r.awaitedSeats ?? [])],
     autoplaySeats: [...(r.autoplaySeats ?? [])],
+    awaitedUntilMs: r.awaitedUntil ? Number(r.awaitedUntil.seconds) * 1000 + Math.floor((r.awaitedUntil.nanos ?? 0) / 1e6) : 0,
     myContribution: own.myContribution ?? null,
     iDeclared: own.iDeclared ?? null,
   };

@@ -34,6 +34,8 @@ const record = {
   declaredSeats: list(r.declaredSeats),
   awaitedSeats: list(r.awaitedSeats),
   autoplaySeats: list(r.autoplaySeats),
+  // proto3 JSON writes a Timestamp as RFC 3339 text.
+  awaitedUntil: r.awaitedUntil ? { seconds: Math.floor(Date.parse(r.awaitedUntil) / 1000), nanos: (Date.parse(r.awaitedUntil) % 1000) * 1e6 } : undefined,
 };
 const verdict = await verifyTable(evidenceFromRecord(record, null));
 console.log(JSON.stringify({ ok: verdict.ok, checks: verdict.failed.map((f) => f.check), summary: tableSummary(verdict) }));
