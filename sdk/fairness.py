@@ -487,6 +487,11 @@ def _with_table(
         dealt_h = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
         _check_hands(e, dealt_h.hands, card_text, DEALT_CARDS_MISMATCH, failures, checked)
         _check_draws(e, len(dealt_h.stock), dealt_h.stock_card, card_text, failures, checked)
+        if e.record_version >= RECORD_VERSION_SEATS and e.cards_left is None:
+            # Every Hand deal ends with deal_ended (the cards left, the penalties' basis).
+            failures.append(
+                Failure(RECORD_INCOMPLETE, "the record does not show the cards left at the end")
+            )
         _check_moves(e, dealt_h.hands, [dealt_h.top_discard], card_text, failures, checked)
     else:
         dealt_k = deal(
@@ -658,7 +663,8 @@ def _check_moves(
     before = len(failures)
     held = [set(hand) for hand in dealt]
     pile = list(discards)
-    undo: dict[int, tuple[set[int], list[int]]] = {}
+    melded: set[int] = set()  # Hand: the cards on the table, where a released joker comes from
+    undo: dict[int, tuple[set[int], list[int], set[int]]] = {}
     draws = iter(e.draws)
 
     def fail(move: SeatMove, n: int, what: str) -> None:
@@ -677,7 +683,7 @@ def _check_moves(
                 fail(move, n, f"drew {_texts(tiles, text)}, not the record's next draw")
             hand.update(tiles)
         elif move.kind == "take":
-            undo[move.seat] = (set(hand), list(pile))
+            undo[move.seat] = (set(hand), list(pile), set(melded))
             top = pile[-1] if pile else None
             if len(tiles) != 1 or top != tiles[0]:
                 shown = "nothing" if top is None else _texts([top], text)
@@ -696,15 +702,22 @@ def _check_moves(
                 )
             if move.kind != "show":
                 hand.difference_update(tiles)
+            if move.kind == "meld":
+                melded.update(tiles)
             if move.kind == "discard":
                 pile.extend(tiles)
+                undo.pop(move.seat, None)  # a discard ends the turn: nothing to take back
         elif move.kind == "release":
+            loose = [t for t in tiles if t not in melded]
+            if loose:
+                fail(move, n, f"released {_texts(loose, text)}, which no meld on the table held")
+            melded.difference_update(tiles)
             hand.update(tiles)
         elif move.kind == "undo":
             if move.seat not in undo:
                 fail(move, n, "a turn taken back that did not begin from the discards")
             else:
-                restored, pile = undo.pop(move.seat)
+                restored, pile, melded = undo.pop(move.seat)
                 held[move.seat] = set(restored)
         else:
             fail(move, n, f"unknown move kind {move.kind!r}")

@@ -329,9 +329,18 @@ def _seed_committed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Messag
     return table_pb2.SeedCommitted(deal=int(d["deal"]), shuffle_commitment=str(d["commitment"]))
 
 
-@kind("contribution_accepted", BOTH, "a seat's contribution to a coming deal's shuffle")
+@kind(
+    "contribution_accepted",
+    BOTH,
+    "a seat's contribution to a coming deal's shuffle (`seat`: his seat when it was accepted;"
+    " `player_id`: the contributor)",
+)
 def _contribution_accepted(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
-    return table_pb2.ContributionAccepted(deal=int(d["deal"]), contribution=str(d["contribution"]))
+    return table_pb2.ContributionAccepted(
+        deal=int(d["deal"]),
+        contribution=str(d["contribution"]),
+        player_id=str(d.get("player_id") or ""),
+    )
 
 
 # ---- Kishpa ----

@@ -381,6 +381,8 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
     start = d.stock.length;
     tileAt = (left) => d.stock[d.stock.length - 1 - left];
     if (e.topDiscard === null) fail("RECORD_INCOMPLETE", "the record has no turned card");
+    // Every Hand deal ends with deal_ended (the cards left, the penalties' basis).
+    if ((e.recordVersion ?? 0) >= RECORD_VERSION_SEATS && !e.cardsLeft) fail("RECORD_INCOMPLETE", "the record does not show the cards left at the end");
     else if (e.topDiscard !== d.topDiscard) fail("TOP_DISCARD_MISMATCH", `the seeds turn card ${d.topDiscard}, the table ${e.topDiscard}`);
     else passed.push("turned card");
   } else {
@@ -440,7 +442,8 @@ function checkMoves(
   let bad = false;
   const held = dealt.map((h) => new Set(h));
   let pile = [...discards];
-  const undo = new Map<number, [Set<number>, number[]]>();
+  let melded = new Set<number>(); // Hand: the cards on the table, where a released joker comes from
+  const undo = new Map<number, [Set<number>, number[], Set<number>]>();
   let drawn = 0;
   const no = (id: number) => {
     try {
@@ -462,7 +465,7 @@ function checkMoves(
       if (!want || want.seat !== m.seat || want.tileId !== m.tileIds[0]) miss("not the record's next draw");
       m.tileIds.forEach((t) => hand.add(t));
     } else if (m.kind === "take") {
-      undo.set(m.seat, [new Set(hand), [...pile]]);
+      undo.set(m.seat, [new Set(hand), [...pile], new Set(melded)]);
       if (m.tileIds.length !== 1 || pile[pile.length - 1] !== m.tileIds[0]) miss(`took ${m.tileIds.map(no).join(" ")}, not the top discard`);
       else pile.pop();
       m.tileIds.forEach((t) => hand.add(t));
@@ -470,15 +473,25 @@ function checkMoves(
       const foreign = m.tileIds.filter((t) => !hand.has(t));
       if (foreign.length) miss(`${foreign.map(no).join(" ")} (id ${foreign.join(", ")}) is a tile the seat was neither dealt nor drew, or no longer held`);
       if (m.kind !== "show") m.tileIds.forEach((t) => hand.delete(t));
-      if (m.kind === "discard") pile.push(...m.tileIds);
+      if (m.kind === "meld") m.tileIds.forEach((t) => melded.add(t));
+      if (m.kind === "discard") {
+        pile.push(...m.tileIds);
+        undo.delete(m.seat); // a discard ends the turn: nothing to take back
+      }
     } else if (m.kind === "release") {
-      m.tileIds.forEach((t) => hand.add(t));
+      const loose = m.tileIds.filter((t) => !melded.has(t));
+      if (loose.length) miss(`released ${loose.map(no).join(" ")}, which no meld on the table held`);
+      m.tileIds.forEach((t) => {
+        melded.delete(t);
+        hand.add(t);
+      });
     } else if (m.kind === "undo") {
       const back = undo.get(m.seat);
       if (!back) return miss("a turn taken back that did not begin from the discards");
       undo.delete(m.seat);
       held[m.seat] = new Set(back[0]);
       pile = back[1];
+      melded = back[2];
     } else miss(`unknown move kind ${m.kind}`);
   });
   if (drawn < e.draws.length) {
