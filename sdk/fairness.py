@@ -1343,8 +1343,10 @@ def evidence_from_record(
 ) -> RoundEvidence:
     """The evidence in a ``kishpa.table.v1.RoundRecord`` (``KishpaClient.round_record``);
     ``my_contribution``: what this client contributed to the deal, if it knows (it is then
-    also the seat's expected client seed); ``i_declared``: whether it declared at sit-down."""
-    if my_contribution is not None and my_client_seed is None:
+    also the seat's expected client seed, in place of a sit-down ``my_client_seed``: a seat's
+    entry is its contribution, else its sit-down seed); ``i_declared``: whether it declared
+    at sit-down."""
+    if my_contribution is not None:
         my_client_seed = my_contribution
     from kishpa.common.v1 import common_pb2  # the generated contract, only here
 

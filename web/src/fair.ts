@@ -673,7 +673,8 @@ export function evidenceFromRecord(r: RecordLike, mySeed: string | null, own: Ow
     contributions: r.contributions.map((c) => ({ seat: c.seat, contribution: c.contribution, eventId: c.eventId })),
     dealEventId: r.dealEventId,
     mySeat: r.mySeat,
-    mySeed,
+    // A seat's entry is its contribution, else its sit-down seed.
+    mySeed: own.myContribution ?? mySeed,
     // Every deal has moves; a record with hands but none left them out.
     moves: hands ? (r.moves ?? []).map((m) => ({ seat: m.seat, kind: m.kind, tileIds: [...m.tileIds] })) : null,
     cardsLeft: r.cardsLeft?.length ? cardsLeftBySeat(r.cardsLeft, seats) : null,
