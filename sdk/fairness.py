@@ -283,6 +283,8 @@ class RoundEvidence:
     i_declared: bool | None = None
     """Whether this player's client declared it contributes when it sat down (None: not
     known); a record that says otherwise of his seat fails."""
+    seat_problems: list[str] = field(default_factory=list)
+    """Where the record's seat marks differ from what the deal showed live."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -572,12 +574,15 @@ def _check_seats(
     "The deal's seats"): bots never contribute and are never declared or awaited; every
     awaited seat declared (or is a creator alone with bots on the first deal); every
     declared seat not on auto-play was awaited; the caller's own seat is as he knows it."""
-    if e.record_version < RECORD_VERSION_SEATS:
-        return
     before = len(failures)
 
     def fail(message: str) -> None:
         failures.append(Failure(SEATS_MISMATCH, message))
+
+    for problem in e.seat_problems:
+        fail(problem)
+    if e.record_version < RECORD_VERSION_SEATS:
+        return
 
     lists = {
         "bot": e.bot_seats,
@@ -1190,6 +1195,7 @@ class RoundWitness:
                 my_client_seed=self.my_client_seed,
                 round_no=round_no,
             )
+            _live_seats(self._rounds[round_no], data)
             self._opened(self._rounds[round_no])
             return None
         if kind == "deal_started":  # Hand
@@ -1210,6 +1216,7 @@ class RoundWitness:
                 game="hand",
                 top_discard=None if data.get("top_discard") is None else int(data["top_discard"]),
             )
+            _live_seats(self._rounds[round_no], data)
             self._opened(self._rounds[round_no])
             return None
         evidence = self._rounds.get(round_no)
@@ -1286,6 +1293,7 @@ class RoundWitness:
                 "starter": started.starter_seat,
                 "commitment": started.shuffle_commitment,
                 "kishpa": started.kishpa.face,
+                **_seats_data(started),
             }
         elif kind == "dealt" and event.dealt.tiles:
             private = {"hand": [{"id": t.id} for t in event.dealt.tiles]}
@@ -1304,6 +1312,7 @@ class RoundWitness:
                 "hand_sizes": list(started.hand_sizes),
                 "commitment": started.shuffle_commitment,
                 "top_discard": started.top_discard.id if started.HasField("top_discard") else None,
+                **_seats_data(started),
             }
         elif kind == "card_drawn" and event.card_drawn.HasField("tile"):
             private = {"tile_id": event.card_drawn.tile.id}
@@ -1332,6 +1341,43 @@ class RoundWitness:
                 "commitment": ended.shuffle_commitment,
             }
         return self.observe(kind, event.round, seat, data, private)
+
+
+SEAT_MARKS = ("bot_seats", "declared_seats", "awaited_seats", "autoplay_seats")
+
+
+def _seats_data(started: Any) -> dict[str, Any]:
+    """A start event's ``DealSeats`` as the stream's data keys (nothing when unset)."""
+    if not started.HasField("seats"):
+        return {}
+    seats = started.seats
+    until = seats.awaited_until.ToMilliseconds() if seats.HasField("awaited_until") else 0
+    out: dict[str, Any] = {name: list(getattr(seats, name)) for name in SEAT_MARKS}
+    out["awaited_until_ms"] = until
+    return out
+
+
+def _live_seats(evidence: RoundEvidence, data: Mapping[str, Any]) -> None:
+    """What the deal's start said of its seats, as it was shown live."""
+    if not all(name in data for name in SEAT_MARKS):
+        return
+    evidence.record_version = RECORD_VERSION_SEATS
+    evidence.bot_seats = sorted(int(s) for s in data["bot_seats"])
+    evidence.declared_seats = sorted(int(s) for s in data["declared_seats"])
+    evidence.awaited_seats = sorted(int(s) for s in data["awaited_seats"])
+    evidence.autoplay_seats = sorted(int(s) for s in data["autoplay_seats"])
+    evidence.awaited_until_ms = int(data.get("awaited_until_ms") or 0)
+
+
+def _marks(e: RoundEvidence) -> tuple[Any, ...]:
+    return (
+        e.record_version >= RECORD_VERSION_SEATS,
+        sorted(e.bot_seats),
+        sorted(e.declared_seats),
+        sorted(e.awaited_seats),
+        sorted(e.autoplay_seats),
+        e.awaited_until_ms,
+    )
 
 
 def evidence_from_record(
@@ -1446,6 +1492,12 @@ def with_record(live: RoundEvidence | None, record: RoundEvidence) -> RoundEvide
         )
     if live.my_seat != record.my_seat:
         merged.order_failures.append("the record puts you in another seat")
+    if live.record_version >= RECORD_VERSION_SEATS and _marks(live) != _marks(record):
+        merged.seat_problems = [
+            *record.seat_problems,
+            "the record's bots, declared, awaited or auto-play seats are not the ones the deal"
+            " showed live",
+        ]
     return merged
 
 
