@@ -6,12 +6,15 @@ are exactly the awaited ones that have not contributed."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from games import contributions as fair_order
 from games.table import Table, TableSettings
 from sdk import fairness
+
+pytestmark = pytest.mark.unit
 
 PLAYERS = ("ann", "bob", "cat", "dan")
 SEED = bytes(range(80))
