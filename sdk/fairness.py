@@ -771,6 +771,12 @@ def _check_order(e: RoundEvidence, failures: list[Failure], checked: list[str]) 
         )
     committed_at = _event_order(e.precommitment_event_id)
     dealt_at = _event_order(e.deal_event_id)
+    ids = [e.precommitment_event_id, e.deal_event_id, *(c.event_id for c in e.contributions)]
+    for event_id in ids:
+        if event_id and _event_order(event_id) == (-1, -1):
+            failures.append(
+                Failure(COMMITMENT_LATE, f"{event_id!r} is not a stream id (<ms>-<seq>)")
+            )
     if pre and e.precommitment_event_id and e.deal_event_id and not committed_at < dealt_at:
         failures.append(Failure(COMMITMENT_LATE, "the commitment came after the deal"))
     for c in e.contributions:

@@ -350,6 +350,9 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
   const pre = e.precommitment.trim().toLowerCase();
   const committedAt = order(e.precommitmentEventId);
   const dealtAt = order(e.dealEventId);
+  for (const id of [e.precommitmentEventId, e.dealEventId, ...e.contributions.map((c) => c.eventId)]) {
+    if (id && order(id)[0] < 0) fail("COMMITMENT_LATE", `'${id}' is not a stream id (<ms>-<seq>)`);
+  }
   if (!pre) fail("COMMITMENT_LATE", "no commitment to this deal was published before it");
   else if (pre !== commitment) fail("COMMITMENT_LATE", "the deal used another commitment than the one published in advance");
   if (pre && e.precommitmentEventId && e.dealEventId && !before(committedAt, dealtAt)) fail("COMMITMENT_LATE", "the commitment came after the deal");
