@@ -219,3 +219,54 @@ async def test_a_player_alone_with_bots_through_the_sdk_defaults_gets_his_contri
     finally:
         await mm.stop(0)
         await table.stop(0)
+
+
+async def test_later_deals_wait_for_nobody_when_sdk_clients_watch(
+    env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
+) -> None:
+    """Two SDK clients with their defaults play a private table through the SDK's own bot
+    loop (which watches the table): each later deal's commitment comes with the previous
+    reveal, both contribute at once in the background, so the deal is dealt when its pause
+    ends without waiting for anyone; every deal has both contributions and each player's
+    verification names his own."""
+    from cli.play.bot import BotSeat
+
+    table = await start_table(env, table_port)
+    mm = await start_mm(env, table_port, prefix)
+    try:
+        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+            await ann.login("Ann")
+            await bob.login("Bob")
+            private = await ann.create_private_table(
+                2, turn_seconds=20, reveal_window_seconds=1, next_round_pause_ms=300
+            )
+            table_id = private.table_id
+            tables_made.add(table_id)
+            await bob.join_by_code(private.invite_code)
+            seats = [BotSeat(ann, table_id, last_round_after=2), BotSeat(bob, table_id)]
+            stats = await asyncio.wait_for(asyncio.gather(*(s.play() for s in seats)), 120)
+            assert all(s.closed and not s.errors for s in stats), [s.errors for s in stats]
+            events = list(await table.tables.store.read_events(table_id, "0-0", count=5000))
+            waits = [
+                e
+                for e in events
+                if e.event.type == "deadline" and e.event.data.get("kind") == "contributions"
+            ]
+            deals = sorted({e.event.round for e in events if e.event.type == "round_started"})
+            assert deals == [1, 2, 3]
+            # Deals 2 and 3 were due after the pause: both contributions were already in.
+            assert [w.event.round for w in waits if w.event.round >= 1] == []
+            for deal in deals:
+                for client in (ann, bob):
+                    record = await client.round_record(table_id, deal)
+                    assert len(record.contributions) == 2, (deal, record.contributions)
+                    text = client.my_contribution(table_id, deal)
+                    assert text is not None, deal
+                    result = verify_round(
+                        evidence_from_record(record, my_contribution=text, i_declared=True)
+                    )
+                    assert result.ok, result.summary()
+                    assert result.my_contribution == text
+    finally:
+        await mm.stop(0)
+        await table.stop(0)
