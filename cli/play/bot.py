@@ -144,7 +144,8 @@ class BotPlayer:
         seed: bytes,
         adapter: GameAdapter = KISHPA,
     ) -> None:
-        self.client = KishpaClient.over_channel(channel, retry=NO_RETRY)
+        # A bot neither declares nor contributes (games/contributions.py: bots never do).
+        self.client = KishpaClient.over_channel(channel, retry=NO_RETRY, contribute=False)
         self.client.use_token(token)
         self.adapter = adapter
         self.stream = FairStream(seed, (), adapter.bot_tag)

@@ -143,7 +143,7 @@ class PlaySession:
         self.stream = FairStream(os.urandom(SERVER_SEED_BYTES), (), ui.adapter.bot_tag)
         self._reader: LineReader | None = None
         self._told: tuple[object, ...] = ()
-        self.witness = RoundWitness()
+        self.witness = RoundWitness(contributions=self._my_contribution)
         self.client_seed: str | None = None
         self._sent: set[int] = set()
         """Deals this session contributed to (or tried to)."""
@@ -251,21 +251,23 @@ class PlaySession:
     def use_client_seed(self, seed: str) -> None:
         """The client seed this player handed in: each round's check includes it."""
         self.client_seed = seed
-        self.witness = RoundWitness(seed)
+        self.witness = RoundWitness(seed, contributions=self._my_contribution)
+
+    def _my_contribution(self, deal: int) -> str | None:
+        """What this client contributed to ``deal`` (the SDK keeps it)."""
+        return self.client.my_contribution(self.table_id, deal)
 
     async def contribute(self, deal: int) -> None:
-        """Send this player's random contribution to the coming deal, once its commitment
-        is out (docs/fairness.md): a deal he contributed to is one the server could not
-        choose. Too late (already dealt) is no error: that deal is checked all the same."""
+        """Make sure this player's random contribution to the coming deal is sent once its
+        commitment is out (docs/fairness.md): a deal he contributed to is one the server
+        could not choose. The SDK sends it at once by itself (sdk/contributing.py); this
+        covers a deal it has not tried yet. Too late (already dealt) is no error: that deal
+        is checked all the same, and the verdict names the contribution that is in it."""
         if deal <= 0 or deal in self._sent or my_seat(self.view) is None:
             return
         self._sent.add(deal)
-        try:
-            text, view = await self.client.contribute(self.table_id, deal)
-        except KishpaError:
-            return
-        self.witness.contributed(deal, text)
-        self.view = view
+        with contextlib.suppress(KishpaError):
+            await self.client.contribute_once(self.table_id, deal)
 
     async def say_verdict(self, round_no: int, verdict: Verification | None) -> None:
         """Whether the round's deal matches its seeds, the whole table (docs/fairness.md):
@@ -281,7 +283,12 @@ class PlaySession:
                 self.console.print(Text(f"Round {round_no}: not checked ({exc.message})"))
                 return
         else:
-            evidence = evidence_from_record(record, self.client_seed)
+            evidence = evidence_from_record(
+                record,
+                self.client_seed,
+                my_contribution=self._my_contribution(round_no),
+                i_declared=True,  # this client declares at every seat it takes
+            )
             verdict = verify_round(with_record(self.witness.ended(round_no), evidence))
         line = Text(
             f"Round {round_no}: {verdict.summary()}",

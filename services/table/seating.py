@@ -97,6 +97,8 @@ class Seating(TableCore):
                 bots=[p for p, _ in bots],
             )
             commit = self._commit_event(table, 1)
+            if self.await_lone_creator:
+                fair_order.await_lone_creator(table)
             for player in will_contribute:
                 if player in ids and player not in table.bots:
                     fair_order.declare(table, player)

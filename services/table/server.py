@@ -91,7 +91,28 @@ def build_tables(
     """The use cases over Redis connections (``stakes``: the stakes offered per game;
     ``balances``: where seated players' wallet balances are read)."""
     store = TableStore(redis, finished_ttl_s=finished_table_ttl_s())
-    return Tables(store, engines(), enqueue=enqueue, hub=hub, stakes=stakes, balances=balances)
+    return Tables(
+        store,
+        engines(),
+        enqueue=enqueue,
+        hub=hub,
+        stakes=stakes,
+        balances=balances,
+        await_lone_creator=await_lone_creator(),
+    )
+
+
+LONE_CREATOR_ENV = "KISHPA_AWAIT_LONE_CREATOR"
+"""``1`` (the default): a creator alone with house bots is awaited for the first deal even
+without a declaration (docs/fairness.md); ``0``: only declared seats are awaited."""
+
+
+def await_lone_creator() -> bool:
+    """``KISHPA_AWAIT_LONE_CREATOR`` (default on)."""
+    raw = os.environ.get(LONE_CREATOR_ENV, "1").strip().lower()
+    if raw not in ("0", "1", "true", "false"):
+        raise ValueError(f"{LONE_CREATOR_ENV} must be 1 or 0, got {raw!r}")
+    return raw in ("1", "true")
 
 
 FINISHED_TTL_ENV = "KISHPA_FINISHED_TABLE_TTL_S"

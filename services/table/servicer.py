@@ -22,6 +22,7 @@ from services.table.engine import Action
 from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
 from services.table.wire_enums import DRAW_SOURCE_NAMES, GROUP_KIND_NAMES, RUN_END_NAMES
+from services.table.wire_events import timestamp
 
 MAX_TABLE_ID = 64
 MAX_CLOSE_REASON = 500
@@ -316,6 +317,14 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                     table_pb2.SeatMove(seat=seat, kind=kind, tile_ids=tiles, event_id=event_id)
                     for seat, kind, tiles, event_id in record.moves
                 ],
+                record_version=record.record_version,
+                bot_seats=record.bot_seats,
+                declared_seats=record.declared_seats,
+                awaited_seats=record.awaited_seats,
+                autoplay_seats=record.autoplay_seats,
+                awaited_until=(
+                    timestamp(record.awaited_until_ms) if record.awaited_until_ms else None
+                ),
             )
         )
 

@@ -471,7 +471,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       // reload the one the record shows for it), else its sit-down seed.
       const mine = record.contributions.find((c) => c.seat === record.mySeat)?.contribution;
       const mySeed = contributed[round] ?? mine ?? knownSeed(tableId) ?? record.clientSeeds[record.mySeat] ?? "";
-      return await verifyTable(evidenceFromRecord(record, mySeed));
+      // This page's own contribution, when it made one, must be in the deal (named if so).
+      return await verifyTable(evidenceFromRecord(record, mySeed, { myContribution: contributed[round] ?? null }));
     } catch (err) {
       return `could not check: ${errorText(err)}`;
     }
