@@ -267,3 +267,32 @@ def test_the_admin_role_makes_an_admin_caller_not_a_player(provider: Provider) -
     assert caller == Admin("oidc:ops-7", "Dana Doe")
     plain = authority.verify(provider.token("rsa-1", roles=["reader"]))
     assert isinstance(plain, Player)
+
+
+async def test_an_algorithm_that_does_not_fit_the_named_key_is_token_invalid(
+    stub: auth_pb2_grpc.AuthServiceStub, provider: Provider
+) -> None:
+    """ES256 naming the provider's RSA key id (and the reverse): UNAUTHENTICATED with a
+    reason, not UNKNOWN with a traceback."""
+    claims = jwt.decode(provider.token("ec-1"), options={"verify_signature": False})
+    for signer, named in (("ec-1", "rsa-1"), ("rsa-1", "ec-1")):
+        alg, private = provider.keys[signer]
+        mismatched = jwt.encode(claims, private, algorithm=alg, headers={"kid": named})
+        assert await _refused(stub, mismatched) == (
+            grpc.StatusCode.UNAUTHENTICATED,
+            "TOKEN_INVALID",
+        )
+    assert await _exchange(stub, provider.token("rsa-1"))
+
+
+def test_the_roles_claim_is_configurable_down_to_a_nested_path(provider: Provider) -> None:
+    authority = TokenAuthority(
+        TOKEN_KEY, None, external=verifier(provider, roles_claim="realm_access.roles")
+    )
+    nested = provider.token(
+        "rsa-1", sub="fin-1", realm_access={"roles": ["kishpa-finance", "other"]}
+    )
+    assert authority.verify(nested) == Admin("oidc:fin-1", "Dana Doe", frozenset({"finance"}))
+    # The top-level claim is not read any more: a player.
+    flat = provider.token("rsa-1", sub="fin-2", roles=["kishpa-finance"])
+    assert isinstance(authority.verify(flat), Player)
