@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
 import jwt
 
@@ -108,7 +111,8 @@ class OidcVerifier:
     def __init__(self, config: OidcConfig, *, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self._clock = clock
-        self._keys = jwt.PyJWKClient(
+        client = _LocalKeySet if urlsplit(config.jwks_url).scheme == "file" else jwt.PyJWKClient
+        self._keys = client(
             config.jwks_url,
             cache_keys=False,  # a key the provider withdrew must stop verifying with the set
             cache_jwk_set=True,
@@ -221,6 +225,28 @@ class OidcVerifier:
 
     def _algs(self) -> str:
         return "/".join(self.config.algorithms)
+
+
+class _LocalKeySet(jwt.PyJWKClient):
+    """A key set in a local file (``file://`` JWKS URL): the development operator issuer of
+    ``kishpa run --tls`` publishes its public key this way. PyJWT fetches only http(s), so
+    this reads the file and caches it like a fetched set. Production refuses such URLs."""
+
+    def __init__(self, uri: str, **kwargs: Any) -> None:
+        super().__init__("https://localhost/jwks.json", **kwargs)
+        self._path = Path(unquote(urlsplit(uri).path))
+
+    def fetch_data(self) -> Any:
+        try:
+            jwk_set = json.loads(self._path.read_text())
+        except OSError as exc:
+            raise jwt.PyJWKClientConnectionError(f"cannot read {self._path}: {exc}") from None
+        if not isinstance(jwk_set, dict):
+            raise jwt.PyJWKClientError("the key set file is not a JSON object")
+        if self.jwk_set_cache is not None:
+            self.jwk_set_cache.put(jwk_set)
+        self._last_successful_fetch = time.monotonic()
+        return jwk_set
 
 
 def _family(algorithm: str) -> str:

@@ -392,10 +392,10 @@ class Settings(BaseSettings):
                 f"remove {SERVICE_SECRET_ENV} (and its _FILE/_PREVIOUS): no shared service key "
                 "is accepted in production"
             )
-        if self.oidc_issuer == DEV_ISSUER:
+        if self.oidc_issuer == DEV_ISSUER or urlsplit(self.oidc_jwks_url).scheme == "file":
             problems.append(
-                f"KISHPA_OIDC_ISSUER is the development issuer {DEV_ISSUER}: trust your "
-                "identity provider instead"
+                f"KISHPA_OIDC_ISSUER is the development issuer ({DEV_ISSUER}, or keys from a "
+                "file://): trust your identity provider instead"
             )
         if problems:
             raise SettingsError("KISHPA_PRODUCTION=1: " + "; ".join(problems))
