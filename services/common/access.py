@@ -1,7 +1,8 @@
 """Who may call which RPC: the one declaration every server enforces.
 
-A caller has one or more *identities*: ``player``; ``service:<workload>`` for a service
-credential (with mutual TLS, of the workload whose certificate the connection shows);
+A caller has one or more *identities*: ``player``; ``service:<workload>`` for a workload
+(under mutual TLS, the one its client certificate names; in development, a service credential,
+which on a TLS port must match that certificate);
 ``admin:<role>`` for each role of an operator (``support`` reads, ``finance`` credits and
 debits and approves, ``ops`` closes tables). :data:`ACCESS` maps every RPC of the Kishpa
 contract to the identities that may call it; ``anyone`` marks the public ones (health,

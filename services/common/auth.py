@@ -1,4 +1,11 @@
-"""Player tokens, service credentials and the gRPC interceptor that checks them.
+"""Who calls: player tokens, workload certificates, operators, and the interceptor.
+
+Under mutual TLS a *workload* is who its verified client certificate says (a call without a
+token over the ``table`` certificate is the table service): no secret is shared between
+workloads, and production (``KISHPA_PRODUCTION=1``) holds none. *Operators* are who the
+identity provider says (``services.common.oidc``). What follows about service credentials
+and admin tokens is the development model (plain ``make run``), refused where no shared key
+is configured.
 
 Tokens are HS256 JWTs. A *player token* (signed with ``KISHPA_TOKEN_SECRET``) names the
 player: ``sub`` is the player id, ``name`` the display name, ``typ`` is ``"player"``. A
@@ -6,7 +13,8 @@ player: ``sub`` is the player id, ``name`` the display name, ``typ`` is ``"playe
 player key cannot mint one) has ``sub = "service:<name>"``, ``typ`` and ``role`` ``"service"``.
 Both carry ``iss = "kishpa"``, ``iat`` and ``exp``. An *admin token* (also signed with
 ``KISHPA_SERVICE_SECRET``; ``typ`` and ``role`` ``"admin"``, ``sub = "admin:<operator>"``)
-makes an :class:`Admin` caller, separate from players and services. Tokens of an external
+makes an :class:`Admin` caller, separate from players and services: the *development
+operator issuer*, accepted only where the shared key is. Tokens of an external
 OpenID Connect provider (``services.common.oidc``, when configured) are accepted too: they
 name a player, or an admin when they carry the admin role.
 
