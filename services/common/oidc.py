@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +45,8 @@ PLAYER_ID_PREFIX: Final = "o"
 ALLOWED_ALGORITHMS: Final = frozenset({"RS256", "ES256"})
 LEEWAY_SECONDS: Final = 5
 MAX_NAME_LENGTH: Final = 64
+MAX_NUMERIC_DATE: Final = 10**11
+"""``exp``/``iat``/``nbf`` beyond this (year 5138) are malformed (as for our own tokens)."""
 
 
 def operator_roles(granted: list[Any], config: OidcConfig) -> frozenset[str]:
@@ -179,11 +182,15 @@ class OidcVerifier:
         name = str(claims.get("name") or claims.get("preferred_username") or "")
         granted = _claim(claims, self.config.roles_claim)
         roles = operator_roles(granted, self.config) if isinstance(granted, list) else frozenset()
-        try:
-            expires_at = int(claims["exp"])
-            lifetime = expires_at - int(claims["iat"])
-        except (TypeError, ValueError, OverflowError):
-            raise Unauthenticated("TOKEN_INVALID", "the token's times are malformed") from None
+        for claim in ("exp", "iat", "nbf"):
+            value = claims.get(claim, 0)
+            # The same bounds as our own tokens: a year-5138 expiry is malformed, not long.
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise Unauthenticated("TOKEN_INVALID", f"the token's {claim} is not a number")
+            if not (math.isfinite(value) and 0 <= value <= MAX_NUMERIC_DATE):
+                raise Unauthenticated("TOKEN_INVALID", f"the token's {claim} is out of range")
+        expires_at = int(claims["exp"])
+        lifetime = expires_at - int(claims["iat"])
         return OidcIdentity(
             player_id=player_id_for(self.config.issuer, subject),
             name=name[:MAX_NAME_LENGTH],
