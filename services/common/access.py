@@ -30,6 +30,11 @@ OPERATOR_ROLES: Final = ("support", "finance", "ops")
 WORKLOADS: Final = ("wallet", "table", "matchmaking", "worker", "beat", "edge")
 """Every workload with an identity of its own (a certificate, docs/operations.md)."""
 
+PROXIES: Final = frozenset({"edge"})
+"""Workloads that only forward other callers' calls (with their tokens): a call over their
+certificate without a token is nobody (``TOKEN_MISSING``), so a browser that lost its token
+hears it must sign in again, not that the edge may not call."""
+
 
 def service(name: str) -> str:
     """The identity of workload ``name`` calling with its service credential."""

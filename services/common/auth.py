@@ -49,7 +49,7 @@ import jwt
 import structlog
 from pydantic import SecretStr
 
-from services.common.access import OPERATOR_ROLES, WORKLOADS, allowed, refusal
+from services.common.access import OPERATOR_ROLES, PROXIES, WORKLOADS, allowed, refusal
 from services.common.errors import PermissionDenied, Unauthenticated, Unavailable, abort_with
 from services.common.handlers import wrap_handler
 from services.common.oidc import OidcVerifier, oidc_verifier_from_settings
@@ -612,10 +612,11 @@ def certified_workload(context: Any) -> Service | None:
 
     Only a workload of :data:`services.common.access.WORKLOADS` is anybody here: a
     certificate of the same CA issued to a person's tool (an operator's CLI) names no
-    workload and so grants nothing by itself.
+    workload and so grants nothing by itself; nor does a proxy's (the edge's), which always
+    carries its caller's token.
     """
     peer = peer_identity(context)
-    return Service(peer) if peer in WORKLOADS else None
+    return Service(peer) if peer in WORKLOADS and peer not in PROXIES else None
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):

@@ -271,6 +271,7 @@ async def test_no_workloads_secrets_mint_an_operator_or_another_workload(
     assert accepted == []
     # The refusals name what was wrong, never a crash (codes the docs list).
     assert {reason for _, reason in outcomes} <= {
+        "TOKEN_MISSING",  # the edge's certificate alone: a proxy is nobody by itself
         "ADMIN_REQUIRED",
         "SERVICE_REQUIRED",
         "SERVICE_NOT_ALLOWED",
@@ -375,4 +376,16 @@ async def test_operator_tokens_live_at_most_the_configured_lifetime(
     assert await _outcome(admin.ListAuditEntries(request, metadata=two_hours)) == (
         "UNAUTHENTICATED",
         "TOKEN_LIFETIME_TOO_LONG",
+    )
+
+
+async def test_a_call_through_the_edge_without_a_token_must_sign_in(
+    production: Production,
+) -> None:
+    """The edge forwards players' calls: its certificate alone is nobody, so a browser
+    that lost its token hears UNAUTHENTICATED (sign in again), not a permission refusal."""
+    wallet = wallet_pb2_grpc.WalletServiceStub(production.channel("edge", production.wallet_port))
+    assert await _outcome(wallet.GetBalance(wallet_pb2.GetBalanceRequest(), timeout=10)) == (
+        "UNAUTHENTICATED",
+        "TOKEN_MISSING",
     )
