@@ -29,7 +29,7 @@ from google.protobuf.duration_pb2 import Duration
 from games.ledger import Posting
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.auth import ServiceCredentials
 from services.common.logging import get_logger
 from services.common.settings import Settings
 from services.common.tls import client_tls_from_settings, sync_channel
@@ -364,8 +364,8 @@ class GrpcSources:
     """The table service and the wallet over gRPC, with the workers' service credential."""
 
     def __init__(self, settings: Settings) -> None:
-        authority = TokenAuthority(None, settings.require_service_secret())
-        self._credentials = ServiceCredentials(authority, SERVICE_NAME)
+        settings.require_workload_identity()
+        self._credentials = ServiceCredentials.for_process(settings, SERVICE_NAME)
         tls = client_tls_from_settings(settings)
         self._table_channel = sync_channel(settings.table_addr, tls, options=CHANNEL_OPTIONS)
         self._wallet_channel = sync_channel(settings.wallet_addr, tls, options=CHANNEL_OPTIONS)

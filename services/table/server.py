@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.auth import ServiceCredentials
 from services.common.limits import Limiter, limiter_from_settings
 from services.common.logging import get_logger
 from services.common.redis_client import async_client, pubsub_source
@@ -133,7 +133,7 @@ def wallet_balances(settings: Settings) -> tuple[grpc.aio.Channel, WalletBalance
     """A channel to the wallet (``KISHPA_WALLET_ADDR``) and the balance reader over it, with
     the table service's own service credential."""
     channel = reloading_aio_channel(settings.wallet_addr, client_tls_from_settings(settings))
-    credentials = ServiceCredentials(TokenAuthority.from_settings(settings), BALANCES_CALLER)
+    credentials = ServiceCredentials.for_process(settings, BALANCES_CALLER)
     return channel, WalletBalances(channel, credentials)
 
 
