@@ -27,7 +27,7 @@ $(VENV)/.installed: $(LOCK)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-install: $(VENV)/.installed web ## Create .venv with exactly the locked dependencies and generate the protobuf code
+install: $(VENV)/.installed proto web ## Create .venv with exactly the locked dependencies and generate the protobuf code
 
 lock: ## Remake requirements/*.lock from pyproject.toml (exact versions and hashes)
 	$(PYTHON) -m venv .venv-lock
