@@ -103,6 +103,7 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "UndoTurn",
                 "GetRoundRecord",
                 "Contribute",
+                "Ready",
             )
         ),
         PLAYER,

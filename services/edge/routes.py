@@ -65,6 +65,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "UndoTurn",
             "GetRoundRecord",
             "Contribute",
+            "Ready",
         ),
     ),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).
