@@ -210,6 +210,9 @@ class Table:
     ready: list[int] = field(default_factory=list)
     """Seats whose player said he is ready for the next deal, during the pause between two
     deals (emptied when a deal is dealt)."""
+    rematch: dict[str, Any] = field(default_factory=dict)
+    """A table that replays another (services/table/rematch.py): ``of`` (its id) and the
+    ``humans`` awaited."""
 
     def bot_seats(self) -> list[int]:
         """Seats where the service's bots sit."""
@@ -246,6 +249,7 @@ class Table:
             "game": self.game,
             "fair": self.fair,
             "ready": self.ready,
+            **({"rematch": self.rematch} if self.rematch else {}),
         }
 
     @classmethod
@@ -269,6 +273,7 @@ class Table:
             game=dict(obj["game"]),
             fair=dict(obj.get("fair") or {}),
             ready=[int(s) for s in obj.get("ready") or []],
+            rematch=dict(obj.get("rematch") or {}),
         )
 
 

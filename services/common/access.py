@@ -104,6 +104,7 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "GetRoundRecord",
                 "Contribute",
                 "Ready",
+                "PlayAgain",
             )
         ),
         PLAYER,

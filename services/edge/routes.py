@@ -66,6 +66,7 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "GetRoundRecord",
             "Contribute",
             "Ready",
+            "PlayAgain",
         ),
     ),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).

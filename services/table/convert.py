@@ -133,6 +133,10 @@ class Converter:
         msg.next_deal, msg.next_deal_commitment = next_deal(table)
         if view.my_seat is not None:
             msg.contributed = contributed(table, table.players[view.my_seat])
+        if table.rematch:
+            msg.rematch_of = str(table.rematch.get("of", ""))
+            if table.status == "waiting" and table.deadline is not None:
+                msg.start_time.CopyFrom(timestamp(table.deadline.at_ms))
         pause = table.deadline if table.status == "playing" else None
         if pause is not None and pause.kind == NEXT_ROUND:
             msg.ready_seats.extend(sorted(table.ready))

@@ -22,6 +22,7 @@ from services.table.core import (
 )
 from services.table.engine import (
     BadRequestError,
+    NotAllowedError,
     Step,
     Table,
     TableSettings,
@@ -155,6 +156,11 @@ class Seating(TableCore):
         check_client_seed(client_seed)
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            if table.rematch and player_id not in table.rematch.get("humans", []):
+                raise NotAllowedError(
+                    "this table replays a game: only its players may sit (PlayAgain)",
+                    "NOT_ALLOWED",
+                )
             fact = rules_table.seat(table, player_id, name=name, client_seed=client_seed)
             if will_contribute:
                 fair_order.declare(table, player_id)

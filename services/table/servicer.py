@@ -342,6 +342,15 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         )
         return table_pb2.ReadyResponse(table=self._view(result))
 
+    async def PlayAgain(
+        self, request: table_pb2.PlayAgainRequest, context: Context
+    ) -> table_pb2.PlayAgainResponse:
+        player_id, name = _player()
+        result = await self.tables.play_again(
+            player_id, _table_id(request.table_id), name=name, request_id=request.request_id
+        )
+        return table_pb2.PlayAgainResponse(table=self._view(result))
+
     async def CloseTable(
         self, request: table_pb2.CloseTableRequest, context: Context
     ) -> table_pb2.CloseTableResponse:

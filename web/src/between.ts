@@ -101,3 +101,26 @@ export function tableLabel(tableId: string, round: number): string {
   const when = round === 0 ? (game === Game.HAND ? "buy-in" : "start") : `${game === Game.HAND ? "deal" : "round"} ${round}`;
   return `${name ? `${name} table` : "Table"} ${short} · ${when}`;
 }
+
+// ---- play again ----------------------------------------------------------------------------
+
+/** When a table opened by PlayAgain starts at the latest (ms), or null. */
+export function startMs(view: TableView | null): number | null {
+  const t = view?.startTime;
+  if (!view?.rematchOf || !t || (t.seconds === 0n && t.nanos === 0)) return null;
+  return Number(t.seconds) * 1000 + Math.floor(t.nanos / 1e6);
+}
+
+/** "Waiting for the others to accept: …" on a table opened by PlayAgain. */
+export function rematchText(view: TableView, now: number = Date.now()): string {
+  const at = startMs(view);
+  if (at === null || view.status !== TableStatus.WAITING) return "";
+  const left = Math.max(0, Math.ceil((at - now) / 1000));
+  return `Play again: the game starts when the others accept, or in ${left} s with a bot in the seat of each who did not.`;
+}
+
+/** Accept to play again: the new table's id (the same one for every player of this table). */
+export async function playAgain(tableId: string, requestId: string): Promise<string> {
+  const answer = await tables.playAgain({ tableId, requestId });
+  return answer.table?.tableId ?? "";
+}

@@ -34,7 +34,7 @@ import {
 import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
 import { OPENING_POINTS, arrangeCards, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
 import { rulesDialog } from "./rules";
-import { leaveCostText, nextDealMs, pauseText, readyButton, rememberLeft, rememberTable } from "./between";
+import { leaveCostText, nextDealMs, pauseText, playAgain, readyButton, rematchText, rememberLeft, rememberTable } from "./between";
 import { dealEnded, muteButton, yourTurn } from "./feel";
 import { errorText, h, isRepeat, replace, tileClass, tileLabel, tileTitle, touchOnly, type Attrs } from "./ui";
 
@@ -376,6 +376,13 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       return answer;
     });
   };
+  /** Play again: a new table with the same players, bots and stake (each human accepts). */
+  const replay = () =>
+    act("Opening the new table…", async (requestId) => {
+      const next = await playAgain(tableId, requestId);
+      if (next) location.hash = `#/table/${next}`;
+      return {};
+    });
   const ready = () => {
     const round = summary?.round ?? view?.round?.round ?? 0;
     void act("Ready…", (requestId) => tables.ready({ tableId, round, requestId }));
@@ -698,6 +705,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   function turnText(): string {
     const v = view!;
     const round = v.round;
+    if (v.status === TableStatus.WAITING && v.rematchOf) return rematchText(v);
     if (v.status === TableStatus.WAITING) return `Waiting for players (${v.seats.filter((s) => s.playerId).length} of ${v.settings?.seats ?? 0} seated).`;
     if (v.status === TableStatus.CLOSED) return "The table has closed.";
     if (!round) return "";
@@ -903,7 +911,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       "div",
       { class: "summary-actions" },
       pausing ? h("p", { class: "pause", "data-testid": "pause", "aria-live": "polite" }, pauseText(v)) : null,
-      closed ? h("a", { class: "button primary", href: "#/", "data-testid": "to-lobby", "data-key": "to-lobby" }, "Back to the lobby") : null,
+      closed && mySeatOf(s.view) !== null ? h("button", { class: "primary", onclick: replay, "data-testid": "play-again", "data-key": "play-again" }, "Play again") : null,
+      closed ? h("a", { class: "button", href: "#/", "data-testid": "to-lobby", "data-key": "to-lobby" }, "Back to the lobby") : null,
       h("button", { class: closed ? "" : "primary", onclick: onContinue, "data-testid": "close-summary", "data-key": "close-summary", "data-ready": canReady ? "true" : undefined }, closed ? "See the table" : canReady ? "Ready" : "Continue"),
     );
   }
@@ -972,6 +981,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     return h("button", { onclick: discard, "data-testid": "discard", "aria-keyshortcuts": "x" }, `Discard the ${name}${key}`);
   }
 
+  const v0 = () => view!;
+
   function actionsEl(): HTMLElement {
     const k = (key: string) => (keysShown ? ` (${key})` : "");
     const handy = isHand();
@@ -999,6 +1010,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       rackTiles().length && (!handy || saved.ownOrder) ? h("button", { class: "link", onclick: () => void arrange(), "data-testid": "arrange", "aria-keyshortcuts": "a" }, `Arrange${k("a")}`) : null,
       can(PlayerAction.PRESS_LAST_ROUND) ? h("button", { class: "link", onclick: lastRound, "data-testid": "last-round" }, "Last round") : null,
       h("button", { class: "link", onclick: openRules, "data-testid": "rules", "data-key": "rules", "aria-keyshortcuts": "?" }, "How to play"),
+      v0().status === TableStatus.CLOSED && mySeatOf(v0()) !== null ? h("button", { class: "primary", onclick: replay, "data-testid": "play-again" }, "Play again") : null,
       record ? h("button", { class: "link", onclick: () => ((summary = record), (summaryFocus = true), draw()), "data-testid": "last-summary" }, `${isHand() ? "Deal" : "Round"} ${record.round} summary`) : null,
       muteButton(draw),
       h("button", { class: "link", onclick: askLeave, "data-testid": "leave", "data-key": "leave" }, "Leave"),
@@ -1134,6 +1146,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (el && view) el.replaceWith(timerEl());
     const pause = root.querySelector('[data-testid="pause"]');
     if (pause && view) pause.textContent = pauseText(view);
+    const turn = root.querySelector('[data-testid="turn"]');
+    if (turn && view?.rematchOf && view.status === TableStatus.WAITING) turn.textContent = rematchText(view);
   }, 500);
 
   draw();

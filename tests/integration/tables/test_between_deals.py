@@ -288,3 +288,116 @@ async def test_a_hand_table_left_between_deals_ends_at_once(
         assert state["deadline"] is None
     finally:
         await cleanup(redis, table_id)
+
+
+async def _closed_hand_table(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    humans: list[str],
+    pause_ms: int,
+) -> str:
+    """A Hand table (the humans and one bot) whose game is over: one deal played, then
+    every human left (the game ends at once between deals)."""
+    table_id = await _open(stub, md, humans, common_pb2.GAME_HAND, bots=1, pause_ms=pause_ms)
+    await _play_until_deal_ends(_players(channel, authority, humans, HAND), table_id, 1)
+    for player in humans:
+        left = await stub.LeaveTable(
+            table_pb2.LeaveTableRequest(table_id=table_id, request_id=_rid()), metadata=md[player]
+        )
+    assert left.table.status == CLOSED
+    return table_id
+
+
+async def _play_again(
+    stub: table_pb2_grpc.TableServiceStub, md: dict[str, Any], player: str, table_id: str
+) -> table_pb2.TableView:
+    answer = await stub.PlayAgain(
+        table_pb2.PlayAgainRequest(table_id=table_id, request_id=_rid()), metadata=md[player]
+    )
+    return answer.table
+
+
+async def test_play_again_seats_the_same_players_bots_and_stake(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    ann, bob = players[:2]
+    old = await _closed_hand_table(stub, channel, authority, md, [ann, bob], 60_000)
+    new_id = ""
+    try:
+        first = await _play_again(stub, md, ann, old)
+        new_id = first.table_id
+        assert new_id != old
+        assert first.status == table_pb2.TABLE_STATUS_WAITING
+        assert first.rematch_of == old
+        assert [s.player_id for s in first.seats] == [ann, "", ""]
+        assert first.start_time.ToMilliseconds() > time.time() * 1000 + 50_000
+        again = await _play_again(stub, md, ann, old)
+        assert again.table_id == new_id, "every acceptance finds the same table"
+        assert [s.player_id for s in again.seats] == [ann, "", ""]
+        with pytest.raises(grpc.aio.AioRpcError) as stranger:
+            await stub.JoinTable(
+                table_pb2.JoinTableRequest(table_id=new_id, request_id=_rid()),
+                metadata=md[players[2]],
+            )
+        assert stranger.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.aio.AioRpcError) as outsider:
+            await _play_again(stub, md, players[2], old)
+        assert outsider.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        # Bob accepts last: the bot sits down and the first deal is dealt at once.
+        started = await _play_again(stub, md, bob, old)
+        assert started.table_id == new_id
+        assert started.status == table_pb2.TABLE_STATUS_PLAYING
+        assert started.round.round == 1
+        assert [s.player_id for s in started.seats[:2]] == [ann, bob]
+        assert [s.bot for s in started.seats] == [False, False, True]
+        assert started.settings.stake == 1
+        assert started.settings.game == common_pb2.GAME_HAND
+    finally:
+        await cleanup(redis, old)
+        if new_id:
+            await cleanup(redis, new_id)
+
+
+async def test_play_again_without_the_others_gives_their_seats_to_bots(
+    stub: table_pb2_grpc.TableServiceStub,
+    channel: grpc.aio.Channel,
+    authority: TokenAuthority,
+    md: dict[str, Any],
+    players: list[str],
+    redis: Redis,
+) -> None:
+    ann, bob = players[:2]
+    old = await _closed_hand_table(stub, channel, authority, md, [ann, bob], 1500)
+    new_id = ""
+    try:
+        live = await _open(stub, md, [players[2]], common_pb2.GAME_HAND, bots=1)
+        with pytest.raises(grpc.aio.AioRpcError) as playing:
+            await _play_again(stub, md, players[2], live)
+        await cleanup(redis, live)
+        assert playing.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert error_reason(playing.value) == "GAME_NOT_OVER"
+        first = await _play_again(stub, md, ann, old)
+        new_id = first.table_id
+
+        async def started() -> table_pb2.TableView | None:
+            answer = await stub.GetTable(
+                table_pb2.GetTableRequest(table_id=new_id), metadata=md[ann]
+            )
+            return answer.table if answer.table.status == table_pb2.TABLE_STATUS_PLAYING else None
+
+        view = await _until(started, "the pause to pass and the game to start")
+        assert time.time() * 1000 >= first.start_time.ToMilliseconds()
+        assert view.seats[0].player_id == ann
+        assert [s.bot for s in view.seats] == [False, True, True], "a bot in Bob's seat"
+        assert bob not in [s.player_id for s in view.seats]
+    finally:
+        await cleanup(redis, old)
+        if new_id:
+            await cleanup(redis, new_id)
