@@ -271,11 +271,11 @@ def test_a_guest_plays_a_deal_of_hand_by_keyboard_on_a_phone(web_stack: WebStack
 
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (360, 740)])
 def test_a_phone_table_keeps_the_turn_on_screen_and_the_deal_summary_still(
-    web_stack: WebStack, tmp_path: Path, width: int, height: int
+    web_stack: WebStack, width: int, height: int
 ) -> None:
     """Issue 33 on a phone: no page scroll during a turn, the summary a record, Ready, the
     cost of leaving said first."""
-    result = _node("phone.mjs", web_stack.base, tmp_path, str(width), str(height))
+    result = _node("phone.mjs", web_stack.base, SCREENSHOTS, str(width), str(height))
     assert result["turns"] >= 1, result
     assert set(result["scrollY"]) == {0}, result["scrollY"]
     assert result["offScreen"] == [], result["offScreen"]
@@ -299,6 +299,9 @@ def test_a_phone_table_keeps_the_turn_on_screen_and_the_deal_summary_still(
     assert result["stayed"] is True
     assert all(v == [] for v in result["axe"].values()), result["axe"]
     assert result["sideScroll"] <= 0
+    for shot in ("table", "summary", "leave"):
+        png = (SCREENSHOTS / f"phone-{width}x{height}-{shot}.png").read_bytes()
+        assert png.startswith(b"\x89PNG"), shot
 
 
 # --- decoding what each page received -------------------------------------------------------

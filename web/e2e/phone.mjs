@@ -105,6 +105,7 @@ try {
   await page.getByTestId("leave").tap();
   await page.getByTestId("leave-dialog").waitFor({ timeout: 5000 });
   result.leaveCost = await page.getByTestId("leave-cost").textContent();
+  await page.screenshot({ path: `${out}/phone-${size}-leave.png` });
   result.axe["phone leave"] = await axeViolations(page);
   await page.getByTestId("stay").tap();
   await page.getByTestId("leave-dialog").waitFor({ state: "detached", timeout: 5000 });

@@ -42,15 +42,14 @@ export function leaveCostText(view: TableView): string {
   const onlyBots = others === 0;
   if (view.settings?.game === Game.HAND) {
     const pot = BigInt(view.seats.filter((s) => s.playerId).length) * stake;
-    return (
-      `Your buy-in of ${stake} tokens stays in the pot of ${pot}. Your seat plays on by itself (draw and discard) and the pot is split by the totals at the end: whatever your seat's total earns is still yours.` +
-      (onlyBots ? " Only bots are left here: the game ends with this deal and the pot is split by the totals then." : "")
-    );
+    const kept = `Your buy-in of ${stake} tokens stays in the pot of ${pot}`;
+    return onlyBots
+      ? `${kept}. Only bots are left here, so the game ends with this deal and the pot is split by the totals then: what your total earns is yours.`
+      : `${kept}. Your seat plays on by itself (draw and discard) and the pot is split by the totals at the end: what your seat's total earns is still yours.`;
   }
-  return (
-    `Your seat goes on auto-play until the table ends: it keeps paying and winning at stake ${stake} (each round takes ${stake} or ${2n * stake} into the bowl, a lost round ${2n * stake}–${6n * stake} to the winner).` +
-    (onlyBots ? " Only bots are left here: the table ends with this round, and you pay nothing after it." : "")
-  );
+  return onlyBots
+    ? `Only bots are left here, so the table ends with this round: your seat plays it out on auto-play at stake ${stake}, the bowl is split, and you pay nothing after it.`
+    : `Your seat goes on auto-play until the table ends: it keeps paying and winning at stake ${stake} (each round ${stake} or ${2n * stake} into the bowl, a lost round ${2n * stake}–${6n * stake} to the winner).`;
 }
 
 const LEFT_KEY = "kishpa.left";

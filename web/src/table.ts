@@ -724,7 +724,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         : `${who} A reveal window is open for whoever holds the kishpa.`;
     }
     if (round.phase === RoundPhase.ENDED) {
-      const next = v.status === TableStatus.PLAYING && nextDealMs(v) !== null ? ` ${pauseText(v)}.` : "";
+      // No countdown here (a live region): the summary and the dock's Ready say the time.
+      const next = v.status === TableStatus.PLAYING && nextDealMs(v) !== null ? ` The next ${isHand() ? "deal" : "round"} starts when everyone is ready.` : "";
       if (isHand()) return `Deal ${round.round} is over.${next}`;
       return `${winner === null ? "Nobody won" : `${seatName(winner)} won`} round ${round.round}.${next}`;
     }
@@ -910,7 +911,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     return h(
       "div",
       { class: "summary-actions" },
-      pausing ? h("p", { class: "pause", "data-testid": "pause", "aria-live": "polite" }, pauseText(v)) : null,
+      pausing ? h("p", { class: "pause", "data-testid": "pause" }, pauseText(v)) : null,
       closed && mySeatOf(s.view) !== null ? h("button", { class: "primary", onclick: replay, "data-testid": "play-again", "data-key": "play-again" }, "Play again") : null,
       closed ? h("a", { class: "button", href: "#/", "data-testid": "to-lobby", "data-key": "to-lobby" }, "Back to the lobby") : null,
       h("button", { class: closed ? "" : "primary", onclick: onContinue, "data-testid": "close-summary", "data-key": "close-summary", "data-ready": canReady ? "true" : undefined }, closed ? "See the table" : canReady ? "Ready" : "Continue"),
@@ -969,8 +970,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   function takeButton(key: string): HTMLElement {
     const top = topDiscard();
     const name = top ? nameOf(top.face) : "discard";
-    const grouped = !!top && !!hint?.groups.some((g) => g.tiles.some((t) => t.face === top.face));
-    const warn = isHand() && !opened() ? " (only to open with it)" : !isHand() && top && !grouped && hint ? " (fits no group yet)" : "";
+    // Hand: a card taken from the pile must be used this turn; before the opening, in it.
+    const warn = isHand() && !opened() ? " (only to open with it)" : isHand() ? " (to use this turn)" : "";
     return h("button", { onclick: takeDiscard, "data-testid": "take", "aria-keyshortcuts": "t", "data-warn": warn ? "true" : undefined }, `Take the ${name}${warn}${key}`);
   }
 
