@@ -297,6 +297,9 @@ def test_a_phone_table_keeps_the_turn_on_screen_and_the_deal_summary_still(
     assert "buy-in of 10 tokens stays in the pot of 20" in result["leaveCost"]
     assert "the game ends with this deal" in result["leaveCost"]
     assert result["stayed"] is True
+    assert (result["muteAfterTap"], result["muteAfterReload"]) == ("Sound off", "Sound off")
+    assert result["animation"] == "card-land"
+    assert result["animationReduced"] == "none"
     assert all(v == [] for v in result["axe"].values()), result["axe"]
     assert result["sideScroll"] <= 0
     for shot in ("table", "summary", "leave"):

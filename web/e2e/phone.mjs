@@ -110,6 +110,20 @@ try {
   await page.getByTestId("stay").tap();
   await page.getByTestId("leave-dialog").waitFor({ state: "detached", timeout: 5000 });
   result.stayed = (await page.getByTestId("table").count()) === 1;
+
+  // The sound toggle is remembered across a reload; reduced motion turns the card moves off.
+  await page.getByTestId("mute").tap();
+  result.muteAfterTap = await page.getByTestId("mute").textContent();
+  await page.reload();
+  await page.getByTestId("mute").waitFor({ timeout: 20000 });
+  result.muteAfterReload = await page.getByTestId("mute").textContent();
+  const animation = () => page.evaluate(() => {
+    const top = document.querySelector('[data-testid="top-discard"]');
+    return top ? getComputedStyle(top).animationName : "no discard";
+  });
+  result.animation = await animation();
+  await page.emulateMedia({ reducedMotion: "reduce" });
+  result.animationReduced = await animation();
 } finally {
   writeFileSync(`${out}/phone.json`, JSON.stringify(result, null, 1));
   await browser.close();
