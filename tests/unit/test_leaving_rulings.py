@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import games.hand as hand
 import games.kishpa as kishpa
@@ -81,3 +83,41 @@ def test_hand_with_the_ruling_off_the_bots_play_every_deal() -> None:
     rules = replace(HAND_RULES, abandoned_ends_with_deal=False)
     game, _ = start_game(["ann", "bob"], 1, rules)
     assert hand.abandon(game, deal_ended=False) == (game, [], [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seats=st.integers(2, 4),
+    stake=st.integers(1, 100),
+    deals=st.lists(
+        st.lists(st.integers(-200, 100), min_size=4, max_size=4), min_size=1, max_size=6
+    ),
+    in_progress=st.booleans(),
+)
+def test_hand_ended_early_pays_out_the_whole_pot_by_the_totals_played(
+    seats: int, stake: int, deals: list[list[int]], in_progress: bool
+) -> None:
+    """Whenever the game ends early, the pot is paid out whole (never more, never less), by
+    the totals of the deals played, and only once the game is over."""
+    players = [f"p{s}" for s in range(seats)]
+    game, _ = start_game(players, stake, HAND_RULES)
+    results = tuple(
+        DealResult(n, n % seats, None, False, tuple(scores[:seats]))
+        for n, scores in enumerate(deals)
+    )
+    game = replace(game, results=results)
+    left, events, phases = hand.abandon(game, deal_ended=not in_progress)
+    if in_progress:
+        assert (events, phases) == ([], [])
+        assert not left.finished
+        assert left.deals == len(deals) + 1
+        return
+    assert left.finished
+    payouts = events[0].data["payouts"]
+    assert sum(payouts) == stake * seats
+    assert all(p >= 0 for p in payouts)
+    totals = [sum(scores[s] for scores in deals) for s in range(seats)]
+    assert phases[0].record["totals"] == dict(zip(players, totals, strict=True))
+    # The leaders share at least 75% of the pot between them (docs/rules/hand.md).
+    leaders = [s for s in range(seats) if totals[s] == max(totals)]
+    assert sum(payouts[s] for s in leaders) * 4 >= stake * seats * 3
