@@ -393,6 +393,8 @@ def check_creator(table: Table, player_id: str, what: str) -> None:
 def check_start(table: Table, player_id: str) -> None:
     """The creator starts a waiting table once at least two players sit."""
     check_creator(table, player_id, "start it")
+    if table.rematch:
+        raise NotAllowed("a table that replays a game starts by itself", "NOT_ALLOWED")
     if table.status != WAITING:
         raise TableRuleError(f"the table is {table.status}", "GAME_STARTED")
     if len(table.players) < SEAT_LIMITS[0]:

@@ -152,7 +152,7 @@ class Converter:
             if view.my_seat is None:
                 full = len(table.players) >= table.settings.seats
                 return [] if full else [table_pb2.PLAYER_ACTION_JOIN]
-            if creator:
+            if creator and not table.rematch:
                 ready = len(table.players) >= 2
                 return [table_pb2.PLAYER_ACTION_START_GAME] if ready else []
             return [table_pb2.PLAYER_ACTION_LEAVE]

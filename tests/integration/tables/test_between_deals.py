@@ -338,6 +338,12 @@ async def test_play_again_seats_the_same_players_bots_and_stake(
         assert first.rematch_of == old
         assert [s.player_id for s in first.seats] == [ann, "", ""]
         assert first.start_time.ToMilliseconds() > time.time() * 1000 + 50_000
+        assert table_pb2.PLAYER_ACTION_START_GAME not in first.available_actions
+        with pytest.raises(grpc.aio.AioRpcError) as early:
+            await stub.StartGame(
+                table_pb2.StartGameRequest(table_id=new_id, request_id=_rid()), metadata=md[ann]
+            )
+        assert early.value.code() == grpc.StatusCode.PERMISSION_DENIED, "it starts by itself"
         again = await _play_again(stub, md, ann, old)
         assert again.table_id == new_id, "every acceptance finds the same table"
         assert [s.player_id for s in again.seats] == [ann, "", ""]
