@@ -25,6 +25,7 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
+from shared import keys, stream
 from tests.integration.tables.conftest import cleanup, versioned_state
 
 pytestmark = pytest.mark.integration
@@ -153,6 +154,13 @@ async def test_the_next_deal_waits_for_every_human_and_the_summary_stays(
         _, state = await versioned_state(redis, table_id)
         assert state["deadline"]["kind"] == "next_round"
         assert state["deadline"]["at_ms"] == next_deal_ms
+        # The event announcing the pause carries its end (what a watching client counts down).
+        announced = [
+            e.data
+            for e in (stream.decode(f) for _, f in await redis.xrange(keys.events(table_id)))
+            if e.type == "deadline" and e.data["kind"] == "next_round"
+        ]
+        assert announced[-1]["at_ms"] == next_deal_ms
 
         # One human ready: the bots are always ready, the other human is awaited.
         first = await _ready(stub, md, humans[0], table_id, 1)
