@@ -792,6 +792,24 @@ class KishpaClient:
         if committed:
             self._contribute_at_once(table_id, committed[-1].seed_committed.deal)
 
+    async def ready(self, table_id: str, round_no: int) -> table_pb2.TableView:
+        """Between deals: ready for the deal after ``round_no`` (the one that ended); the
+        next deal comes once every human seat said it, or when the table's pause passed."""
+        response: table_pb2.ReadyResponse = await self._call(
+            self._tables.Ready,
+            table_pb2.ReadyRequest(table_id=table_id, round=round_no, request_id=new_request_id()),
+        )
+        return response.table
+
+    async def play_again(self, table_id: str) -> table_pb2.TableView:
+        """At a closed table: accept a new game with the same players, bots and stake; the
+        new table's view (its id is the same for every player of this table)."""
+        response: table_pb2.PlayAgainResponse = await self._call(
+            self._tables.PlayAgain,
+            table_pb2.PlayAgainRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
+
     async def round_record(self, table_id: str, round_no: int) -> table_pb2.RoundRecord:
         """An ended round's record with the caller's own tiles (``sdk.fairness`` checks it)."""
         response: table_pb2.GetRoundRecordResponse = await self._call(

@@ -269,6 +269,16 @@ class PlaySession:
         with contextlib.suppress(KishpaError):
             await self.client.contribute_once(self.table_id, deal)
 
+    async def ready(self, round_no: int) -> None:
+        """The round's summary is printed (it stays in the terminal): ready for the next
+        deal, so the table need not wait out its pause for this player."""
+        if my_seat(self.view) is None or self.view.status != table_pb2.TABLE_STATUS_PLAYING:
+            return
+        try:
+            self.view = await self.client.ready(self.table_id, round_no)
+        except KishpaError:
+            return  # the round is not over yet for the server, or the next was dealt
+
     async def say_verdict(self, round_no: int, verdict: Verification | None) -> None:
         """Whether the round's deal matches its seeds, the whole table (docs/fairness.md):
         the server's record of the round (every hand, every draw) checked against the seeds
@@ -428,5 +438,6 @@ class PlaySession:
             attention = await self.ui.narrate(self, event)
         if kind in ("round_ended", "seed_revealed"):  # a Kishpa round, a Hand deal
             await self.say_verdict(event.round, verdict)
+            await self.ready(event.round)
         if attention:
             self.tell_what_to_do()

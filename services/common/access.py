@@ -109,6 +109,8 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "UndoTurn",
                 "GetRoundRecord",
                 "Contribute",
+                "Ready",
+                "PlayAgain",
             )
         ),
         PLAYER,

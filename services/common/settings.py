@@ -22,6 +22,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from games.table import DEFAULT_NEXT_DEAL_PAUSE_MS, DEFAULT_TURN_SECONDS, TableSettings
+
 LogFormat = Literal["console", "json"]
 
 DEFAULT_GRPC_PORTS: Mapping[str, int] = {"wallet": 50051, "table": 50052, "matchmaking": 50053}
@@ -237,6 +239,18 @@ class Settings(BaseSettings):
         default=64, ge=0, le=1000, validation_alias="KISHPA_WALLET_GROUP_COMMIT"
     )
 
+    # The table timers a CreateTable that leaves them unset gets (games/table.py): one
+    # source for the rules docs, the lobby (ListOffers) and the table.
+    table_turn_seconds: int = Field(
+        default=DEFAULT_TURN_SECONDS, ge=1, le=600, validation_alias="KISHPA_TABLE_TURN_SECONDS"
+    )
+    table_next_deal_pause_ms: int = Field(
+        default=DEFAULT_NEXT_DEAL_PAUSE_MS,
+        ge=0,
+        le=60_000,
+        validation_alias="KISHPA_TABLE_NEXT_DEAL_PAUSE_MS",
+    )
+
     stakes_kishpa: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_KISHPA")
     stakes_hand: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_HAND")
 
@@ -265,6 +279,13 @@ class Settings(BaseSettings):
         if not stakes:
             raise ValueError("at least one stake must be offered")
         return tuple(sorted(stakes))
+
+    def table_defaults(self) -> TableSettings:
+        """The table settings a CreateTable gets for the timers it leaves unset."""
+        return TableSettings(
+            turn_seconds=self.table_turn_seconds,
+            next_round_pause_ms=self.table_next_deal_pause_ms,
+        )
 
     def stakes(self) -> dict[str, tuple[int, ...]]:
         """The allowed stakes of each game, by the game's name."""

@@ -65,6 +65,8 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "UndoTurn",
             "GetRoundRecord",
             "Contribute",
+            "Ready",
+            "PlayAgain",
         ),
     ),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).

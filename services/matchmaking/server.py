@@ -87,7 +87,11 @@ def wire(
         MatchStore(redis, Keys(key_prefix)),
         TableGateway(table_channel, credentials),
         # The stakes offered come from the settings, like the table service's.
-        replace(config or MatchmakingConfig(), stakes=settings.stakes()),
+        replace(
+            config or MatchmakingConfig(),
+            stakes=settings.stakes(),
+            table_defaults=settings.table_defaults(),
+        ),
     )
     registrations = [
         ServiceRegistration(

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import structlog
 
+from games.table import TableSettings
 from kishpa.table.v1 import table_pb2
 from services.common.errors import (
     Aborted,
@@ -89,6 +90,9 @@ class MatchmakingConfig:
         default_factory=lambda: dict.fromkeys(GAMES, DEFAULT_STAKES)
     )
     """Stakes offered per game (``KISHPA_STAKES_<GAME>``, the same the table service reads)."""
+    table_defaults: TableSettings = field(default_factory=TableSettings)
+    """The timers the table service gives a table that leaves them unset
+    (``KISHPA_TABLE_*``, read by both services): what the lobby is told (ListOffers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +178,15 @@ class Matchmaking:
         return [
             (g, tuple(self.config.stakes.get(g, (1,))), tuple(range(low, high + 1))) for g in GAMES
         ]
+
+    def timers(self) -> tuple[int, int]:
+        """The turn time (s) and the longest pause between deals (ms) of the tables the lobby
+        opens: quick-match's own when configured, else the table service's defaults."""
+        defaults = self.config.table_defaults
+        return (
+            self.config.turn_seconds or defaults.turn_seconds,
+            self.config.next_round_pause_ms or defaults.next_round_pause_ms,
+        )
 
     def _offered_queues(self) -> set[Queue]:
         low, high = SEAT_RANGE

@@ -320,6 +320,7 @@ class TableCore:
         wait a short while for the seats that contribute and have not yet."""
         engine = self._engine(table.game_name)
         now = self.clock()
+        table.ready = []  # the pause is over
         if fair_order.awaited(table) and not table.fair.get("waiting"):
             table.fair["waiting"] = how
             deadline = Deadline(now + self.contribution_wait_ms, fair_order.CONTRIBUTIONS)

@@ -26,7 +26,7 @@ from services.common.server import KishpaServer, ServiceRegistration, create_ser
 from services.common.settings import Settings, load_settings
 from services.common.tls import client_tls_from_settings, reloading_aio_channel
 from services.table import durability, gctune
-from services.table.engine import GameEngine
+from services.table.engine import GameEngine, TableSettings
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
 from services.table.kishpa_engine import KishpaEngine
@@ -163,10 +163,13 @@ async def use_durability(tables: Tables) -> None:
         )
 
 
-def registration(tables: Tables) -> ServiceRegistration:
-    """The table servicer, ready for ``create_server``."""
+def registration(tables: Tables, defaults: TableSettings | None = None) -> ServiceRegistration:
+    """The table servicer, ready for ``create_server`` (``defaults``: the timers a
+    CreateTable leaving them unset gets, from KISHPA_TABLE_*)."""
     return ServiceRegistration(
-        SERVICE_NAME, TableServicer(tables), table_pb2_grpc.add_TableServiceServicer_to_server
+        SERVICE_NAME,
+        TableServicer(tables, defaults),
+        table_pb2_grpc.add_TableServiceServicer_to_server,
     )
 
 
@@ -229,7 +232,11 @@ def create_table_server(
     tables = build_tables(redis, enqueue, hub, settings.stakes(), balances)
     limiter = limiter_from_settings(settings)
     server = create_server(
-        [registration(tables)], settings, address=address, options=options, limiter=limiter
+        [registration(tables, settings.table_defaults())],
+        settings,
+        address=address,
+        options=options,
+        limiter=limiter,
     )
     return TableServer(server, tables, redis, hub, timers, limiter, channel)
 
@@ -250,7 +257,7 @@ async def _serve(settings: Settings) -> int:
         gctune.tune()
         await hub.start()
         task = asyncio.create_task(run_timers(tables, stop_timers))
-        registrations = [registration(tables)]
+        registrations = [registration(tables, settings.table_defaults())]
         gctune.freeze_startup()  # what start-up allocated is never walked again
         gctune.measure()  # pauses from here on (not the start-up collection)
         return registrations

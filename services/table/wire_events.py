@@ -297,8 +297,9 @@ def _settled(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
 
 @kind(
     "last_round_pressed",
-    KISHPA,
-    "`next_round`, `cause` (`PRESSED` by the creator, or `ABANDONED`: every seat on auto-play)",
+    BOTH,
+    "`next_round`, `cause` (`PRESSED` by the creator, or `ABANDONED`: every seat on "
+    "auto-play; a leave makes the round in progress the last, Hand's game ends with it)",
 )
 def _last_round_pressed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
     cause = table_pb2.LAST_ROUND_CAUSE_ABANDONED if d.get("reason") else None
@@ -341,6 +342,11 @@ def _contribution_accepted(_t: str, d: Mapping[str, Any], _b: _Build) -> message
         contribution=str(d["contribution"]),
         player_id=str(d.get("player_id") or ""),
     )
+
+
+@kind("player_ready", BOTH, "between deals: `seat` is ready for `next_round` (Ready)")
+def _player_ready(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
+    return table_pb2.PlayerReady(player_id=str(d["player_id"]), next_round=int(d["next_round"]))
 
 
 # ---- Kishpa ----
