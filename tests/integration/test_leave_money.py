@@ -22,6 +22,7 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from shared import keys, stream
+from tests.integration.first_deal import contribute_and_wait_for_deal
 from tests.integration.workers_support import (
     SHARED,
     STARTING_TOKENS,
@@ -60,6 +61,7 @@ async def _sit_with_bots_and_leave(port: int, ann: str, created: list[str]) -> s
             table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
             metadata=md,
         )
+        await contribute_and_wait_for_deal(stub, md, table_id)
         left = await stub.LeaveTable(
             table_pb2.LeaveTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
             metadata=md,

@@ -26,6 +26,7 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from shared import keys, stream
+from tests.integration.first_deal import contribute_and_wait_for_deal
 from tests.integration.tables.conftest import cleanup, versioned_state
 
 pytestmark = pytest.mark.integration
@@ -68,6 +69,8 @@ async def _open(
     await stub.StartGame(
         table_pb2.StartGameRequest(table_id=table_id, request_id=_rid()), metadata=md[humans[0]]
     )
+    if len(humans) == 1 and bots:
+        await contribute_and_wait_for_deal(stub, md[humans[0]], table_id)
     return table_id
 
 
