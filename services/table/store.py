@@ -24,7 +24,13 @@ import structlog
 from redis.exceptions import NoScriptError, RedisError
 
 from services.common.errors import Aborted, AlreadyExists
-from services.table.durability import Durability, NotDurableError, refuse_unless_durable
+from services.table.durability import (
+    Durability,
+    DurabilityWatch,
+    NotDurableError,
+    refuse_unless_durable,
+    refusing,
+)
 from services.table.metrics import COMMITS, STATE_CACHE
 from services.table.state_cache import STATE_CACHE_TABLES, KeptState, StateCache
 from shared import keys
@@ -190,6 +196,8 @@ class TableStore:
         self.durability = Durability()
         """The barrier after a commit that writes a phase record (the server sets it at start
         from :func:`services.table.durability.probe`)."""
+        self.watch: DurabilityWatch | None = None
+        """Asks the server again before a commit is refused for want of durability."""
         self._commit = Script(redis, _load_script("commit.lua"))
         self._claim = Script(redis, _load_script("claim.lua"))
         self._view = Script(redis, _load_script("view.lua"))
@@ -326,6 +334,8 @@ class TableStore:
             if index_deadline:
                 commit_keys += self._deadline_keys(table_id)
         if transition.phases:
+            if refusing(self.durability) and self.watch is not None:
+                await self.watch.recheck()  # fixed meanwhile? then this action goes through
             refuse_unless_durable(self.durability)
         barrier = self.durability.commands() if transition.phases else []
         try:
