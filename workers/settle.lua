@@ -26,9 +26,29 @@ retry of an old phase never overwrites newer balances.
 Once a closed table (its state expiring) has every outbox phase settled, the outbox, the
 settled and the balances hashes get the state's remaining TTL: they go with the table, and
 the sweeper stops reading them.
+
+Redis holds only live play. When the phase that ENDS round R (rank 1 in ARGV[3]: `end`,
+`payout`) is settled here, the round is archived (the workers write the archive before this
+script runs) and what only history needs goes, in the same atomic step:
+- the events before round R's first one (XTRIM MINID): the stream keeps round R (the
+  previous round, once the next starts) and what follows. The settled hash's
+  `_events_from` says where it starts now; a watcher resuming from before it is told
+  EVENTS_TRIMMED (docs/api.md) and reloads the view;
+- the phase records and settled marks of the rounds before R that are settled (both
+  hashes; round R's stay with its events); a phase still unsettled (dead-lettered) keeps its
+  record. `_trimmed` = R - 1 remembers it, so a redelivered task of a trimmed phase is
+  answered "settled already" (its record is gone), never settled twice.
 ]]
+local function round_of(order)
+  return math.floor(tonumber(order) / 16)
+end
+
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return {0, ''}
+end
+local trimmed_round = tonumber(redis.call('HGET', KEYS[1], '_trimmed') or '-1')
+if round_of(ARGV[3]) <= trimmed_round and redis.call('HEXISTS', KEYS[5], ARGV[1]) == 0 then
+  return {0, ''}  -- settled, then trimmed: a redelivery
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 
@@ -50,6 +70,47 @@ end
 
 local id = redis.call('XADD', KEYS[3], '*', unpack(entry))
 redis.call('PUBLISH', KEYS[3], id)
+
+if tonumber(ARGV[3]) % 16 >= 1 then
+  local round = round_of(ARGV[3])
+  -- The first event of round R: the stream holds about two rounds, so this reads little.
+  local keep_from = nil
+  local from = '-'
+  while keep_from == nil do
+    local page = redis.call('XRANGE', KEYS[3], from, '+', 'COUNT', 100)
+    if #page == 0 then
+      break
+    end
+    for _, item in ipairs(page) do
+      local fields = item[2]
+      for j = 1, #fields, 2 do
+        if fields[j] == 'round' then
+          if tonumber(fields[j + 1]) >= round then
+            keep_from = item[1]
+          end
+          break
+        end
+      end
+      if keep_from then
+        break
+      end
+    end
+    from = '(' .. page[#page][1]
+  end
+  if keep_from and redis.call('XTRIM', KEYS[3], 'MINID', keep_from) > 0 then
+    redis.call('HSET', KEYS[1], '_events_from', keep_from)
+  end
+  for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
+    local r = tonumber(string.match(field, '^(%d+):'))
+    if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 1 then
+      redis.call('HDEL', KEYS[5], field)
+      redis.call('HDEL', KEYS[1], field)
+    end
+  end
+  if round - 1 > trimmed_round then
+    redis.call('HSET', KEYS[1], '_trimmed', round - 1)
+  end
+end
 
 local ttl = redis.call('PTTL', KEYS[4])
 if ttl > 0 then
