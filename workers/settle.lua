@@ -30,8 +30,9 @@ the sweeper stops reading them.
 Redis holds only live play. When the phase that ENDS round R (rank 1 in ARGV[3]: `end`,
 `payout`) is settled here, the round is archived (the workers write the archive before this
 script runs) and what only history needs goes, in the same atomic step:
-- the events before round R's first one (XTRIM MINID): the stream keeps round R (the
-  previous round, once the next starts) and what follows. The settled hash's
+- the events before round R's first one (XTRIM MINID; round R's seed commitment and
+  contributions, sent before it, count as its own): the stream keeps round R (the previous
+  round, once the next starts) and what follows. The settled hash's
   `_events_from` says where it starts now; a watcher resuming from before it is told
   EVENTS_TRIMMED (docs/api.md) and reloads the view;
 - the phase records and settled marks of the rounds before R that are settled (both
@@ -41,6 +42,24 @@ script runs) and what only history needs goes, in the same atomic step:
 ]]
 local function round_of(order)
   return math.floor(tonumber(order) / 16)
+end
+
+-- Whether a stream entry (flat fields) is part of round `round` or later: its own round, or
+-- a deal's seed commitment or contribution, sent before the deal (with the round before)
+-- and needed to verify it (games/contributions.py).
+local function belongs_to(fields, round)
+  local entry = {}
+  for j = 1, #fields, 2 do
+    entry[fields[j]] = fields[j + 1]
+  end
+  if tonumber(entry['round'] or '0') >= round then
+    return true
+  end
+  if entry['type'] == 'seed_committed' or entry['type'] == 'contribution_accepted' then
+    local ok, data = pcall(cjson.decode, entry['data'] or '{}')
+    return ok and type(data) == 'table' and tonumber(data['deal'] or 0) >= round
+  end
+  return false
 end
 
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
@@ -82,16 +101,8 @@ if tonumber(ARGV[3]) % 16 >= 1 then
       break
     end
     for _, item in ipairs(page) do
-      local fields = item[2]
-      for j = 1, #fields, 2 do
-        if fields[j] == 'round' then
-          if tonumber(fields[j + 1]) >= round then
-            keep_from = item[1]
-          end
-          break
-        end
-      end
-      if keep_from then
+      if belongs_to(item[2], round) then
+        keep_from = item[1]
         break
       end
     end

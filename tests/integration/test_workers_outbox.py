@@ -523,8 +523,16 @@ def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
     client.hset(keys.state(table_id), "version", 1)
     first_of: dict[int, str] = {}
     for round_no in (1, 2, 3):
+        # The deal's seed commitment comes first, with the round before (as the table sends
+        # it between deals): the deal's record needs it, so it is the round's first event.
+        first_of[round_no] = client.xadd(
+            keys.events(table_id),
+            stream.encode(
+                stream.TableEvent("seed_committed", round_no - 1, -1, {"deal": round_no})
+            ),  # type: ignore[arg-type]
+        ).decode()
         _write_phase(client, table_id, round_no, "start", round_no)
-        first_of[round_no] = _play(client, table_id, round_no, 5)[0]
+        _play(client, table_id, round_no, 5)
         assert _settle(client, table_id, round_no, "start")
         _play(client, table_id, round_no, 5)
         _write_phase(client, table_id, round_no, "end", round_no)
@@ -533,7 +541,7 @@ def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
 
     entries = client.xrange(keys.events(table_id))
     assert entries[0][0].decode() == first_of[2]
-    assert {stream.decode(fields).round for _, fields in entries} == {2, 3}
+    assert {stream.decode(fields).round for _, fields in entries} == {1, 2, 3}  # 1: seed
     assert {f.decode() for f in client.hkeys(keys.outbox(table_id))} == {
         "2:start",
         "2:end",
