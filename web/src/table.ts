@@ -34,6 +34,7 @@ import {
 import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
 import { OPENING_POINTS, arrangeCards, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
 import { rulesDialog } from "./rules";
+import { resumeAfter } from "./trimmed";
 import { errorText, h, isRepeat, replace, tileClass, tileLabel, tileTitle, touchOnly, type Attrs } from "./ui";
 
 interface Saved {
@@ -155,6 +156,14 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         if (view?.status === TableStatus.CLOSED) return;
       } catch (err) {
         if (abort.signal.aborted) return;
+        // Away for more than a round: the table is shown as it is now, and followed from there.
+        const from = await resumeAfter(err, reloadView);
+        if (from !== null) {
+          saved.lastId = from;
+          persist();
+          attempt = 0;
+          continue;
+        }
         if (!isTransient(err) && attempt > 8) {
           say(errorText(err));
         }
@@ -165,6 +174,13 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       await sleep(backoffMs(attempt++), abort.signal);
       scheduleRefresh();
     }
+  }
+  async function reloadView(): Promise<string> {
+    const got = (await withRetry(() => tables.getTable({ tableId }), abort.signal)).table;
+    takeView(got);
+    say("You were away for more than a round: here is the table as it is now.");
+    draw();
+    return got?.lastEventId ?? saved.lastId;
   }
   const stopListening = onReconnecting((on) => {
     retrying = on;
