@@ -49,6 +49,7 @@ class Sample:
     table_id: str
     round_no: int
     bytes: int
+    parts: dict[str, int]
 
 
 def _text(value: bytes | str) -> str:
@@ -63,15 +64,16 @@ def sample(client: redis.Redis, t: float) -> list[Sample]:
         table_id = name[name.index("{") + 1 : name.rindex("}")]
         if client.ttl(raw) != -1:
             continue  # closing or waiting for players: not an open table at play
-        total = 0
+        parts: dict[str, int] = {}
         for part in TABLE_KEYS:
             used: Any = client.execute_command(  # type: ignore[no-untyped-call]
                 "MEMORY", "USAGE", f"kishpa:table:{{{table_id}}}:{part}", "SAMPLES", "0"
             )
-            total += int(used or 0)
+            parts[part] = int(used or 0)
+        total = sum(parts.values())
         last: Any = client.xrevrange(f"kishpa:table:{{{table_id}}}:events", count=1)
         round_no = int(last[0][1].get(b"round", b"0")) if last else 0
-        found.append(Sample(t, table_id, round_no, total))
+        found.append(Sample(t, table_id, round_no, total, parts))
     return found
 
 
@@ -117,7 +119,9 @@ def measure(args: argparse.Namespace, code_dir: str | None) -> dict[str, float]:
     first = [s.bytes for s in kept if s.t in times[:quarter]]
     last = [s.bytes for s in kept if s.t in times[-quarter:]]
     rounds = [s.round_no for s in kept if s.t in times[-quarter:]]
+    end = [s for s in kept if s.t in times[-quarter:]]
     return {
+        **{f"part_{p}": statistics.fmean(s.parts[p] for s in end) for p in TABLE_KEYS},
         "tables": len({s.table_id for s in kept if s.t == times[-1]}),
         "first_bytes": statistics.fmean(first),
         "last_bytes": statistics.fmean(last),
@@ -133,6 +137,10 @@ def report(label: str, m: dict[str, float]) -> None:
         f"the end; bytes per table after warm-up {m['first_bytes'] / 1024:.1f} KiB -> "
         f"{m['last_bytes'] / 1024:.1f} KiB ({m['growth']:+.1%}); growth per round "
         f"{m['per_round'] / 1024:.2f} KiB"
+    )
+    print(
+        "  by key at the end (KiB): "
+        + ", ".join(f"{p} {m[f'part_{p}'] / 1024:.1f}" for p in TABLE_KEYS)
     )
 
 

@@ -28,7 +28,7 @@ settled and the balances hashes get the state's remaining TTL: they go with the 
 the sweeper stops reading them.
 
 Redis holds only live play. When the phase that ENDS round R (rank 1 in ARGV[3]: `end`,
-`payout`) is settled here, the round is archived (the workers write the archive before this
+`payout`) of a table that plays on is settled here, the round is archived (the workers write the archive before this
 script runs) and what only history needs goes, in the same atomic step:
 - the events before round R's first one (XTRIM MINID; round R's seed commitment and
   contributions, sent before it, count as its own): the stream keeps round R (the previous
@@ -90,7 +90,9 @@ end
 local id = redis.call('XADD', KEYS[3], '*', unpack(entry))
 redis.call('PUBLISH', KEYS[3], id)
 
-if tonumber(ARGV[3]) % 16 >= 1 then
+-- Only while the table plays on (its state has no expiry): a closing table's keys all go
+-- with it, and a Hand table's only ending phase is its last (its deals stay verifiable).
+if tonumber(ARGV[3]) % 16 >= 1 and redis.call('PTTL', KEYS[4]) == -1 then
   local round = round_of(ARGV[3])
   -- The first event of round R: the stream holds about two rounds, so this reads little.
   local keep_from = nil

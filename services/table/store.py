@@ -49,13 +49,12 @@ EVENTS_FROM_FIELD = "_events_from"
 """Field of the settled hash: the oldest event the stream keeps since its last trim
 (written by workers/settle.lua, the workers' ``outbox.EVENTS_FROM_FIELD``)."""
 
-REQUEST_MEMORY_MS = 15 * 60 * 1000
-"""A request's first answer is replayed to retries this long (then dropped, a few commits
-later): far beyond a client's retry budget (30 s by default), short enough that a table
-playing for hours does not keep every answer it ever gave."""
+REQUEST_MEMORY_MS = 0
+"""Answers older than this are dropped too, every 64th commit (0, the default: no time
+bound; the per-player bound below keeps the answers few, and drops no answer a client may
+still retry however slowly it does)."""
 
-
-REQUEST_ANSWERS_PER_PLAYER = 8
+REQUEST_ANSWERS_PER_PLAYER = 4
 """A player's last answers replayed to retries (older ones go as he sends new requests): a
 client retries only what it has not seen answered, its one or few requests in flight, so
 a seat keeps at most this many answers however long the table plays."""

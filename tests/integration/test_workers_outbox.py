@@ -590,3 +590,19 @@ def test_a_dead_lettered_phase_keeps_its_record_through_a_trim_and_settles_later
     }
     assert client.hget(keys.settled(table_id), "1:start") is None
     assert _settle(client, table_id, 1, "start")  # released and settled by an operator
+
+
+def test_a_closing_tables_history_is_not_trimmed(client: redis.Redis, table_id: str) -> None:
+    """A table's last ending phase (a Hand game's payout, a Kishpa table's last round) trims
+    nothing: every key goes with the table, and its deals stay verifiable until then."""
+    client.hset(keys.state(table_id), "version", 1)
+    client.expire(keys.state(table_id), 500)  # the table closed
+    for round_no in (1, 2):
+        for phase in ("start", "end"):
+            _write_phase(client, table_id, round_no, phase, 1)
+            _play(client, table_id, round_no, 2)
+            assert _settle(client, table_id, round_no, phase)
+    assert client.hlen(keys.outbox(table_id)) == 4
+    assert client.hget(keys.settled(table_id), "_trimmed") is None
+    rounds = {stream.decode(f).round for _, f in client.xrange(keys.events(table_id))}
+    assert rounds == {1, 2}
