@@ -20,6 +20,10 @@ from shared.retry import REDIS_COMMAND_TIMEOUT_S, TRANSIENT_REDIS_ERRORS
 
 log = structlog.get_logger("kishpa.outage")
 
+RECENT_SLACK_S = 2.5
+"""How much older than a command's deadline the last answer may be and still mark the
+outage's start."""
+
 STARTED = "redis_outage_started"
 ENDED = "redis_outage_ended"
 
@@ -59,9 +63,10 @@ class RedisOutage:
             return
         now = self.clock()
         # A command fails only at its deadline: the outage began at the last answer seen,
-        # when that is recent enough to be the command's own start.
+        # when that is recent enough to be the failed command's own start (its deadline,
+        # plus the longest interval of the loops that report answers, 1 s, plus slack).
         recent = self.last_answered is not None and now - self.last_answered <= (
-            REDIS_COMMAND_TIMEOUT_S + 1.0
+            REDIS_COMMAND_TIMEOUT_S + RECENT_SLACK_S
         )
         self.since = self.last_answered if recent and self.last_answered is not None else now
         log.warning(STARTED, where=where, error=f"{type(exc).__name__}: {exc}")
