@@ -39,7 +39,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -53,7 +53,7 @@ from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from sdk.contributing import SEED_COMMITTED, Contributions, new_contribution
-from sdk.errors import KishpaError, retry_after_s
+from sdk.errors import EVENTS_TRIMMED, KishpaError, error_reason, retry_after_s
 from sdk.retry import STREAM_RETRYABLE, RetryPolicy, client_backoff, is_retryable
 from shared.tls import ClientTls, aio_channel, client_tls_from_env
 
@@ -819,7 +819,11 @@ class KishpaClient:
         return response.record
 
     async def watch_table(
-        self, table_id: str, after_event_id: str = ""
+        self,
+        table_id: str,
+        after_event_id: str = "",
+        *,
+        on_trimmed: Callable[[], Awaitable[str]] | None = None,
     ) -> AsyncIterator[table_pb2.TableEvent]:
         """Every event after ``after_event_id`` (e.g. ``TableView.last_event_id``), then
         live ones, until the table closed and its last settlement arrived (the server ends
@@ -827,6 +831,12 @@ class KishpaClient:
 
         A dropped stream (server restart, network change) is reopened from the last event
         delivered, so nothing is missed or repeated; an expiring token is refreshed.
+
+        A table keeps only the events of its current and previous round: resuming from an
+        older one (a watcher away for more than a round) is refused ``EVENTS_TRIMMED``.
+        Then ``on_trimmed`` is awaited: it reloads the caller's view (``get_table``) and
+        returns the event id to go on from (the view's ``last_event_id``); without it the
+        refusal is raised (:class:`KishpaError`, ``reason == "EVENTS_TRIMMED"``).
         """
         cursor = after_event_id
         attempt = 0
@@ -841,6 +851,7 @@ class KishpaClient:
                 metadata=await self._metadata(),
             )
             opened = time.monotonic()
+            trimmed = False
             try:
                 async for message in call:
                     # Something arrived: a later failure gets the whole budget again.
@@ -859,14 +870,23 @@ class KishpaClient:
                 if not self.retry.may_retry(attempt, deadline, pause):
                     return
             except grpc.RpcError as exc:
-                deadline = self._stream_deadline(deadline, opened)
-                pause = self.retry.delay(attempt)
-                if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
-                    attempt, deadline, pause
-                ):
-                    raise KishpaError.from_rpc(exc) from None
+                if on_trimmed is not None and error_reason(exc) == EVENTS_TRIMMED:
+                    trimmed = True  # handled below, once this call is cancelled
+                else:
+                    deadline = self._stream_deadline(deadline, opened)
+                    pause = self.retry.delay(attempt)
+                    if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
+                        attempt, deadline, pause
+                    ):
+                        raise KishpaError.from_rpc(exc) from None
             finally:
                 call.cancel()
+            if trimmed and on_trimmed is not None:
+                # Away for more than a round: the caller reloads its view and says from
+                # which event to go on (its last_event_id).
+                cursor = await on_trimmed()
+                attempt, deadline = 0, None
+                continue
             self._set_reconnecting(True)
             await asyncio.sleep(pause)
             attempt += 1

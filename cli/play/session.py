@@ -119,6 +119,7 @@ class LineReader:
 
 
 RECONNECTING = "reconnecting…"
+CAUGHT_UP = "You were away for more than a round: here is the table as it is now."
 """What the player sees while the client retries an unreachable server."""
 
 
@@ -201,6 +202,16 @@ class PlaySession:
         """Read the table again."""
         self.view = await self.client.get_table(self.table_id)
         return self.view
+
+    async def caught_up(self) -> str:
+        """The table no longer keeps what happened while the player was away (more than a
+        round, docs/api.md): show the table as it is now and follow it from there."""
+        await self.refresh()
+        self.console.print(CAUGHT_UP, style="yellow")
+        self.show_board()
+        self.tell_what_to_do()
+        self._reprompt()
+        return self.view.last_event_id
 
     def show_board(self) -> None:
         """Draw the table."""
@@ -359,7 +370,9 @@ class PlaySession:
 
     async def _watch(self, after: str) -> None:
         try:
-            async for event in self.client.watch_table(self.table_id, after):
+            async for event in self.client.watch_table(
+                self.table_id, after, on_trimmed=self.caught_up
+            ):
                 await self.on_event(event)
         except KishpaError as exc:
             self.console.print(f"Lost the table: {exc.message}", style="red")

@@ -29,6 +29,7 @@ import structlog
 from games import contributions as fair_order
 from games import table as rules_table
 from services.common.errors import AlreadyExists, Category
+from services.common.outage import REDIS
 from services.common.settings import DEFAULT_STAKES
 from services.common.tracing import current_traceparent
 from services.common.validation import request_fingerprint
@@ -412,8 +413,10 @@ class TableCore:
                         self.enqueue, table_id=table_id, round_no=phase.round_no, phase=phase.phase
                     )
                 )
-            except Exception:  # the sweeper re-enqueues from the outbox
+            except Exception as exc:  # the sweeper re-enqueues from the outbox
                 ENQUEUE_FAILURES.inc()
+                if REDIS.absorbs(exc, where="settlement_enqueue"):
+                    continue  # a Redis broker away: part of the outage, logged as such
                 log.exception(
                     "settlement_enqueue_failed",
                     table_id=table_id,

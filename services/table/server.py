@@ -30,7 +30,6 @@ from services.table.engine import GameEngine, TableSettings
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
 from services.table.kishpa_engine import KishpaEngine
-from services.table.metrics import PHASE_DURABLE
 from services.table.service import Tables
 from services.table.servicer import TableServicer
 from services.table.store import FINISHED_TABLE_TTL_S, TableStore
@@ -141,12 +140,10 @@ async def use_durability(tables: Tables) -> None:
     """Probe what Redis can promise for phase-ending commits, use it, and say so once
     (docs/workers.md, "Durable phase outcomes"); refuse to start when it was required."""
     store = tables.store
-    store.durability = await durability.probe(store.redis)
-    durability.check_required(store.durability)
-    # Asked again on every new connection: a Redis restarted with weaker settings makes
-    # the service refuse round ends under `required` (and warn under `auto`).
-    if durability.DurabilityWatch(store).install(store.redis):
-        PHASE_DURABLE.set(1 if store.durability.durable else 0)
+    # Asked again on every new connection, every few seconds and before a refusal: a Redis
+    # restarted or reconfigured with weaker settings makes the service refuse round ends
+    # under `required` (and warn under `auto`), a fixed one is used again at once.
+    store.watch = await durability.watch(store, store.redis)
     if store.durability.durable:
         log.info(
             "phase_durability",
@@ -208,6 +205,8 @@ class TableServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.server.stop(grace)
+        if self.tables.store.watch is not None:
+            await self.tables.store.watch.stop()
         await self.hub.stop()
         await self.redis.aclose()
         if self.limiter is not None:
@@ -268,6 +267,8 @@ async def _serve(settings: Settings) -> int:
         stop_timers.set()
         if task is not None:
             await task
+        if tables.store.watch is not None:
+            await tables.store.watch.stop()
         await hub.stop()
         await redis.aclose()
         if limiter is not None:

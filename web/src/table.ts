@@ -36,6 +36,7 @@ import { OPENING_POINTS, arrangeCards, isJoker, layOrder, meldValue, suggestedDi
 import { rulesDialog } from "./rules";
 import { leaveCostText, nextDealMs, pauseText, playAgain, readyButton, rematchText, rememberLeft, rememberTable } from "./between";
 import { dealEnded, muteButton, yourTurn } from "./feel";
+import { resumeAfter } from "./trimmed";
 import { errorText, h, isRepeat, replace, tileClass, tileLabel, tileTitle, touchOnly, type Attrs } from "./ui";
 
 interface Saved {
@@ -168,6 +169,14 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         if (view?.status === TableStatus.CLOSED) return;
       } catch (err) {
         if (abort.signal.aborted) return;
+        // Away for more than a round: the table is shown as it is now, and followed from there.
+        const from = await resumeAfter(err, reloadView);
+        if (from !== null) {
+          saved.lastId = from;
+          persist();
+          attempt = 0;
+          continue;
+        }
         if (!isTransient(err) && attempt > 8) {
           say(errorText(err));
         }
@@ -178,6 +187,13 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       await sleep(backoffMs(attempt++), abort.signal);
       scheduleRefresh();
     }
+  }
+  async function reloadView(): Promise<string> {
+    const got = (await withRetry(() => tables.getTable({ tableId }), abort.signal)).table;
+    takeView(got);
+    say("You were away for more than a round: here is the table as it is now.");
+    draw();
+    return got?.lastEventId ?? saved.lastId;
   }
   const stopListening = onReconnecting((on) => {
     retrying = on;
