@@ -482,6 +482,8 @@ def record_via_wallet(run: Any) -> int:
         ok=run.ok,
         discrepancies=run.discrepancies,
         result_json=json.dumps(run.result, sort_keys=True),
+        chain_seq=run.chain_seq or 0,
+        chain_hash=run.chain_hash,
     )
     from shared.tls import client_tls_from_env, sync_channel
 

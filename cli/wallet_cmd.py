@@ -47,6 +47,13 @@ def register(subparsers: Any) -> None:
     )
     rec.set_defaults(handler=_reconcile)
 
+    ver = commands.add_parser(
+        "verify-chain",
+        help="recompute the ledger's hash chain; exit 1 naming the first broken batch",
+    )
+    ver.add_argument("--json", action="store_true", help="print the report as JSON")
+    ver.set_defaults(handler=_verify_chain)
+
     bal = commands.add_parser("balance", help="print the balances of accounts")
     bal.add_argument("accounts", nargs="+", help="account ids: player:<id>, bowl:<table>, bank")
     bal.set_defaults(handler=_balance)
@@ -100,6 +107,28 @@ def _reconcile(args: argparse.Namespace) -> int:
         except (grpc.RpcError, LookupError) as exc:
             print(f"kishpa wallet reconcile: could not record the run: {exc}", file=sys.stderr)
             return 2
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(format_report(report))
+    return 0 if report.ok else 1
+
+
+def _verify_chain(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import DBAPIError
+
+    from services.wallet.chain import format_report, verify
+    from services.wallet.database import create_wallet_engine
+
+    engine = create_wallet_engine(_url(args), pool_size=3)
+    try:
+        report = verify(engine)
+    except DBAPIError as exc:
+        print(f"kishpa wallet verify-chain: cannot read the ledger: {exc.orig}", file=sys.stderr)
+        print("(is DATABASE_URL right, and has `kishpa migrate` run?)", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Engine, func, literal, select, text, union_all
 
-from services.wallet import schema
+from services.wallet import chain, schema
 from services.wallet.database import create_wallet_engine, is_sqlite
 from services.wallet.runs import Run, record_run
 
@@ -67,6 +67,9 @@ class ReconcileReport:
     batches_checked: int = 0
     through_batch: int = 0
     """This run's horizon: the next incremental run starts after it (when this one is clean)."""
+    chain_seq: int = 0
+    """The chain head this run saw (``services/wallet/chain.py``): its position and hash."""
+    chain_hash: str = ""
     discrepancies: list[Discrepancy] = field(default_factory=list)
 
     @property
@@ -115,6 +118,8 @@ def reconcile(
             for row in conn.execute(select(a.id, a.kind, a.balance))
         }
         report.accounts = len(balances)
+        head = chain.read_head(conn)
+        report.chain_seq, report.chain_hash = head.seq, head.hash
         report.total_balance = sum(v for _, v in balances.values())
         report.bank_balance = balances.get("bank", ("bank", 0))[1]
         if report.total_balance != 0:
@@ -363,6 +368,8 @@ def ledger_run(report: ReconcileReport, source: str, started: float) -> Run:
         ok=report.ok,
         discrepancies=len(report.discrepancies),
         result=result,
+        chain_seq=report.chain_seq,
+        chain_hash=report.chain_hash,
     )
 
 
@@ -378,6 +385,7 @@ def format_report(report: ReconcileReport) -> str:
         f"accounts {report.accounts}, batches {report.batches}, postings {report.postings}",
         checked,
         f"sum of all balances {report.total_balance} (bank {report.bank_balance})",
+        f"chain head seen: {report.chain_seq} {report.chain_hash}",
     ]
     if report.ok:
         lines.append("OK: the ledger reconciles")
