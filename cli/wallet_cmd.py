@@ -63,7 +63,9 @@ def register(subparsers: Any) -> None:
     his.add_argument("--table", default="")
     his.add_argument("--round", type=int, default=0)
     his.add_argument("--reason", default="")
-    his.add_argument("--limit", type=int, default=50)
+    his.add_argument(
+        "--limit", type=int, default=50, help="how many postings (read 500 a page; 0: all)"
+    )
     his.set_defaults(handler=_history)
 
     from cli import finance_cmd
@@ -158,25 +160,40 @@ def _balance(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from cli.finance_cmd import UtcMillis
     from services.wallet.database import create_wallet_engine
     from services.wallet.errors import WalletError
     from services.wallet.ledger import Ledger, TransferFilter
 
+    if args.limit < 0:
+        print("kishpa wallet history: --limit must be 0 (all) or more", file=sys.stderr)
+        return 2
     engine = create_wallet_engine(_url(args), pool_size=1)
+    times = UtcMillis()
     try:
+        ledger = Ledger(engine)
         filters = TransferFilter(args.account, args.table, args.round, args.reason)
+        left, token = args.limit or -1, ""
         try:
-            transfers, _ = Ledger(engine).list_transfers(filters, page_size=args.limit)
+            if args.account:
+                ledger.balance(args.account)  # an unopened player is an error, as everywhere
+            while left:
+                size = 500 if left < 0 else min(left, 500)
+                transfers, token = ledger.list_transfers(filters, size, token)
+                for t in transfers:
+                    p = t.posting
+                    where = f" table={p.table_id} round={p.round} {p.phase}" if p.table_id else ""
+                    print(
+                        f"{times(t.effective_ms or t.created_ms)} #{t.transfer_id} "
+                        f"batch={t.batch_id}.{t.seq} {p.from_account} -> {p.to_account} "
+                        f"{p.amount} {p.reason}{where.rstrip()}"
+                    )
+                left -= len(transfers)
+                if not token:
+                    break
         except WalletError as exc:
             print(f"kishpa wallet history: {exc}", file=sys.stderr)
-            return 2
-        for t in transfers:
-            p = t.posting
-            where = f" table={p.table_id} round={p.round} {p.phase}".rstrip() if p.table_id else ""
-            print(
-                f"#{t.transfer_id} batch={t.batch_id}.{t.seq} {p.from_account} -> "
-                f"{p.to_account} {p.amount} {p.reason}{where}"
-            )
+            return 1
     finally:
         engine.dispose()
     return 0
