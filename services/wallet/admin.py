@@ -483,8 +483,8 @@ class Administration:
     def close_period(
         self, why: Justification, month: str
     ) -> tuple[periods.ClosedPeriod, bool, AuditEntry]:
-        """Close ``month`` for good and audit it; (the close, already closed before this
-        request, the audit entry). A retry of the same request returns the same answer."""
+        """Close ``month`` for good and audit it; (the close, whether it was closed before
+        this call, the audit entry). A retry of the same request writes no second entry."""
         why.check()
         periods.month_bounds(month)
         entries = self._claim(why.request_id, {"rpc": RPC_OF_ACTION[CLOSE_PERIOD]})
@@ -493,10 +493,9 @@ class Administration:
             raise IdempotencyKeyReused(
                 f"request_id {why.request_id!r} already closed {earlier.details.get('month')}"
             )
-        period, _ = periods.close_period(
+        period, already = periods.close_period(
             self.engine, month, f"admin:{why.admin_id}", why.request_id
         )
-        already = period.request_id != why.request_id
         entry = self._append(
             why,
             CLOSE_PERIOD,
