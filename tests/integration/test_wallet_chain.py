@@ -86,6 +86,8 @@ def test_every_batch_is_chained_and_verifies(engine: Engine) -> None:
         ("UPDATE postings SET reason = 'bonus_doll' WHERE batch_id = :b AND seq = 0", 4),
         ("UPDATE postings SET round = NULL WHERE batch_id = :b AND seq = 1", 3),
         ("DELETE FROM postings WHERE batch_id = :b AND seq = 1", 5),
+        # A character COPY escapes (PostgreSQL rechecks such a batch the exact way).
+        ("UPDATE postings SET phase = :odd WHERE batch_id = :b AND seq = 0", 2),
         ("UPDATE batches SET idempotency_key = 'forged' WHERE id = :b", 3),
         (
             "INSERT INTO postings (batch_id, seq, from_account, to_account, amount, reason, "
@@ -100,7 +102,7 @@ def test_an_edit_names_the_first_broken_batch(engine: Engine, doctoring: str, vi
     ids = _ids(engine)
     batch_id = ids[victim]
     with engine.begin() as conn:
-        conn.execute(text(doctoring), {"b": batch_id})
+        conn.execute(text(doctoring), {"b": batch_id, "odd": "end\n"})
     report = chain.verify(engine)
     assert not report.ok
     first = report.first
