@@ -284,7 +284,7 @@ def statement_over_grpc(url: str, account: str) -> tuple[int, int, int, float]:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
                 stub = wallet_pb2_grpc.WalletServiceStub(channel)
                 request = wallet_pb2.GetAccountStatementRequest(account=account)
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 lines = opening = closing = 0
                 async for chunk in stub.GetAccountStatement(
                     request, metadata=bearer_metadata(token)
@@ -292,6 +292,8 @@ def statement_over_grpc(url: str, account: str) -> tuple[int, int, int, float]:
                     opening = chunk.opening_balance
                     lines += sum(1 for line in chunk.lines if line.balance is not None)
                     closing = chunk.closing_balance
+                cpu = time.process_time() - cpu
+                print(f"  statement over gRPC, CPU of server + client: {cpu:.2f} s", flush=True)
                 return lines, opening, closing, time.perf_counter() - started
         finally:
             await server.stop(1)
@@ -522,7 +524,15 @@ def measure_chain_and_statement(url: str, results: dict[str, Any], statement_pos
     ``statement_postings`` postings (added if it has fewer) through the RPC and the library."""
     engine = create_wallet_engine(url, pool_size=3)
     try:
+        backends = _warm_backends(engine, 3)
+        cpu, db_cpu = time.process_time(), _cpu_seconds(backends)
         report = timed("verify_chain_s", results, chain.verify, engine)
+        results["verify_chain_cpu_s"] = {
+            "python": round(time.process_time() - cpu, 2),
+            "database": round(_cpu_seconds(backends) - db_cpu, 2),
+        }
+        results["load_average"] = round(os.getloadavg()[0], 1)
+        print(f"  verify-chain CPU: {results['verify_chain_cpu_s']}", flush=True)
         assert report.ok, report.breaks[:5]
         results["verify_chain_postings"] = report.postings
         results["verify_chain_batches"] = report.batches
@@ -549,13 +559,45 @@ def measure_chain_and_statement(url: str, results: dict[str, Any], statement_pos
         results["statement_lines"] = lines
         results["statement_grpc_s"] = round(seconds, 3)
         print(f"  statement of {lines:,} postings over gRPC: {seconds:.3f} s", flush=True)
+        backends = _warm_backends(engine, 3)
+        cpu, db_cpu = time.process_time(), _cpu_seconds(backends)
         timed(
             "statement_library_s",
             results,
             lambda: sum(len(chunk) for _, chunk in finance.statement(engine, WHALE)),
         )
+        results["statement_library_cpu_s"] = {
+            "python": round(time.process_time() - cpu, 2),
+            "database": round(_cpu_seconds(backends) - db_cpu, 2),
+        }
     finally:
         engine.dispose()
+
+
+def _warm_backends(engine: Any, n: int) -> list[int]:
+    """Open ``n`` pooled connections (the ones the next calls reuse) and return their server
+    process ids, so the database's CPU time for those calls can be read (a local server)."""
+    proxies = [engine.raw_connection() for _ in range(n)]
+    pids = [
+        int(p.driver_connection.execute("SELECT pg_backend_pid()").fetchone()[0]) for p in proxies
+    ]
+    for proxy in proxies:
+        proxy.close()
+    return pids
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of local processes (0 for one that cannot be read)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def run(

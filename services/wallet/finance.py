@@ -549,11 +549,17 @@ def statement(
     signed = case((p.to_account == account, p.amount), else_=literal(0) - p.amount)
     with _read(engine) as conn, conn.begin():
         require_accounts(conn, [account])
-        now = conn.execute(select(a.balance).where(a.id == account)).scalar_one_or_none() or 0
-        since_then = conn.execute(
-            select(func.coalesce(func.sum(signed), 0)).where(mine, p.effective_ms >= since_ms)
-        ).scalar_one()
-        head = Statement(account, since_ms, until, int(now) - int(since_then))
+        if not is_sqlite(engine):
+            # The lines are sorted by effective time: in memory, not in a file on disk.
+            conn.exec_driver_sql("SET LOCAL work_mem = '64MB'")
+        opening = 0  # every account starts at 0: nothing is effective before the epoch
+        if since_ms > 0:
+            now = conn.execute(select(a.balance).where(a.id == account)).scalar_one_or_none()
+            since_then = conn.execute(
+                select(func.coalesce(func.sum(signed), 0)).where(mine, p.effective_ms >= since_ms)
+            ).scalar_one()
+            opening = int(now or 0) - int(since_then)
+        head = Statement(account, since_ms, until, opening)
         head.closed = period_state(conn, since_ms, until)[0] if until_ms else False
         query = (
             select(
