@@ -8,7 +8,10 @@ creates and drops (``bench_ledger_i24`` by default, on ``--admin-url``), with SQ
 - an export of one week through the real gRPC server (``ExportTransfers``, server-streaming)
   written as CSV by the CLI's own row code, in rows/s; and the same week read straight from
   the database (the baseline the RPC is compared with);
-- the month-end summary, the totals per reason of a month, and balances as of a moment.
+- the month-end summary, the totals per reason of a month, and balances as of a moment;
+- ``kishpa wallet verify-chain``'s check (``chain.verify``: every batch's digest recomputed
+  from its rows, the whole chain walked) and the statement of one account with
+  ``--statement-postings`` postings (default 100,000), through ``GetAccountStatement``.
 
 The ledger is what settlement writes, four postings a batch over 60 days: a bank load into
 a player, his bowl contribution, the bowl won by another, and a win paid to a third; every
@@ -46,8 +49,9 @@ from cli.finance_cmd import CSV_COLUMNS, _row
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.settings import load_settings
-from services.wallet import finance
+from services.wallet import chain, finance
 from services.wallet.database import create_wallet_engine
+from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile, reconcile_url
 from services.wallet.server import create_wallet_server
@@ -66,6 +70,7 @@ INDEX_NAMES = (
     "ix_postings_to",
     "ix_postings_table_round",
     "ix_postings_created",
+    "ix_postings_effective",
 )
 BUILD_INDEXES = (
     "CREATE UNIQUE INDEX ix_postings_batch ON postings (batch_id, seq)",
@@ -73,7 +78,27 @@ BUILD_INDEXES = (
     "CREATE INDEX ix_postings_to ON postings (to_account, id)",
     "CREATE INDEX ix_postings_table_round ON postings (table_id, round)",
     "CREATE INDEX ix_postings_created ON postings (created_ms, id)",
+    "CREATE INDEX ix_postings_effective ON postings (effective_ms, id)",
 )
+WHALE = "player:whale"
+"""The account the statement is timed on: in each of its batches the bank loads it and it
+pays a player."""
+# Each batch's digest as services/wallet/chain.py defines it (its rows in COPY's text format;
+# no value here needs an escape), worked out by the database; the links are then chained in
+# Python. ``chain.verify`` recomputes both its own way, so a mismatch would show.
+_DIGESTS = r"""
+SELECT b.id, encode(sha256(convert_to(
+         b.id || E'\t' || b.idempotency_key || E'\t' || b.body_hash || E'\t' || b.created_ms
+         || E'\n' || string_agg(
+           p.batch_id || E'\t' || p.seq || E'\t' || p.from_account || E'\t' || p.to_account
+           || E'\t' || p.amount || E'\t' || p.reason || E'\t' || coalesce(p.table_id, '\N')
+           || E'\t' || coalesce(p.round::text, '\N') || E'\t' || coalesce(p.phase, '\N')
+           || E'\t' || p.created_ms || E'\t' || p.effective_ms || E'\n', '' ORDER BY p.seq),
+         'UTF8')), 'hex'), b.created_ms
+FROM batches b JOIN postings p ON p.batch_id = b.id
+WHERE b.id > %(after)s
+GROUP BY b.id ORDER BY b.id
+"""
 
 
 @contextmanager
@@ -147,7 +172,133 @@ def build(url: str, postings: int, workers: int = 2) -> dict[str, float]:
         conn.exec_driver_sql("VACUUM ANALYZE")
         times["vacuum_analyze"] = time.perf_counter() - started
     engine.dispose()
+    started = time.perf_counter()
+    chain_ledger(url)
+    times["chain"] = time.perf_counter() - started
     return times
+
+
+def chain_ledger(url: str) -> int:
+    """Chain the batches not chained yet, in id order (what migration 0004 does for an
+    existing ledger, with the digests worked out in SQL); how many were chained."""
+    engine = create_engine(url, pool_size=2)
+    try:
+        with engine.begin() as conn:
+            seq, previous = conn.exec_driver_sql(
+                "SELECT seq, hash FROM ledger_chain_head WHERE id = 1"
+            ).one()
+            after = conn.exec_driver_sql(
+                "SELECT coalesce(max(batch_id), 0) FROM ledger_chain"
+            ).scalar_one()
+            first = seq
+            reader = engine.raw_connection()
+            try:
+                driver: Any = reader.driver_connection
+                source = driver.cursor(name="digests")
+                source.itersize = 50_000
+                source.execute(_DIGESTS, {"after": after})
+                raw: Any = conn.connection.driver_connection
+                statement = "COPY ledger_chain (seq, batch_id, digest, hash, created_ms) FROM STDIN"
+                with raw.cursor() as cursor, cursor.copy(statement) as copy:
+                    for batch_id, digest, created in source:
+                        seq += 1
+                        previous = chain.link(previous, seq, batch_id, digest)
+                        copy.write_row((seq, batch_id, digest, previous, created))
+            finally:
+                reader.close()
+            conn.exec_driver_sql(
+                "UPDATE ledger_chain_head SET seq = %(s)s, hash = %(h)s WHERE id = 1",
+                {"s": seq, "h": previous},
+            )
+        return int(seq - first)
+    finally:
+        engine.dispose()
+
+
+def add_whale(url: str, postings: int) -> int:
+    """Two-posting batches after the ledger's last one (the bank loads ``WHALE``, who pays a
+    player), so that ``WHALE`` has ``postings`` postings; balances and the chain kept right.
+    The number of batches added."""
+    engine = create_engine(url)
+    count = max(1, postings // 2)
+    pay = "CASE s.seq WHEN 0 THEN 'bank' ELSE 'player:whale' END"
+    paid = "CASE s.seq WHEN 0 THEN 'player:whale' ELSE 'player:p' || mod(g, 10) END"
+    reason = "CASE s.seq WHEN 0 THEN 'bank_load' ELSE 'win' END"
+    # The stored result as BatchResult.to_json writes it, put together as text.
+    move = (
+        '\'{"from_account":"\' || {src} || \'","to_account":"\' || {dst} || \'","amount":\' '
+        '|| (1 + mod(g, 9)) || \',"reason":"{reason}","table_id":"","round":0,'
+        '"phase":""}\''
+    )
+    result = (
+        move.replace("{src}", "'bank'").replace("{dst}", "'player:whale'")
+        .replace("{reason}", "bank_load")
+        + " || ',' || "
+        + move.replace("{src}", "'player:whale'").replace("{dst}", "'player:p' || mod(g, 10)")
+        .replace("{reason}", "win")
+    )  # fmt: skip
+    with engine.begin() as conn:
+        last = int(conn.exec_driver_sql("SELECT coalesce(max(id), 0) FROM batches").scalar_one())
+        at = int(
+            conn.exec_driver_sql("SELECT coalesce(max(created_ms), 0) FROM batches").scalar_one()
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO accounts (id, kind, balance, created_ms) "
+            "VALUES (%(w)s, 'player', 0, %(t)s) ON CONFLICT DO NOTHING",
+            {"w": WHALE, "t": START_MS},
+        )
+        conn.exec_driver_sql(
+            f"""
+            INSERT INTO batches (id, idempotency_key, body_hash, result, created_ms)
+            SELECT g, 'whale:' || g, md5(g::text),
+                   '{{"applied":[' || {result} || '],"balances":{{}}}}', {at} + (g - {last})
+            FROM generate_series({last + 1}::bigint, {last + count}::bigint) g
+            """  # noqa: S608
+        )
+        conn.exec_driver_sql(
+            f"""
+            INSERT INTO postings (batch_id, seq, from_account, to_account, amount, reason,
+                                  created_ms, effective_ms)
+            SELECT g, s.seq, {pay}, {paid}, 1 + mod(g, 9), {reason},
+                   {at} + (g - {last}), {at} + (g - {last})
+            FROM generate_series({last + 1}::bigint, {last + count}::bigint) g,
+                 (VALUES (0), (1)) AS s(seq)
+            """  # noqa: S608
+        )
+        _add_to_balances(conn, after_batch=last)
+    engine.dispose()
+    chain_ledger(url)
+    return count
+
+
+def statement_over_grpc(url: str, account: str) -> tuple[int, int, int, float]:
+    """The whole statement of ``account`` through GetAccountStatement (server and client in
+    this process), every line read; (lines, opening, closing, wall seconds)."""
+
+    async def go() -> tuple[int, int, int, float]:
+        settings = load_settings("wallet", database_url=url, **SECRETS)
+        server = create_wallet_server(settings, address="127.0.0.1:0")
+        await server.start()
+        token = TokenAuthority.from_settings(settings).issue_service_token("worker").token
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                stub = wallet_pb2_grpc.WalletServiceStub(channel)
+                request = wallet_pb2.GetAccountStatementRequest(account=account)
+                started, cpu = time.perf_counter(), time.process_time()
+                lines = opening = closing = 0
+                async for chunk in stub.GetAccountStatement(
+                    request, metadata=bearer_metadata(token)
+                ):
+                    opening = chunk.opening_balance
+                    lines += sum(1 for line in chunk.lines if line.balance is not None)
+                    closing = chunk.closing_balance
+                cpu = time.process_time() - cpu
+                print(f"  statement over gRPC, CPU of server + client: {cpu:.2f} s", flush=True)
+                return lines, opening, closing, time.perf_counter() - started
+        finally:
+            await server.stop(1)
+
+    return asyncio.run(go())
 
 
 def _add_to_balances(conn: Any, *, after_batch: int) -> None:
@@ -192,6 +343,7 @@ def append_day(url: str, postings: int) -> int:
     with engine.begin() as conn:
         _add_to_balances(conn, after_batch=last)
     engine.dispose()
+    chain_ledger(url)
     return per_day
 
 
@@ -262,9 +414,9 @@ def _fill(engine: Any, span: tuple[int, int], *, players: int, tables: int, step
         conn.exec_driver_sql(
             f"""
             INSERT INTO postings (id, batch_id, seq, from_account, to_account, amount, reason,
-                                  table_id, round, phase, created_ms)
+                                  table_id, round, phase, created_ms, effective_ms)
             SELECT (g - 1) * 4 + s.seq + 1, g, s.seq, {pick.format(c="s.src")},
-                   {pick.format(c="s.dst")}, w.a, s.reason, w.tbl, 1, s.phase, w.at
+                   {pick.format(c="s.dst")}, w.a, s.reason, w.tbl, 1, s.phase, w.at, w.at
             FROM generate_series({first}::bigint, {last}::bigint) g, LATERAL (SELECT {who}) w,
                  {shape}
             """  # noqa: S608
@@ -367,6 +519,87 @@ def existing_database(admin_url: str, name: str) -> Iterator[str]:
     yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
 
+def measure_chain_and_statement(url: str, results: dict[str, Any], statement_postings: int) -> None:
+    """Time ``chain.verify`` over the whole ledger, then a statement of ``WHALE`` with
+    ``statement_postings`` postings (added if it has fewer) through the RPC and the library."""
+    engine = create_wallet_engine(url, pool_size=3)
+    try:
+        backends = _warm_backends(engine, 3)
+        cpu, db_cpu = time.process_time(), _cpu_seconds(backends)
+        report = timed("verify_chain_s", results, chain.verify, engine)
+        results["verify_chain_cpu_s"] = {
+            "python": round(time.process_time() - cpu, 2),
+            "database": round(_cpu_seconds(backends) - db_cpu, 2),
+        }
+        results["load_average"] = round(os.getloadavg()[0], 1)
+        print(f"  verify-chain CPU: {results['verify_chain_cpu_s']}", flush=True)
+        assert report.ok, report.breaks[:5]
+        results["verify_chain_postings"] = report.postings
+        results["verify_chain_batches"] = report.batches
+        results["verify_chain_postings_per_s"] = round(report.postings / results["verify_chain_s"])
+        print(
+            f"  verify-chain: {report.postings:,} postings, {report.batches:,} batches", flush=True
+        )
+        if not statement_postings:
+            return
+        with engine.connect() as conn:
+            have = int(
+                conn.exec_driver_sql(
+                    "SELECT count(*) FROM postings "
+                    "WHERE from_account = %(w)s OR to_account = %(w)s",
+                    {"w": WHALE},
+                ).scalar_one()
+            )
+        if have < statement_postings:
+            timed("statement_setup_s", results, add_whale, url, statement_postings - have)
+            results["statement_postings_added"] = statement_postings - have
+        held = Ledger(engine).balance(WHALE)
+        lines, opening, closing, seconds = statement_over_grpc(url, WHALE)
+        assert (opening, closing) == (0, held), (opening, closing, held)
+        results["statement_lines"] = lines
+        results["statement_grpc_s"] = round(seconds, 3)
+        print(f"  statement of {lines:,} postings over gRPC: {seconds:.3f} s", flush=True)
+        backends = _warm_backends(engine, 3)
+        cpu, db_cpu = time.process_time(), _cpu_seconds(backends)
+        timed(
+            "statement_library_s",
+            results,
+            lambda: sum(len(chunk) for _, chunk in finance.statement(engine, WHALE)),
+        )
+        results["statement_library_cpu_s"] = {
+            "python": round(time.process_time() - cpu, 2),
+            "database": round(_cpu_seconds(backends) - db_cpu, 2),
+        }
+    finally:
+        engine.dispose()
+
+
+def _warm_backends(engine: Any, n: int) -> list[int]:
+    """Open ``n`` pooled connections (the ones the next calls reuse) and return their server
+    process ids, so the database's CPU time for those calls can be read (a local server)."""
+    proxies = [engine.raw_connection() for _ in range(n)]
+    pids = [
+        int(p.driver_connection.execute("SELECT pg_backend_pid()").fetchone()[0]) for p in proxies
+    ]
+    for proxy in proxies:
+        proxy.close()
+    return pids
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of local processes (0 for one that cannot be read)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def run(
     postings: int,
     admin_url: str,
@@ -377,6 +610,8 @@ def run(
     python_baseline: bool = False,
     skip_reconcile: bool = False,
     build_only: bool = False,
+    statement_postings: int = 100_000,
+    chain_only: bool = False,
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"postings": postings}
     database = (
@@ -390,6 +625,9 @@ def run(
             print(f"  build: {results['build_s']}", flush=True)
         if build_only:
             return results
+        measure_chain_and_statement(url, results, statement_postings)
+        if chain_only:
+            return results
         if not skip_reconcile:
             # The full check (weekly; the baseline), recorded as a clean run: its horizon is
             # where the nightly incremental check starts after a day more of play.
@@ -397,7 +635,8 @@ def run(
             assert report.ok, report.discrepancies[:5]
             assert report.mode == "full"
             if not reuse:
-                assert report.postings == postings // POSTINGS_PER_BATCH * POSTINGS_PER_BATCH
+                built = postings // POSTINGS_PER_BATCH * POSTINGS_PER_BATCH
+                assert report.postings == built + results.get("statement_postings_added", 0)
             added = timed("append_day_s", results, append_day, url, postings)
             nightly = timed(
                 "reconcile_incremental_s",
@@ -490,6 +729,15 @@ def main() -> int:
     parser.add_argument(
         "--build-only", action="store_true", help="build (with --keep), no measures"
     )
+    parser.add_argument(
+        "--statement-postings",
+        type=int,
+        default=100_000,
+        help="postings of the account whose statement is timed (added on the first run)",
+    )
+    parser.add_argument(
+        "--chain-only", action="store_true", help="time verify-chain and the statement only"
+    )
     args = parser.parse_args()
     results = run(
         args.postings,
@@ -500,6 +748,8 @@ def main() -> int:
         python_baseline=args.python_baseline,
         skip_reconcile=args.skip_reconcile,
         build_only=args.build_only,
+        statement_postings=args.statement_postings,
+        chain_only=args.chain_only,
     )
     print(json.dumps(results, indent=2))
     return 0

@@ -38,8 +38,27 @@ CSV_COLUMNS = (
     "table_id",
     "round",
     "phase",
+    "posted_utc",
 )
+"""An export's columns: ``time_utc`` is the effective time, ``posted_utc`` the moment of
+posting (they differ only for a posting made while its month was closed)."""
 EXPORT_FORMATS = ("csv", "jsonl")
+STATEMENT_COLUMNS = (
+    "line",
+    "transfer_id",
+    "batch_id",
+    "seq",
+    "time_utc",
+    "posted_utc",
+    "reason",
+    "table_id",
+    "round",
+    "phase",
+    "counterparty",
+    "amount",
+    "balance",
+)
+"""A statement's CSV columns; the first row is the opening balance, the last the closing."""
 
 
 def register(commands: Any) -> None:
@@ -82,6 +101,50 @@ def register(commands: Any) -> None:
     _signed_in(runs)
     runs.set_defaults(handler=_rpc(_runs))
 
+    stm = commands.add_parser(
+        "statement", help="one account's postings with running balance, opening and closing"
+    )
+    stm.add_argument("account", help="player:<id>, bowl:<table>, pot:<table> or bank")
+    stm.add_argument("--since", type=moment, help="start (inclusive, effective time), UTC")
+    stm.add_argument("--until", type=moment, help="end (exclusive), UTC; default now")
+    stm.add_argument("--format", choices=EXPORT_FORMATS, default="csv")
+    stm.add_argument("--output", "-o", default="-", help="file to write (default stdout)")
+    _signed_in(stm)
+    stm.set_defaults(handler=_to_file(_statement))
+
+    acc = commands.add_parser("accounts", help="every account with its balance")
+    acc.add_argument("--kind", choices=("player", "bowl", "pot", "bank"), default="")
+    acc.add_argument("--json", action="store_true", help="print JSON lines")
+    _signed_in(acc)
+    acc.set_defaults(handler=_rpc(_accounts))
+
+    close = commands.add_parser(
+        "close-period", help="close a month (UTC) for good (operator role finance; audited)"
+    )
+    close.add_argument("month", type=_month_text, help="YYYY-MM")
+    close.add_argument("--reason", default="", help="recorded in the audit log")
+    close.add_argument("--ticket", default="", help="recorded in the audit log")
+    close.add_argument(
+        "--request-id", default="", help="idempotency key (default close-YYYY-MM: a retry is safe)"
+    )
+    close.add_argument(
+        "--as", dest="operator", default="", help="operator id when minting a token here"
+    )
+    close.add_argument("--json", action="store_true")
+    close.add_argument(
+        "--token", default="", help="operator token (default KISHPA_ADMIN_TOKEN, then minted)"
+    )
+    close.set_defaults(
+        handler=signed_in(
+            "kishpa wallet close-period", _operator_token, lambda a, t: _call(_close, a, t)
+        )
+    )
+
+    periods = commands.add_parser("periods", help="the closed months, oldest first")
+    periods.add_argument("--json", action="store_true")
+    _signed_in(periods)
+    periods.set_defaults(handler=_rpc(_periods))
+
     drift = commands.add_parser(
         "drift", help="compare live tables with the ledger; exit 1 on any difference"
     )
@@ -113,6 +176,11 @@ def _month(text: str) -> tuple[dt.datetime, dt.datetime]:
     return start, month_after(start)
 
 
+def _month_text(text: str) -> str:
+    _month(text)
+    return text
+
+
 def month_after(start: dt.datetime) -> dt.datetime:
     """The first instant of the month after ``start``'s."""
     return (start.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
@@ -141,6 +209,26 @@ def _jobs_credential() -> str:
         "certificate (KISHPA_TLS_CERT_FILE, KISHPA_TLS_KEY_FILE, KISHPA_TLS_CA_FILE) or where "
         "KISHPA_SERVICE_SECRET is set"
     )
+
+
+def _operator_token(args: argparse.Namespace) -> str:
+    """An operator token with the finance role: ``--token``, ``KISHPA_ADMIN_TOKEN``, else
+    minted from ``KISHPA_SERVICE_SECRET`` in the name of ``--as`` (default the login)."""
+    token: str = args.token or os.environ.get("KISHPA_ADMIN_TOKEN", "")
+    if token:
+        return token
+    secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
+    if not secret:
+        raise LookupError(
+            "no operator token: pass --token, set KISHPA_ADMIN_TOKEN, or run where "
+            "KISHPA_SERVICE_SECRET is set (with --as <your id>)"
+        )
+    import getpass
+
+    from services.common.auth import TokenAuthority
+
+    who = args.operator or getpass.getuser()
+    return TokenAuthority(None, secret).issue_admin_token(who, who, roles=["finance"]).token
 
 
 Call = Callable[[Any, argparse.Namespace, Any], Awaitable[int]]
@@ -214,19 +302,22 @@ def chunk_rows(chunk: Any, times: UtcMillis) -> list[tuple[Any, ...]]:
     """An export chunk sent as columns, as rows of values in ``CSV_COLUMNS`` order."""
     c = chunk.columns
     names = _REASON_NAMES or _reason_names()
+    posted_times = UtcMillis()
+    effective = c.effective_time_ms or c.create_time_ms  # a wallet that predates it
     return list(
         zip(
             c.transfer_id,
             c.batch_id,
             c.seq,
-            map(times, c.create_time_ms),
+            map(times, effective),
             c.from_account,
             c.to_account,
             c.amount,
             [names.get(r) or _reason_name(r) for r in c.reason],
             c.table_id,
-            c.round,
+            [n if t else None for t, n in zip(c.table_id, c.round, strict=True)],
             c.phase,
+            map(posted_times, c.create_time_ms),
             strict=True,
         )
     )
@@ -262,19 +353,28 @@ def _reason_value(text: str) -> int:
 
 def _row(t: Any) -> dict[str, Any]:
     p = t.posting
+    posted = t.create_time.ToMilliseconds()
+    effective = t.effective_time.ToMilliseconds() if t.HasField("effective_time") else posted
     return {
         "transfer_id": t.transfer_id,
         "batch_id": t.batch_id,
         "seq": t.seq,
-        "time_utc": _iso(t.create_time.ToMilliseconds()),
+        "time_utc": _iso(effective),
         "from_account": p.from_account,
         "to_account": p.to_account,
         "amount": p.amount,
         "reason": _reason_name(p.reason),
         "table_id": p.table_id,
-        "round": p.round,
+        "round": round_value(p.table_id, p.round),
         "phase": p.phase,
+        "posted_utc": _iso(posted),
     }
+
+
+def round_value(table_id: str, number: int) -> int | None:
+    """A posting's round as exported: none (empty in CSV, null in JSON) for a posting about
+    no table, so that "no round" is not Hand's real round 0."""
+    return number if table_id else None
 
 
 async def _export(stub: Any, args: argparse.Namespace, md: Any) -> int:
@@ -298,6 +398,7 @@ async def _export(stub: Any, args: argparse.Namespace, md: Any) -> int:
     out: IO[str] = args.out
     rows = 0
     cursor = args.cursor
+    finished = False
     try:
         writer = csv.writer(out, lineterminator="\n")
         if args.format == "csv" and not args.cursor:
@@ -316,20 +417,58 @@ async def _export(stub: Any, args: argparse.Namespace, md: Any) -> int:
             rows += len(values)
             out.flush()  # what is written is durable before the cursor says so
             cursor = chunk.cursor  # "" after the last chunk
+        finished = True
     finally:
-        done = cursor or "(done)"
-        print(f"exported {rows} transfers; resume with --cursor {done}", file=sys.stderr)
+        args.rows_written = rows
+        if finished:
+            print(f"exported {rows} transfers; resume with --cursor (done)", file=sys.stderr)
+        else:  # refused, unreachable or interrupted: never "(done)"
+            resume = f"; resume with --cursor {cursor}" if cursor else ""
+            print(f"export stopped after {rows} transfers{resume}", file=sys.stderr)
     return 0
 
 
 def _export_to_file(args: argparse.Namespace) -> int:
-    if args.output == "-":
-        args.out = sys.stdout
-        return _rpc(_export)(args)
-    # Resuming appends to what the interrupted run wrote (the header is already there).
-    with open(args.output, "a" if args.cursor else "w", encoding="utf-8", newline="") as out:
-        args.out = out
-        return _rpc(_export)(args)
+    return _to_file(_export, append=bool(args.cursor))(args)
+
+
+def _to_file(call: Call, *, append: bool = False) -> Callable[[argparse.Namespace], int]:
+    """Run ``call`` writing to ``args.out``: stdout, or ``--output`` through a temporary file
+    beside it that replaces it only when the command succeeded (a refused or interrupted
+    run leaves an existing file as it was). ``append`` (a resumed export) copies the file
+    first, so the temporary file continues it."""
+
+    def handle(args: argparse.Namespace) -> int:
+        if args.output == "-":
+            args.out = sys.stdout
+            return _rpc(call)(args)
+        import shutil
+        import tempfile
+
+        target = os.path.abspath(args.output)
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.", suffix=".part", dir=os.path.dirname(target)
+        )
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+                if append and os.path.exists(target):
+                    with open(target, encoding="utf-8", newline="") as before:
+                        shutil.copyfileobj(before, out)
+                args.out = out
+                code = _rpc(call)(args)
+            if code == 0:
+                os.replace(temporary, target)
+            elif getattr(args, "rows_written", 0):
+                # Keep what an interrupted export wrote, beside (never over) the target:
+                # finish it with --cursor and --output pointing at it.
+                os.replace(temporary, target + ".partial")
+                print(f"(incomplete: kept in {target}.partial)", file=sys.stderr)
+            return code
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+
+    return handle
 
 
 def _kinds_text(kinds: Any) -> list[str]:
@@ -346,9 +485,35 @@ def _totals_text(totals: Any) -> list[str]:
     return lines
 
 
-async def _report(stub: Any, args: argparse.Namespace, md: Any) -> int:
-    from google.protobuf.json_format import MessageToDict
+def plain(message: Any) -> dict[str, Any]:
+    """A reply as the JSON the finance commands print: reasons by their ledger names
+    (``win``, as in exports), 64-bit integers as JSON integers, times as ISO 8601 UTC, every
+    field present (docs/wallet.md, "JSON shapes")."""
+    from google.protobuf.timestamp_pb2 import Timestamp
 
+    out: dict[str, Any] = {}
+    for f in message.DESCRIPTOR.fields:
+        value = getattr(message, f.name)
+
+        def one(v: Any, f: Any = f) -> Any:
+            if f.message_type is not None:
+                if f.message_type.full_name == Timestamp.DESCRIPTOR.full_name:
+                    return _iso(v.ToMilliseconds())
+                return plain(v)
+            if f.enum_type is not None and f.enum_type.name == "TransferReason":
+                return _reason_name(v)
+            return v
+
+        if f.is_repeated:
+            out[f.name] = [one(v) for v in value]
+        elif f.has_presence and not message.HasField(f.name):
+            out[f.name] = None
+        else:
+            out[f.name] = one(value)
+    return out
+
+
+async def _report(stub: Any, args: argparse.Namespace, md: Any) -> int:
     from kishpa.wallet.v1 import wallet_pb2
 
     kind = args.report_kind
@@ -371,6 +536,7 @@ async def _report(stub: Any, args: argparse.Namespace, md: Any) -> int:
         net = sum(m.from_bank - m.to_bank for m in reply.movements)
         check = reply.opening_outstanding + net == reply.closing_outstanding
         lines.append(f"opening + issued - returned = closing: {'yes' if check else 'NO'}")
+        lines.insert(1, _period_state_text(reply))
     elif kind == "totals":
         reply = await stub.GetReasonTotals(
             wallet_pb2.GetReasonTotalsRequest(since=_stamp(args.since), until=_stamp(args.until)),
@@ -388,18 +554,183 @@ async def _report(stub: Any, args: argparse.Namespace, md: Any) -> int:
         lines.extend(f"  {b.account}\t{b.tokens} tokens\t{b.ils} ILS" for b in reply.balances)
         lines.extend(_kinds_text(reply.kinds))
     if args.json:
-        print(
-            json.dumps(
-                MessageToDict(
-                    reply,
-                    preserving_proto_field_name=True,
-                    always_print_fields_with_no_presence=True,
-                ),
-                indent=2,
-            )
-        )
+        print(json.dumps(plain(reply), indent=2))
     else:
         print("\n".join(lines))
+    return 0
+
+
+def _period_state_text(reply: Any) -> str:
+    """Whether a period report is final (the same bytes forever) or still open."""
+    if reply.closed:
+        months = ", ".join(
+            f"{c.month} (closed {_iso(c.close_time.ToMilliseconds())} by {c.closed_by}, chain "
+            f"head {c.chain_seq} {c.chain_hash})"
+            for c in reply.closes
+        )
+        return f"CLOSED: final{': ' + months if months else ' (before the first closed month)'}"
+    return "OPEN: this period is not closed; its figures may still change"
+
+
+async def _statement(stub: Any, args: argparse.Namespace, md: Any) -> int:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    request = wallet_pb2.GetAccountStatementRequest(account=args.account)
+    if args.since:
+        request.since.CopyFrom(_stamp(args.since))
+    if args.until:
+        request.until.CopyFrom(_stamp(args.until))
+    out: IO[str] = args.out
+    writer = csv.writer(out, lineterminator="\n")
+    dumps = json.JSONEncoder(separators=(",", ":")).encode
+    since = _iso(_stamp(args.since).ToMilliseconds()) if args.since else ""
+    until = _iso(_stamp(args.until).ToMilliseconds()) if args.until else ""
+
+    def emit(values: tuple[Any, ...]) -> None:
+        if args.format == "csv":
+            writer.writerow(values)
+        else:
+            out.write(dumps(dict(zip(STATEMENT_COLUMNS, values, strict=True))) + "\n")
+
+    if args.format == "csv":
+        writer.writerow(STATEMENT_COLUMNS)
+    times, posted = UtcMillis(), UtcMillis()
+    names = _REASON_NAMES or _reason_names()
+    count = total = 0
+    async for chunk in stub.GetAccountStatement(request, metadata=md, timeout=600):
+        if count == 0 and not total:
+            state = "closed" if chunk.closed else "open"
+            emit(
+                (
+                    "opening",
+                    None,
+                    None,
+                    None,
+                    since,
+                    None,
+                    state,
+                    None,
+                    None,
+                    None,
+                    chunk.account,
+                    None,
+                    chunk.opening_balance,
+                )
+            )
+        for x in chunk.lines:
+            emit(
+                (
+                    "posting",
+                    x.transfer_id,
+                    x.batch_id,
+                    x.seq,
+                    times(x.effective_time.ToMilliseconds()),
+                    posted(x.posted_time.ToMilliseconds()),
+                    names.get(x.reason) or _reason_name(x.reason),
+                    x.table_id,
+                    x.round if x.HasField("round") else None,
+                    x.phase,
+                    x.counterparty,
+                    x.amount,
+                    x.balance,
+                )
+            )
+            total += x.amount
+        count += len(chunk.lines)
+        if chunk.last:
+            emit(
+                (
+                    "closing",
+                    None,
+                    None,
+                    None,
+                    until,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    chunk.account,
+                    total,
+                    chunk.closing_balance,
+                )
+            )
+    out.flush()
+    return 0
+
+
+async def _accounts(stub: Any, args: argparse.Namespace, md: Any) -> int:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    token = ""
+    while True:
+        reply = await stub.ListAccounts(
+            wallet_pb2.ListAccountsRequest(kind=args.kind, page_size=1000, page_token=token),
+            metadata=md,
+            timeout=60,
+        )
+        for a in reply.accounts:
+            if args.json:
+                print(
+                    json.dumps(
+                        {
+                            "account": a.account,
+                            "kind": a.kind,
+                            "tokens": a.balance.tokens,
+                            "ils": a.balance.ils,
+                        }
+                    )
+                )
+            else:
+                print(f"{a.account}\t{a.kind}\t{a.balance.tokens} tokens\t{a.balance.ils} ILS")
+        token = reply.next_page_token
+        if not token:
+            return 0
+
+
+async def _close(stub: Any, args: argparse.Namespace, md: Any) -> int:
+    from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
+
+    del stub  # closing is an AdminService call, on the same wallet address
+    async with wallet_channel() as channel:
+        reply = await admin_pb2_grpc.AdminServiceStub(channel).ClosePeriod(
+            admin_pb2.ClosePeriodRequest(
+                month=args.month,
+                reason=args.reason or f"month-end close of {args.month}",
+                ticket=args.ticket or f"month-end {args.month}",
+                request_id=args.request_id or f"close-{args.month}",
+            ),
+            metadata=md,
+            timeout=60,
+        )
+    p = reply.period
+    if args.json:
+        print(json.dumps({**plain(p), "already_closed": reply.already_closed}, indent=2))
+        return 0
+    verb = "was already closed" if reply.already_closed else "closed"
+    print(
+        f"{p.month} {verb}: by {p.closed_by} at {_iso(p.close_time.ToMilliseconds())}; "
+        f"chain head then {p.chain_seq} {p.chain_hash}"
+    )
+    return 0
+
+
+async def _periods(stub: Any, args: argparse.Namespace, md: Any) -> int:
+    from kishpa.wallet.v1 import wallet_pb2
+
+    reply = await stub.ListClosedPeriods(
+        wallet_pb2.ListClosedPeriodsRequest(), metadata=md, timeout=30
+    )
+    if args.json:
+        print(json.dumps([plain(p) for p in reply.periods], indent=2))
+        return 0
+    if not reply.periods:
+        print("no closed month")
+    for p in reply.periods:
+        print(
+            f"{p.month}\tclosed {_iso(p.close_time.ToMilliseconds())} by {p.closed_by}\t"
+            f"chain head {p.chain_seq} {p.chain_hash}"
+        )
     return 0
 
 
@@ -424,6 +755,10 @@ async def _runs(stub: Any, args: argparse.Namespace, md: Any) -> int:
                         "duration_ms": r.duration.ToMilliseconds(),
                         "ok": r.ok,
                         "discrepancies": r.discrepancies,
+                        "mode": _mode(r),
+                        "identity": r.identity,
+                        "chain_seq": r.chain_seq,
+                        "chain_hash": r.chain_hash,
                         "result": json.loads(r.result_json or "{}"),
                     }
                     for r in reply.runs
@@ -434,11 +769,22 @@ async def _runs(stub: Any, args: argparse.Namespace, md: Any) -> int:
         return 0
     for r in reply.runs:
         verdict = "ok" if r.ok else f"{r.discrepancies} found"
+        who = f"{r.identity} via {r.source}" if r.identity else r.source
         print(
-            f"#{r.run_id} {_iso(r.start_time.ToMilliseconds())} {r.kind:<6} {verdict:<10} "
-            f"{r.duration.ToMilliseconds()} ms  {r.source}: {r.scope}"
+            f"#{r.run_id} {_iso(r.start_time.ToMilliseconds())} {r.kind:<6} "
+            f"{_mode(r) or '-':<11} {verdict:<10} {r.duration.ToMilliseconds()} ms  {who}: "
+            f"{r.scope}"
         )
     return 0
+
+
+def _mode(run: Any) -> str:
+    """``full`` or ``incremental`` for a ledger run, ``""`` for a drift check."""
+    try:
+        mode = json.loads(run.result_json or "{}").get("mode", "")
+    except ValueError:
+        return ""
+    return mode if isinstance(mode, str) else ""
 
 
 def _drift(args: argparse.Namespace) -> int:
@@ -489,6 +835,8 @@ def record_via_wallet(run: Any) -> int:
         ok=run.ok,
         discrepancies=run.discrepancies,
         result_json=json.dumps(run.result, sort_keys=True),
+        chain_seq=run.chain_seq or 0,
+        chain_hash=run.chain_hash,
     )
     from shared.tls import client_tls_from_env, sync_channel
 

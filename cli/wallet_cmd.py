@@ -47,6 +47,13 @@ def register(subparsers: Any) -> None:
     )
     rec.set_defaults(handler=_reconcile)
 
+    ver = commands.add_parser(
+        "verify-chain",
+        help="recompute the ledger's hash chain; exit 1 naming the first broken batch",
+    )
+    ver.add_argument("--json", action="store_true", help="print the report as JSON")
+    ver.set_defaults(handler=_verify_chain)
+
     bal = commands.add_parser("balance", help="print the balances of accounts")
     bal.add_argument("accounts", nargs="+", help="account ids: player:<id>, bowl:<table>, bank")
     bal.set_defaults(handler=_balance)
@@ -56,7 +63,9 @@ def register(subparsers: Any) -> None:
     his.add_argument("--table", default="")
     his.add_argument("--round", type=int, default=0)
     his.add_argument("--reason", default="")
-    his.add_argument("--limit", type=int, default=50)
+    his.add_argument(
+        "--limit", type=int, default=50, help="how many postings (read 500 a page; 0: all)"
+    )
     his.set_defaults(handler=_history)
 
     from cli import finance_cmd
@@ -107,6 +116,28 @@ def _reconcile(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _verify_chain(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import DBAPIError
+
+    from services.wallet.chain import format_report, verify
+    from services.wallet.database import create_wallet_engine
+
+    engine = create_wallet_engine(_url(args), pool_size=3)
+    try:
+        report = verify(engine)
+    except DBAPIError as exc:
+        print(f"kishpa wallet verify-chain: cannot read the ledger: {exc.orig}", file=sys.stderr)
+        print("(is DATABASE_URL right, and has `kishpa migrate` run?)", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(format_report(report))
+    return 0 if report.ok else 1
+
+
 def _balance(args: argparse.Namespace) -> int:
     from services.wallet.accounts import ils
     from services.wallet.database import create_wallet_engine
@@ -129,25 +160,40 @@ def _balance(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from cli.finance_cmd import UtcMillis
     from services.wallet.database import create_wallet_engine
     from services.wallet.errors import WalletError
     from services.wallet.ledger import Ledger, TransferFilter
 
+    if args.limit < 0:
+        print("kishpa wallet history: --limit must be 0 (all) or more", file=sys.stderr)
+        return 2
     engine = create_wallet_engine(_url(args), pool_size=1)
+    times = UtcMillis()
     try:
+        ledger = Ledger(engine)
         filters = TransferFilter(args.account, args.table, args.round, args.reason)
+        left, token = args.limit or -1, ""
         try:
-            transfers, _ = Ledger(engine).list_transfers(filters, page_size=args.limit)
+            if args.account:
+                ledger.balance(args.account)  # an unopened player is an error, as everywhere
+            while left:
+                size = 500 if left < 0 else min(left, 500)
+                transfers, token = ledger.list_transfers(filters, size, token)
+                for t in transfers:
+                    p = t.posting
+                    where = f" table={p.table_id} round={p.round} {p.phase}" if p.table_id else ""
+                    print(
+                        f"{times(t.effective_ms or t.created_ms)} #{t.transfer_id} "
+                        f"batch={t.batch_id}.{t.seq} {p.from_account} -> {p.to_account} "
+                        f"{p.amount} {p.reason}{where.rstrip()}"
+                    )
+                left -= len(transfers)
+                if not token:
+                    break
         except WalletError as exc:
             print(f"kishpa wallet history: {exc}", file=sys.stderr)
-            return 2
-        for t in transfers:
-            p = t.posting
-            where = f" table={p.table_id} round={p.round} {p.phase}".rstrip() if p.table_id else ""
-            print(
-                f"#{t.transfer_id} batch={t.batch_id}.{t.seq} {p.from_account} -> "
-                f"{p.to_account} {p.amount} {p.reason}{where}"
-            )
+            return 1
     finally:
         engine.dispose()
     return 0

@@ -137,6 +137,9 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "GetTableLedger",
                 "ListTableAccounts",
                 "ListReconciliationRuns",
+                "GetAccountStatement",
+                "ListAccounts",
+                "ListClosedPeriods",
             )
         ),
         FINANCE,
@@ -147,6 +150,8 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
     _ADMIN + "CreditPlayer": frozenset({FINANCE}),
     _ADMIN + "DebitPlayer": frozenset({FINANCE}),
     _ADMIN + "ApproveAdjustment": frozenset({FINANCE}),
+    # Finance step 2: closing a month is a finance operator's act, audited.
+    _ADMIN + "ClosePeriod": frozenset({FINANCE}),
     _ADMIN + "CloseTable": frozenset({OPS}),
     _ADMIN + "ListPlayerTables": OPERATORS,
     _ADMIN + "ListPlayerTransfers": OPERATORS,

@@ -278,6 +278,17 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         ),
         # A run's JSON lists its first differences, each with what to do.
         _W + "ReconciliationRun.result_json": Text(200_000),
+        _W + "ReconciliationRun.chain_hash": Text(64, 0, _ID, "64 hex digits"),
+        # -- wallet: finance step 2
+        _W + "GetAccountStatementRequest.account": ACCOUNT,
+        _W + "GetAccountStatementRequest.chunk_size": Number(
+            0, 10_000, reason="INVALID_CHUNK_SIZE"
+        ),
+        _W + "ListAccountsRequest.kind": Text(16, 0, _ID, "player, bowl, pot or bank"),
+        _W + "ListAccountsRequest.page_size": Number(0, 1000, reason="INVALID_PAGE_SIZE"),
+        _W + "ListAccountsRequest.page_token": Text(
+            200, 0, _PAGE_TOKEN, "a token from next_page_token", "INVALID_PAGE_TOKEN"
+        ),
     }
 )
 """Field rules by full proto field name; ``<field>[]`` is the rule of each item."""

@@ -86,6 +86,10 @@ SERVICE_ONLY: dict[str, frozenset[str]] = {
             "ListTableAccounts",
             "ListReconciliationRuns",
             "RecordReconciliationRun",
+            # Finance step 2.
+            "GetAccountStatement",
+            "ListAccounts",
+            "ListClosedPeriods",
         }
     ),
     # Admin only (the audited close of a stuck table; kishpa.admin.v1 is not exposed at all).

@@ -28,7 +28,7 @@ from sqlalchemy import and_, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from services.common.errors import Category
-from services.wallet import schema
+from services.wallet import periods, schema
 from services.wallet.accounts import (
     BANK,
     Reason,
@@ -60,6 +60,8 @@ REQUESTED: Final = "requested"
 """A credit or debit above the approval threshold, waiting for a second operator."""
 APPROVED: Final = "approved"
 REFUSED: Final = "refused"
+CLOSE_PERIOD: Final = "close_period"
+"""A month closed for good (finance step 2, ``services/wallet/periods.py``)."""
 """An operator's call that was refused (role, same approver, reused request id...)."""
 
 RPC_OF_ACTION: Final = {
@@ -67,6 +69,7 @@ RPC_OF_ACTION: Final = {
     DEBIT: "DebitPlayer",
     CLOSE_TABLE: "CloseTable",
     REFUND: "CloseTable",
+    CLOSE_PERIOD: "ClosePeriod",
 }
 DEFAULT_APPROVAL_THRESHOLD: Final = 10_000
 
@@ -476,6 +479,35 @@ class Administration:
         return self._append(
             why, CLOSE_TABLE, table_id=table_id, details={**details, "rpc": "CloseTable"}
         )
+
+    def close_period(
+        self, why: Justification, month: str
+    ) -> tuple[periods.ClosedPeriod, bool, AuditEntry]:
+        """Close ``month`` for good and audit it; (the close, whether it was closed before
+        this call, the audit entry). A retry of the same request writes no second entry."""
+        why.check()
+        periods.month_bounds(month)
+        entries = self._claim(why.request_id, {"rpc": RPC_OF_ACTION[CLOSE_PERIOD]})
+        earlier = entries.get(CLOSE_PERIOD)
+        if earlier is not None and earlier.details.get("month") != month:
+            raise IdempotencyKeyReused(
+                f"request_id {why.request_id!r} already closed {earlier.details.get('month')}"
+            )
+        period, already = periods.close_period(
+            self.engine, month, f"admin:{why.admin_id}", why.request_id
+        )
+        entry = self._append(
+            why,
+            CLOSE_PERIOD,
+            details={
+                "rpc": RPC_OF_ACTION[CLOSE_PERIOD],
+                "month": month,
+                "already_closed": already,
+                "chain_seq": period.chain_seq,
+                "chain_hash": period.chain_hash,
+            },
+        )
+        return period, already, entry
 
     def claim_close(self, why: Justification, table_id: str) -> None:
         """Refuse a CloseTable whose request id was used for another request."""

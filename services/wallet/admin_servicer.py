@@ -41,6 +41,7 @@ from services.common.tls import ClientTls, reloading_aio_channel
 from services.wallet.accounts import player_account
 from services.wallet.admin import (
     APPROVED,
+    CLOSE_PERIOD,
     CLOSE_TABLE,
     CREDIT,
     DEBIT,
@@ -52,7 +53,7 @@ from services.wallet.admin import (
     Justification,
 )
 from services.wallet.ledger import TransferFilter
-from services.wallet.servicer import _transfer_pb
+from services.wallet.servicer import _transfer_pb, closed_period_pb
 
 T = TypeVar("T")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -67,6 +68,7 @@ ACTIONS = {
     CREDIT: admin_pb2.ADMIN_ACTION_CREDIT,
     DEBIT: admin_pb2.ADMIN_ACTION_DEBIT,
     CLOSE_TABLE: admin_pb2.ADMIN_ACTION_CLOSE_TABLE,
+    CLOSE_PERIOD: admin_pb2.ADMIN_ACTION_CLOSE_PERIOD,
     REFUND: admin_pb2.ADMIN_ACTION_REFUND,
 }
 
@@ -191,6 +193,16 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                 request.request_id,
             )
         return admin_pb2.ApproveAdjustmentResponse(entry=entry_pb(done.entry), balance=done.balance)
+
+    async def ClosePeriod(
+        self, request: admin_pb2.ClosePeriodRequest, context: Context
+    ) -> admin_pb2.ClosePeriodResponse:
+        async with self._audited("ClosePeriod"):
+            why = _why(request.reason, request.ticket, request.request_id)
+            period, already, _ = await self._run(self._admin.close_period, why, request.month)
+        return admin_pb2.ClosePeriodResponse(
+            period=closed_period_pb(period), already_closed=already
+        )
 
     async def CloseTable(
         self, request: admin_pb2.CloseTableRequest, context: Context

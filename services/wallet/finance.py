@@ -1,12 +1,14 @@
 """Finance reads of the ledger: exports of a period, totals per reason, balances as of a past
 moment, a period's close, and what the ledger holds for one table (the drift check's side).
 
-Read-only. Every time here is a posting's commit time (``created_ms``, UTC milliseconds),
-and a period is ``[since, until)``. Exports walk the ``(created_ms, id)`` index a page at a
-time (keyset, never OFFSET), so a period of any size streams in constant memory and a job
-resumes from the cursor of the last page it kept. Balances as of a moment are today's
-balances minus what moved since, so a recent moment (a month-end close) reads only the
-postings after it.
+Read-only. Every time here is a posting's *effective* time (``effective_ms``, UTC
+milliseconds: its commit time, unless that fell in a closed month, then the first instant
+after the closed months; ``services/wallet/periods.py``), and a period is ``[since, until)``.
+Exports walk the ``(effective_ms, id)`` index a page at a time (keyset, never OFFSET), so a
+period of any size streams in constant memory and a job resumes from the cursor of the last
+page it kept. Balances as of a moment are today's balances minus what moved since, so a
+recent moment (a month-end close) reads only the postings after it. Statements (one
+account, with its running balance) and the list of accounts are here too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, case, func, literal, or_, select, tuple_, union_all
 
-from services.wallet import schema
+from services.wallet import chain, periods, schema
 from services.wallet.accounts import (
     BANK,
     AccountKind,
@@ -30,7 +32,7 @@ from services.wallet.accounts import (
 )
 from services.wallet.batch import Posting
 from services.wallet.database import is_sqlite
-from services.wallet.errors import InvalidRequest
+from services.wallet.errors import AccountNotFound, InvalidRequest
 from services.wallet.ledger import Transfer
 
 DEFAULT_CHUNK = 1_000
@@ -103,9 +105,23 @@ def decode_cursor(cursor: str) -> tuple[int, int]:
 
 
 def _transfer(row: tuple[Any, ...]) -> Transfer:
-    transfer_id, batch_id, seq, created_ms, src, dst, amount, reason, table, rnd, phase = row
+    transfer_id, batch_id, seq, created_ms, src, dst, amount, reason, table, rnd, phase = row[:11]
+    effective_ms = row[11] if len(row) > 11 else created_ms
     posting = Posting(src, dst, int(amount), reason, table or "", int(rnd or 0), phase or "")
-    return Transfer(int(transfer_id), int(batch_id), int(seq), posting, int(created_ms))
+    return Transfer(
+        int(transfer_id), int(batch_id), int(seq), posting, int(created_ms), int(effective_ms)
+    )
+
+
+def require_accounts(conn: Connection, accounts: Sequence[str]) -> None:
+    """Refuse (AccountNotFound) a player whose wallet was never opened, as ``GetBalance``
+    does everywhere; a bowl or pot not used yet exists implicitly, holding 0."""
+    a = schema.accounts.c
+    wanted = {x for x in accounts if account_kind(x) is AccountKind.PLAYER}
+    found = {str(r[0]) for r in conn.execute(select(a.id).where(a.id.in_(wanted)))}
+    missing = sorted(wanted - found)
+    if missing:
+        raise AccountNotFound(f"no such account: {', '.join(missing)}")
 
 
 EXPORT_COLUMNS = (
@@ -120,6 +136,7 @@ EXPORT_COLUMNS = (
     "table_id",
     "round",
     "phase",
+    "effective_ms",
 )
 """The order of the values in a row of :func:`export_rows`."""
 
@@ -128,7 +145,7 @@ def export_rows(
     engine: Engine, filters: ExportFilter, cursor: str = "", size: int = 0
 ) -> tuple[list[tuple[Any, ...]], str]:
     """One page of an export as plain rows (values in ``EXPORT_COLUMNS`` order; table, round
-    and phase may be None), in ``(created_ms, id)`` order, and the cursor after it (``""``
+    and phase may be None), in ``(effective_ms, id)`` order, and the cursor after it (``""``
     once the period is exhausted). No object per row: large exports read through this."""
     size = size or DEFAULT_CHUNK
     if not 0 < size <= MAX_CHUNK:
@@ -137,13 +154,13 @@ def export_rows(
     p = schema.postings.c
     query = (
         select(*(p[name] for name in EXPORT_COLUMNS))
-        .where(p.created_ms >= filters.since_ms, p.created_ms < filters.until_ms)
-        .order_by(p.created_ms, p.id)
+        .where(p.effective_ms >= filters.since_ms, p.effective_ms < filters.until_ms)
+        .order_by(p.effective_ms, p.id)
         .limit(size)
     )
     if cursor:
         after_ms, after_id = decode_cursor(cursor)
-        query = query.where(tuple_(p.created_ms, p.id) > tuple_(after_ms, after_id))
+        query = query.where(tuple_(p.effective_ms, p.id) > tuple_(after_ms, after_id))
     if filters.account:
         query = query.where(or_(p.from_account == filters.account, p.to_account == filters.account))
     if filters.table_id:
@@ -151,10 +168,12 @@ def export_rows(
     if filters.reason:
         query = query.where(p.reason == parse_reason(filters.reason).value)
     with _read(engine) as conn:
+        if filters.account and not cursor:
+            require_accounts(conn, [filters.account])
         rows = _plain_rows(conn, query)
     if len(rows) < size:
         return rows, ""
-    return rows, encode_cursor(int(rows[-1][3]), int(rows[-1][0]))
+    return rows, encode_cursor(int(rows[-1][-1]), int(rows[-1][0]))
 
 
 def _plain_rows(conn: Connection, query: Any) -> list[tuple[Any, ...]]:
@@ -175,7 +194,7 @@ def _plain_rows(conn: Connection, query: Any) -> list[tuple[Any, ...]]:
 def export_page(
     engine: Engine, filters: ExportFilter, cursor: str = "", size: int = 0
 ) -> tuple[list[Transfer], str]:
-    """One page of an export, in ``(created_ms, id)`` order, and the cursor after it
+    """One page of an export, in ``(effective_ms, id)`` order, and the cursor after it
     (``""`` once the period is exhausted)."""
     rows, cursor = export_rows(engine, filters, cursor, size)
     return [_transfer(row) for row in rows], cursor
@@ -222,7 +241,7 @@ def _reason_totals(conn: Connection, since_ms: int, until_ms: int) -> list[Reaso
             func.sum(case((p.from_account == BANK, p.amount), else_=0)),
             func.sum(case((p.to_account == BANK, p.amount), else_=0)),
         )
-        .where(p.created_ms >= since_ms, p.created_ms < until_ms)
+        .where(p.effective_ms >= since_ms, p.effective_ms < until_ms)
         .group_by(p.reason)
     )
     rows = {
@@ -234,7 +253,7 @@ def _reason_totals(conn: Connection, since_ms: int, until_ms: int) -> list[Reaso
 
 
 def reason_totals(engine: Engine, since_ms: int, until_ms: int) -> list[ReasonTotal]:
-    """Totals per reason of the postings committed in ``[since_ms, until_ms)``."""
+    """Totals per reason of the postings effective in ``[since_ms, until_ms)``."""
     check_period(since_ms, until_ms)
     with _read(engine) as conn, conn.begin():
         return _reason_totals(conn, since_ms, until_ms)
@@ -266,14 +285,14 @@ class AsOf:
 
 
 def _moved_since(conn: Connection, as_of_ms: int) -> Any:
-    """Per account, the net change brought by postings committed at or after ``as_of_ms``."""
+    """Per account, the net change brought by postings effective at or after ``as_of_ms``."""
     p = schema.postings.c
     moves = union_all(
         select(p.to_account.label("account"), p.amount.label("delta")).where(
-            p.created_ms >= as_of_ms
+            p.effective_ms >= as_of_ms
         ),
         select(p.from_account.label("account"), (literal(0) - p.amount).label("delta")).where(
-            p.created_ms >= as_of_ms
+            p.effective_ms >= as_of_ms
         ),
     ).subquery()
     return select(moves.c.account, func.sum(moves.c.delta).label("delta")).group_by(moves.c.account)
@@ -310,7 +329,8 @@ def _as_of(conn: Connection, as_of_ms: int, accounts: Sequence[str]) -> AsOf:
 
 
 def balances_as_of(engine: Engine, as_of_ms: int, accounts: Sequence[str] = ()) -> AsOf:
-    """Balances after every posting committed strictly before ``as_of_ms``."""
+    """Balances after every posting effective strictly before ``as_of_ms``; a named account
+    the ledger never opened is refused (AccountNotFound), whatever its kind."""
     if as_of_ms <= 0:
         raise InvalidRequest("as_of is required", "INVALID_PERIOD")
     if len(accounts) > MAX_ASOF_ACCOUNTS:
@@ -318,6 +338,7 @@ def balances_as_of(engine: Engine, as_of_ms: int, accounts: Sequence[str] = ()) 
     for account in accounts:
         account_kind(account)
     with _read(engine) as conn, conn.begin():
+        require_accounts(conn, accounts)
         return _as_of(conn, as_of_ms, list(dict.fromkeys(accounts)))
 
 
@@ -330,6 +351,10 @@ class PeriodSummary:
     opening: list[KindTotal]
     closing: list[KindTotal]
     movements: list[ReasonTotal]
+    closed: bool = False
+    """Final: the period lies wholly before the end of the closed months."""
+    closes: list[periods.ClosedPeriod] = field(default_factory=list)
+    """The closed months the period overlaps."""
 
     @property
     def opening_outstanding(self) -> int:
@@ -356,6 +381,7 @@ class PeriodSummary:
                 }
                 for m in self.movements
             ],
+            "closed": self.closed,
             "opening": {k.kind: {"tokens": k.tokens, "accounts": k.accounts} for k in self.opening},
             "closing": {k.kind: {"tokens": k.tokens, "accounts": k.accounts} for k in self.closing},
         }
@@ -368,7 +394,24 @@ def period_summary(engine: Engine, since_ms: int, until_ms: int) -> PeriodSummar
         opening = _as_of(conn, since_ms, ())
         closing = _as_of(conn, until_ms, ())
         movements = _reason_totals(conn, since_ms, until_ms)
-    return PeriodSummary(since_ms, until_ms, opening.kinds, closing.kinds, movements)
+        closed, closes = period_state(conn, since_ms, until_ms)
+    return PeriodSummary(
+        since_ms, until_ms, opening.kinds, closing.kinds, movements, closed, closes
+    )
+
+
+def period_state(
+    conn: Connection, since_ms: int, until_ms: int
+) -> tuple[bool, list[periods.ClosedPeriod]]:
+    """Whether ``[since_ms, until_ms)`` is final, and the closes it overlaps."""
+    cp = schema.closed_periods.c
+    rows = conn.execute(
+        select(schema.closed_periods)
+        .where(cp.since_ms < until_ms, cp.until_ms > since_ms)
+        .order_by(cp.since_ms)
+    ).all()
+    closed_until = chain.read_head(conn).closed_until_ms
+    return until_ms <= closed_until, [periods.row_period(r) for r in rows]
 
 
 # --- one table, for the drift check -----------------------------------------------------
@@ -444,3 +487,175 @@ def table_accounts(
     rows = rows[:size]
     token = base64.urlsafe_b64encode(rows[-1][0].encode()).decode() if more else ""
     return rows, token
+
+
+# --- statements and accounts (finance step 2) -------------------------------------------
+
+DEFAULT_STATEMENT_CHUNK = 5_000
+MAX_STATEMENT_CHUNK = 10_000
+DEFAULT_ACCOUNT_PAGE = 500
+MAX_ACCOUNT_PAGE = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class StatementLine:
+    """One posting of a statement, seen from its account: signed amount (into the account
+    positive), the other account, and the balance right after it."""
+
+    transfer_id: int
+    batch_id: int
+    seq: int
+    effective_ms: int
+    posted_ms: int
+    reason: str
+    table_id: str
+    round: int | None
+    """None when the posting is about no round (no table)."""
+    phase: str
+    counterparty: str
+    amount: int
+    balance: int
+
+
+@dataclass(slots=True)
+class Statement:
+    """A statement's header and footer; the lines stream separately."""
+
+    account: str
+    since_ms: int
+    until_ms: int
+    opening: int
+    closing: int = 0
+    closed: bool = False
+
+
+def statement(
+    engine: Engine, account: str, since_ms: int = 0, until_ms: int = 0, chunk: int = 0
+) -> Iterator[tuple[Statement, list[StatementLine]]]:
+    """The postings of ``account`` effective in ``[since_ms, until_ms)`` (0: from the start,
+    until now), in (effective time, id) order, a chunk at a time, each line with the running
+    balance. The opening balance is the balance now less what moved since ``since_ms``; the
+    closing one (set when the last chunk is yielded) is the opening plus the lines. Every
+    chunk is read on one snapshot. An account the ledger never opened: AccountNotFound."""
+    size = chunk or DEFAULT_STATEMENT_CHUNK
+    if not 0 < size <= MAX_STATEMENT_CHUNK:
+        raise InvalidRequest(f"chunk_size must be 1..{MAX_STATEMENT_CHUNK}", "INVALID_CHUNK_SIZE")
+    account_kind(account)
+    until = until_ms or _MAX_BIGINT
+    if since_ms < 0 or until <= since_ms:
+        raise InvalidRequest("until must be after since", "INVALID_PERIOD")
+    p, a = schema.postings.c, schema.accounts.c
+    mine = or_(p.from_account == account, p.to_account == account)
+    signed = case((p.to_account == account, p.amount), else_=literal(0) - p.amount)
+    with _read(engine) as conn, conn.begin():
+        require_accounts(conn, [account])
+        if not is_sqlite(engine):
+            # The lines are sorted by effective time: in memory, not in a file on disk.
+            conn.exec_driver_sql("SET LOCAL work_mem = '64MB'")
+        opening = 0  # every account starts at 0: nothing is effective before the epoch
+        if since_ms > 0:
+            now = conn.execute(select(a.balance).where(a.id == account)).scalar_one_or_none()
+            since_then = conn.execute(
+                select(func.coalesce(func.sum(signed), 0)).where(mine, p.effective_ms >= since_ms)
+            ).scalar_one()
+            opening = int(now or 0) - int(since_then)
+        head = Statement(account, since_ms, until, opening)
+        head.closed = period_state(conn, since_ms, until)[0] if until_ms else False
+        query = (
+            select(
+                p.id,
+                p.batch_id,
+                p.seq,
+                p.effective_ms,
+                p.created_ms,
+                p.reason,
+                p.table_id,
+                p.round,
+                p.phase,
+                p.from_account,
+                p.to_account,
+                p.amount,
+            )
+            .where(mine, p.effective_ms >= since_ms, p.effective_ms < until)
+            .order_by(p.effective_ms, p.id)
+        )
+        balance = head.opening
+        lines: list[StatementLine] = []
+        for row in _stream_rows(conn, query):
+            tid, bid, seq, eff, posted, reason, table, rnd, phase, src, dst, amount = row
+            delta = int(amount) if dst == account else -int(amount)
+            balance += delta
+            lines.append(
+                StatementLine(
+                    tid,
+                    bid,
+                    seq,
+                    eff,
+                    posted,
+                    reason,
+                    table or "",
+                    (rnd or 0) if table else None,
+                    phase or "",
+                    src if dst == account else dst,
+                    delta,
+                    balance,
+                )
+            )
+            if len(lines) >= size:
+                yield head, lines
+                lines = []
+        head.closing = balance
+        yield head, lines
+
+
+def _stream_rows(conn: Connection, query: Any) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``query`` as plain tuples, fetched in batches (binary psycopg cursor on
+    PostgreSQL, as :func:`_plain_rows`)."""
+    if is_sqlite(conn.engine):
+        yield from (tuple(row) for row in conn.execute(query))
+        return
+    compiled = query.compile(dialect=conn.dialect)
+    raw = conn.connection.driver_connection
+    assert raw is not None  # a checked-out connection always has one
+    with raw.cursor(binary=True) as cursor:
+        cursor.execute(str(compiled), compiled.params)
+        while batch := cursor.fetchmany(10_000):
+            yield from batch
+
+
+@dataclass(frozen=True, slots=True)
+class AccountRow:
+    """An account and its balance now."""
+
+    account: str
+    kind: str
+    balance: int
+    created_ms: int
+
+
+def list_accounts(
+    engine: Engine, kind: str = "", page_size: int = 0, page_token: str = ""
+) -> tuple[list[AccountRow], str]:
+    """Accounts by id, a page at a time (token: the last id), optionally of one kind."""
+    size = page_size or DEFAULT_ACCOUNT_PAGE
+    if not 0 < size <= MAX_ACCOUNT_PAGE:
+        raise InvalidRequest(f"page_size must be 1..{MAX_ACCOUNT_PAGE}", "INVALID_PAGE_SIZE")
+    if kind and kind not in KINDS:
+        raise InvalidRequest(f"kind must be one of {', '.join(KINDS)}", "INVALID_KIND")
+    after = ""
+    if page_token:
+        try:
+            after = base64.urlsafe_b64decode(page_token.encode()).decode()
+            account_kind(after)
+        except (ValueError, binascii.Error, UnicodeDecodeError, InvalidRequest):
+            raise InvalidRequest("malformed page_token", "INVALID_PAGE_TOKEN") from None
+    a = schema.accounts.c
+    query = select(a.id, a.kind, a.balance, a.created_ms).where(a.id > after)
+    if kind:
+        query = query.where(a.kind == kind)
+    with _read(engine) as conn:
+        rows = conn.execute(query.order_by(a.id).limit(size + 1)).all()
+    found = [AccountRow(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows[:size]]
+    more = len(rows) > size
+    token = base64.urlsafe_b64encode(found[-1].account.encode()).decode() if more else ""
+    return found, token

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, case, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from services.wallet import postgres, schema
+from services.wallet import chain, postgres, schema
 from services.wallet.accounts import (
     ADMIN_REASONS,
     BANK,
@@ -88,6 +88,8 @@ class Transfer:
     seq: int
     posting: Posting
     created_ms: int
+    effective_ms: int = 0
+    """When it counts (finance step 2): ``created_ms`` unless a closed period moved it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,9 @@ class Ledger:
         self._sqlite = is_sqlite(engine)
         # Accounts are never deleted, so once seen an account need not be checked again.
         self._known: set[str] = set()
+        # The first instant not in a closed period (None: not read yet). A batch planned
+        # with a stale value is caught under the chain head's lock and tried again.
+        self._closed_until: int | None = None
 
     # --- mutations -------------------------------------------------------------------
 
@@ -271,10 +276,16 @@ class Ledger:
         creatable = {a for a in accounts if account_kind(a) is not AccountKind.PLAYER}
         creatable.update(create)
         try:
-            with self.engine.begin() as conn:
-                result = self._apply_locked(
-                    conn, key, digest, postings, accounts, creatable - self._known
-                )
+            for attempt in range(3):
+                try:
+                    with self.engine.begin() as conn:
+                        result = self._apply_locked(
+                            conn, key, digest, postings, accounts, creatable - self._known
+                        )
+                    break
+                except chain.PeriodClosedMeanwhile:
+                    if attempt == 2:
+                        raise
             self._remember(creatable)
             return result
         except (IntegrityError, WalletError):
@@ -305,6 +316,7 @@ class Ledger:
         # batch comes from the relative UPDATE (no limit applies to it).
         plan = plan_batch(postings, {**balances, BANK: 0})
         now = _now_ms()
+        effective = self._effective(conn, now)
         result_balances = {x: plan.balances[x] for x in own}
         changed = {x: d for x, d in plan.deltas().items() if d or x == BANK}
         if self._sqlite:
@@ -317,7 +329,7 @@ class Ledger:
                 0 if BANK in changed else None,
                 plan.applied,
             )
-            ids, after = postgres.write_batches(conn, changed, [write], now)
+            ids, after = postgres.write_batches(conn, changed, [write], now, effective)
             batch_id = ids[key]
         if BANK in changed and BANK not in after:
             raise RuntimeError("ledger invariant broken: the bank account is missing")
@@ -327,8 +339,23 @@ class Ledger:
             result_balances[BANK] = after[BANK]
         result = BatchResult(0, plan.applied, dict(sorted(result_balances.items())))
         if self._sqlite:
-            batch_id = self._insert_core(conn, key, digest, result, now)
+            batch_id = self._insert_core(conn, key, digest, result, now, effective)
+        self._chain(conn, [chain.Written(batch_id, key, digest, now, effective, plan.applied)])
         return BatchResult(batch_id, result.applied, result.balances)
+
+    def _effective(self, conn: Connection, now: int) -> int:
+        """A batch's effective time: now, or the first open instant when now is closed."""
+        if self._closed_until is None:
+            self._closed_until = chain.read_head(conn).closed_until_ms
+        return max(now, self._closed_until)
+
+    def _chain(self, conn: Connection, written: list[chain.Written]) -> None:
+        """Append the transaction's batches to the chain (the last lock it takes)."""
+        try:
+            chain.append(conn, written)
+        except chain.PeriodClosedMeanwhile as exc:
+            self._closed_until = int(exc.args[0])
+            raise
 
     def _apply_shared(
         self,
@@ -353,6 +380,7 @@ class Ledger:
         else:
             stored = postgres.find_batches(conn, keys)
         now = _now_ms()
+        effective = self._effective(conn, now)
         planned: list[_Planned] = []
         bank_moved = 0  # into the bank by the group so far
         for i in shared:
@@ -387,17 +415,24 @@ class Ledger:
         if not planned:
             return
         if self._sqlite:
-            results = self._write_shared_sqlite(conn, planned, now)
+            results = self._write_shared_sqlite(conn, planned, now, effective)
             after = {x: balances[x] for x in own}
         else:
-            results, after = self._write_shared_postgres(conn, planned, bank_moved, now)
+            results, after = self._write_shared_postgres(conn, planned, bank_moved, now, effective)
         if any(after[x] != balances[x] for x in after if x != BANK):
             raise RuntimeError("ledger invariant broken: a locked balance changed")
+        self._chain(
+            conn,
+            [
+                chain.Written(result.batch_id, item.key, item.digest, now, effective, item.applied)
+                for item, result in zip(planned, results, strict=True)
+            ],
+        )
         for item, result in zip(planned, results, strict=True):
             outcomes[item.index] = result
 
     def _write_shared_sqlite(
-        self, conn: Connection, planned: list[_Planned], now: int
+        self, conn: Connection, planned: list[_Planned], now: int, effective: int
     ) -> list[BatchResult]:
         """SQLite: the batches one after the other (the transaction's one commit is the gain)."""
         results = []
@@ -407,13 +442,13 @@ class Ledger:
             if BANK in after:
                 balances[BANK] = after[BANK]
             result = BatchResult(0, item.applied, dict(sorted(balances.items())))
-            batch_id = self._insert_core(conn, item.key, item.digest, result, now)
+            batch_id = self._insert_core(conn, item.key, item.digest, result, now, effective)
             results.append(BatchResult(batch_id, result.applied, result.balances))
         return results
 
     @staticmethod
     def _write_shared_postgres(
-        conn: Connection, planned: list[_Planned], bank_moved: int, now: int
+        conn: Connection, planned: list[_Planned], bank_moved: int, now: int, effective: int
     ) -> tuple[list[BatchResult], dict[str, int]]:
         """PostgreSQL: every batch of the group in one write statement. The bank's balance
         after a batch is the bank's after the statement less what the later batches moved."""
@@ -431,7 +466,7 @@ class Ledger:
             )
             for item in planned
         ]
-        ids, after = postgres.write_batches(conn, changed, writes, now)
+        ids, after = postgres.write_batches(conn, changed, writes, now, effective)
         if BANK in changed and BANK not in after:
             raise RuntimeError("ledger invariant broken: the bank account is missing")
         results = []
@@ -477,7 +512,9 @@ class Ledger:
         return {row.id: int(row.balance) for row in rows}
 
     @staticmethod
-    def _insert_core(conn: Connection, key: str, digest: str, result: BatchResult, now: int) -> int:
+    def _insert_core(
+        conn: Connection, key: str, digest: str, result: BatchResult, now: int, effective: int
+    ) -> int:
         """Insert the batch (unique key) with its result, then its postings (SQLite)."""
         batch_id = conn.execute(
             insert(schema.batches)
@@ -498,6 +535,7 @@ class Ledger:
                     "round": p.round or None,
                     "phase": p.phase or None,
                     "created_ms": now,
+                    "effective_ms": effective,
                 }
                 for seq, p in enumerate(result.applied)
             ],
@@ -614,7 +652,12 @@ def _transfer(row: Any) -> Transfer:
         row["phase"] or "",
     )
     return Transfer(
-        int(row["id"]), int(row["batch_id"]), int(row["seq"]), posting, int(row["created_ms"])
+        int(row["id"]),
+        int(row["batch_id"]),
+        int(row["seq"]),
+        posting,
+        int(row["created_ms"]),
+        int(row["effective_ms"]),
     )
 
 

@@ -52,9 +52,10 @@ WITH u AS (
     RETURNING id, idempotency_key
 ), p AS (
     INSERT INTO postings (batch_id, seq, from_account, to_account, amount, reason,
-                          table_id, round, phase, created_ms)
+                          table_id, round, phase, created_ms, effective_ms)
     SELECT b.id, v.seq, v.f, v.t, v.amount, v.reason,
-           nullif(v.table_id, ''), nullif(v.round, 0), nullif(v.phase, ''), %(now)s
+           nullif(v.table_id, ''), nullif(v.round, 0), nullif(v.phase, ''), %(now)s,
+           %(effective)s
     FROM unnest(%(bkey)s::varchar[], %(seq)s::int[], %(f)s::varchar[], %(t)s::varchar[],
                 %(amount)s::bigint[], %(reason)s::varchar[], %(table_id)s::varchar[],
                 %(round)s::int[], %(phase)s::varchar[])
@@ -97,7 +98,11 @@ def find_batches(conn: Connection, keys: Sequence[str]) -> dict[str, tuple[int, 
 
 
 def write_batches(
-    conn: Connection, changed: Mapping[str, int], batches: Sequence[BatchWrite], now: int
+    conn: Connection,
+    changed: Mapping[str, int],
+    batches: Sequence[BatchWrite],
+    now: int,
+    effective: int,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Apply the group's ``changed`` (relative, summed) balance updates and insert its batches
     and their postings, in one statement.
@@ -111,6 +116,7 @@ def write_batches(
         "deltas": [changed[x] for x in ids],
         "bank": BANK,
         "now": now,
+        "effective": effective,
         "keys": [b.key for b in batches],
         "digests": [b.digest for b in batches],
         "heads": [b.result_parts[0] for b in batches],

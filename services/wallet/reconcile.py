@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Engine, func, literal, select, text, union_all
 
-from services.wallet import schema
+from services.wallet import chain, schema
 from services.wallet.database import create_wallet_engine, is_sqlite
 from services.wallet.runs import Run, record_run
 
@@ -67,6 +67,9 @@ class ReconcileReport:
     batches_checked: int = 0
     through_batch: int = 0
     """This run's horizon: the next incremental run starts after it (when this one is clean)."""
+    chain_seq: int = 0
+    """The chain head this run saw (``services/wallet/chain.py``): its position and hash."""
+    chain_hash: str = ""
     discrepancies: list[Discrepancy] = field(default_factory=list)
 
     @property
@@ -115,6 +118,8 @@ def reconcile(
             for row in conn.execute(select(a.id, a.kind, a.balance))
         }
         report.accounts = len(balances)
+        head = chain.read_head(conn)
+        report.chain_seq, report.chain_hash = head.seq, head.hash
         report.total_balance = sum(v for _, v in balances.values())
         report.bank_balance = balances.get("bank", ("bank", 0))[1]
         if report.total_balance != 0:
@@ -179,7 +184,7 @@ def reconcile(
                 report.add(
                     "batch_balanced",
                     f"batch {batch.id} ({batch.idempotency_key})",
-                    f"{len(recorded)} postings recorded, {len(listed)} in its result",
+                    first_difference(recorded, listed),
                 )
         while current is not None:
             report.add("batch_balanced", f"batch {current[0]}", "postings of no batch")
@@ -250,7 +255,8 @@ _BATCHES_IN_DATABASE = text(
     )
     SELECT coalesce(l.id, r.batch_id) AS batch_id, l.idempotency_key,
            coalesce(r.n, 0) AS recorded, coalesce(l.n, 0) AS listed,
-           coalesce(r.malformed, false) AS malformed
+           coalesce(r.malformed, false) AS malformed,
+           r.moves AS recorded_moves, l.moves AS listed_moves
     FROM listed l FULL JOIN recorded r ON r.batch_id = l.id
     WHERE l.id IS NULL OR l.moves IS DISTINCT FROM r.moves OR r.malformed
     ORDER BY 1
@@ -274,8 +280,43 @@ def _check_batches_in_database(conn: Any, report: ReconcileReport) -> None:
             report.add(
                 "batch_balanced",
                 f"batch {row.batch_id} ({row.idempotency_key})",
-                f"{row.recorded} postings recorded, {row.listed} in its result",
+                first_difference(_moves(row.recorded_moves), _moves(row.listed_moves)),
             )
+
+
+_FIELDS = ("from_account", "to_account", "amount", "reason")
+
+
+def first_difference(
+    recorded: list[tuple[str, str, int, str]], listed: list[tuple[str, str, int, str]]
+) -> str:
+    """Which posting and field of a batch differ from its stored result, in words."""
+    for seq, (mine, theirs) in enumerate(zip(recorded, listed, strict=False)):
+        for name, a, b in zip(_FIELDS, mine, theirs, strict=True):
+            if a != b:
+                return (
+                    f"posting {seq}: {name} recorded {a!r}, its result says {b!r} "
+                    f"({len(recorded)} postings recorded, {len(listed)} in its result)"
+                )
+    if len(recorded) > len(listed):
+        return (
+            f"posting {len(listed)} is recorded but not in its result "
+            f"({len(recorded)} postings recorded, {len(listed)} in its result)"
+        )
+    return (
+        f"posting {len(recorded)} of its result is not recorded "
+        f"({len(recorded)} postings recorded, {len(listed)} in its result)"
+    )
+
+
+def _moves(text: str | None) -> list[tuple[str, str, int, str]]:
+    """The ``from>to:amount:reason|...`` string of the in-database check, as postings."""
+    out = []
+    for move in (text or "").split("|") if text else []:
+        accounts, amount, reason = move.rsplit(":", 2)
+        src, _, dst = accounts.partition(">")
+        out.append((src, dst, int(amount) if amount.lstrip("-").isdigit() else 0, reason))
+    return out
 
 
 def _postings_by_batch(
@@ -363,6 +404,8 @@ def ledger_run(report: ReconcileReport, source: str, started: float) -> Run:
         ok=report.ok,
         discrepancies=len(report.discrepancies),
         result=result,
+        chain_seq=report.chain_seq,
+        chain_hash=report.chain_hash,
     )
 
 
@@ -378,6 +421,7 @@ def format_report(report: ReconcileReport) -> str:
         f"accounts {report.accounts}, batches {report.batches}, postings {report.postings}",
         checked,
         f"sum of all balances {report.total_balance} (bank {report.bank_balance})",
+        f"chain head seen: {report.chain_seq} {report.chain_hash}",
     ]
     if report.ok:
         lines.append("OK: the ledger reconciles")

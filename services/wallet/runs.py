@@ -3,7 +3,10 @@ long it took and what it found (``reconciliation_runs``, migration ``0003_i24``)
 
 Two kinds: ``ledger`` (the ledger's own consistency, :mod:`services.wallet.reconcile`) and
 ``drift`` (live tables against the ledger, run by the workers and stored through the
-``RecordReconciliationRun`` RPC). Rows are only ever inserted.
+``RecordReconciliationRun`` RPC). Rows are only ever inserted (migration ``0004_finance``
+adds triggers refusing UPDATE and DELETE on both databases). Each row names who ran it as
+authenticated (``identity``: ``service:worker``, ``admin:<subject>``, or ``database:<role>``
+for a run written straight to the database) and the chain head the run saw.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Connection, Engine, insert, select
 
-from services.wallet import schema
+from services.wallet import chain, schema
 from services.wallet.errors import InvalidRequest
 
 KINDS = ("ledger", "drift")
@@ -39,6 +42,17 @@ class Run:
     discrepancies: int
     result: dict[str, Any]
     run_id: int = 0
+    identity: str = ""
+    """Who ran it, as authenticated (filled in when it is stored)."""
+    chain_seq: int | None = None
+    """The chain head the run saw (None: the head when it is stored)."""
+    chain_hash: str = ""
+
+    @property
+    def mode(self) -> str:
+        """``full`` or ``incremental`` for a ledger run (from its result), else ``""``."""
+        mode = self.result.get("mode", "")
+        return mode if isinstance(mode, str) else ""
 
     def check(self) -> None:
         """Refuse a malformed record (InvalidRequest) before it is stored."""
@@ -59,10 +73,22 @@ def _result_text(result: dict[str, Any]) -> str:
     return text
 
 
-def record_run(engine: Engine, run: Run) -> int:
-    """Store ``run``; its new id."""
+def database_identity(conn: Connection) -> str:
+    """Who writes through ``conn`` as the database knows it (``database:<role>``)."""
+    if conn.dialect.name == "sqlite":
+        import getpass
+
+        return f"database:sqlite ({getpass.getuser()})"
+    return f"database:{conn.exec_driver_sql('SELECT current_user').scalar_one()}"
+
+
+def record_run(engine: Engine, run: Run, identity: str = "") -> int:
+    """Store ``run`` as run by ``identity`` (default: the database role writing it); its new
+    id. Without a chain head of its own, the run records the head at this moment."""
     run.check()
-    row = {
+    if len(identity) > 200:
+        raise InvalidRequest("identity is over 200 characters", "INVALID_RUN")
+    row: dict[str, Any] = {
         "kind": run.kind,
         "scope": run.scope,
         "source": run.source,
@@ -74,6 +100,12 @@ def record_run(engine: Engine, run: Run) -> int:
     }
     r = schema.reconciliation_runs
     with engine.begin() as conn:
+        row["identity"] = identity or run.identity or database_identity(conn)
+        if run.chain_seq is None:
+            head = chain.read_head(conn)
+            row["chain_seq"], row["chain_hash"] = head.seq, head.hash
+        else:
+            row["chain_seq"], row["chain_hash"] = run.chain_seq, run.chain_hash
         return int(conn.execute(insert(r).values(**row).returning(r.c.id)).scalar_one())
 
 
@@ -105,6 +137,9 @@ def list_runs(
             int(row.discrepancies),
             json.loads(row.result),
             int(row.id),
+            row.identity or "",
+            None if row.chain_seq is None else int(row.chain_seq),
+            row.chain_hash or "",
         )
         for row in rows[:size]
     ]

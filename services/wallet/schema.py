@@ -58,6 +58,9 @@ postings = Table(
     Column("round", Integer, nullable=True),
     Column("phase", String(16), nullable=True),
     Column("created_ms", BigInteger, nullable=False),
+    # The posting's effective time (0004_finance): its commit time, unless that fell in a
+    # closed period, then the first instant after it. Periods, exports and reports use it.
+    Column("effective_ms", BigInteger, nullable=False),
     CheckConstraint("amount > 0", name="ck_postings_amount_positive"),
     CheckConstraint("from_account <> to_account", name="ck_postings_distinct_accounts"),
 )
@@ -89,6 +92,7 @@ Index("ix_postings_from", postings.c.from_account, postings.c.id)
 Index("ix_postings_to", postings.c.to_account, postings.c.id)
 Index("ix_postings_table_round", postings.c.table_id, postings.c.round)
 Index("ix_postings_created", postings.c.created_ms, postings.c.id)
+Index("ix_postings_effective", postings.c.effective_ms, postings.c.id)
 
 # What each reconciliation (ledger consistency, drift against live tables) found (0003_i24).
 reconciliation_runs = Table(
@@ -103,5 +107,48 @@ reconciliation_runs = Table(
     Column("ok", Boolean, nullable=False),
     Column("discrepancies", BigInteger, nullable=False),
     Column("result", Text, nullable=False),
+    # 0004_finance: who ran it as authenticated (an operator's subject, a workload, or the
+    # database role that wrote it), and the chain head it saw.
+    Column("identity", String(200), nullable=True),
+    Column("chain_seq", BigInteger, nullable=True),
+    Column("chain_hash", String(64), nullable=True),
 )
 Index("ix_reconciliation_runs_kind", reconciliation_runs.c.kind, reconciliation_runs.c.id)
+
+# The tamper-evident chain (0004_finance, ``services/wallet/chain.py``): one entry per batch,
+# in commit order, insert-only.
+ledger_chain = Table(
+    "ledger_chain",
+    metadata,
+    Column("seq", _Id, primary_key=True, autoincrement=False),
+    Column("batch_id", _Id, nullable=False, unique=True),
+    Column("digest", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+)
+
+# One row: the chain's last entry, and the first instant not in a closed period. Batches lock
+# it last, so appending to the chain and closing a period are serialised.
+ledger_chain_head = Table(
+    "ledger_chain_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("closed_until_ms", BigInteger, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+)
+
+# Closed months (0004_finance), insert-only: what was closed, by whom, and the chain head then.
+closed_periods = Table(
+    "closed_periods",
+    metadata,
+    Column("month", String(7), primary_key=True),
+    Column("since_ms", BigInteger, nullable=False),
+    Column("until_ms", BigInteger, nullable=False),
+    Column("closed_ms", BigInteger, nullable=False),
+    Column("closed_by", String(200), nullable=False),
+    Column("request_id", String(200), nullable=False),
+    Column("chain_seq", BigInteger, nullable=False),
+    Column("chain_hash", String(64), nullable=False),
+)

@@ -33,7 +33,7 @@ from services.common.errors import (
     failure_of,
 )
 from services.common.logging import get_logger
-from services.wallet import finance, runs
+from services.wallet import finance, periods, runs
 from services.wallet.accounts import Reason, ils, player_account
 from services.wallet.batch import Posting
 from services.wallet.group_commit import GroupCommitter
@@ -158,6 +158,7 @@ def _transfer_pb(t: Transfer) -> wallet_pb2.Transfer:
         seq=t.seq,
         posting=_posting_pb(t.posting),
         create_time=_timestamp(t.created_ms),
+        effective_time=_timestamp(t.effective_ms or t.created_ms),
     )
 
 
@@ -183,9 +184,20 @@ def _column_chunk(
     rows, cursor = finance.export_rows(engine, filters, cursor, size)
     chunk = wallet_pb2.ExportTransfersResponse(cursor=cursor)
     if rows:
-        ids, batches, seqs, times, sources, targets, amounts, reasons, tables, rounds, phases = zip(
-            *rows, strict=True
-        )
+        (
+            ids,
+            batches,
+            seqs,
+            times,
+            sources,
+            targets,
+            amounts,
+            reasons,
+            tables,
+            rounds,
+            phases,
+            effective,
+        ) = zip(*rows, strict=True)
         chunk.columns.transfer_id.extend(ids)
         chunk.columns.batch_id.extend(batches)
         chunk.columns.seq.extend(seqs)
@@ -198,6 +210,7 @@ def _column_chunk(
         chunk.columns.table_id.extend([t or "" for t in tables])
         chunk.columns.round.extend([r or 0 for r in rounds])
         chunk.columns.phase.extend([p or "" for p in phases])
+        chunk.columns.effective_time_ms.extend(effective)
     return chunk, len(rows), cursor
 
 
@@ -393,6 +406,8 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             movements=[_reason_total_pb(t) for t in summary.movements],
             opening=[_kind_total_pb(k) for k in summary.opening],
             closing=[_kind_total_pb(k) for k in summary.closing],
+            closed=summary.closed,
+            closes=[closed_period_pb(c) for c in summary.closes],
         )
 
     async def GetTableLedger(
@@ -445,6 +460,60 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             runs=[run_pb(r) for r in found], next_page_token=token
         )
 
+    async def GetAccountStatement(
+        self, request: wallet_pb2.GetAccountStatementRequest, context: Context
+    ) -> AsyncIterator[wallet_pb2.GetAccountStatementResponse]:
+        """One account's postings with running balances, in chunks."""
+        if not request.account:
+            raise InvalidArgument("MISSING_ACCOUNT", "account is required")
+        if request.chunk_size < 0:
+            raise InvalidArgument("INVALID_CHUNK_SIZE", "chunk_size must not be negative")
+        since = _ms(request.since) if request.HasField("since") else 0
+        until = _ms(request.until) if request.HasField("until") else 0
+        chunks = await self._run(
+            _statement_chunks,
+            self._ledger.engine,
+            request.account,
+            since,
+            until,
+            request.chunk_size,
+        )
+        for chunk in chunks:
+            yield chunk
+
+    async def ListAccounts(
+        self, request: wallet_pb2.ListAccountsRequest, context: Context
+    ) -> wallet_pb2.ListAccountsResponse:
+        """Every account with its balance, by id."""
+        if request.page_size < 0:
+            raise InvalidArgument("INVALID_PAGE_SIZE", "page_size must not be negative")
+        rows, token = await self._run(
+            finance.list_accounts,
+            self._ledger.engine,
+            request.kind,
+            request.page_size,
+            request.page_token,
+        )
+        return wallet_pb2.ListAccountsResponse(
+            accounts=[
+                wallet_pb2.AccountSummary(
+                    account=r.account,
+                    kind=r.kind,
+                    balance=_balance(r.account, r.balance),
+                    create_time=_timestamp(r.created_ms),
+                )
+                for r in rows
+            ],
+            next_page_token=token,
+        )
+
+    async def ListClosedPeriods(
+        self, request: wallet_pb2.ListClosedPeriodsRequest, context: Context
+    ) -> wallet_pb2.ListClosedPeriodsResponse:
+        """The closed months, oldest first."""
+        found = await self._run(periods.closed_periods, self._ledger.engine)
+        return wallet_pb2.ListClosedPeriodsResponse(periods=[closed_period_pb(c) for c in found])
+
     async def RecordReconciliationRun(
         self, request: wallet_pb2.RecordReconciliationRunRequest, context: Context
     ) -> wallet_pb2.RecordReconciliationRunResponse:
@@ -466,8 +535,13 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             pb.ok,
             pb.discrepancies,
             result,
+            chain_seq=pb.chain_seq if pb.chain_hash else None,
+            chain_hash=pb.chain_hash,
         )
-        run_id = await self._run(runs.record_run, self._ledger.engine, run)
+        if pb.chain_hash and (len(pb.chain_hash) != 64 or pb.chain_seq < 0):
+            raise InvalidArgument("INVALID_RUN", "chain_hash must be 64 hex digits, chain_seq >= 0")
+        identity = caller_identity(_caller())
+        run_id = await self._run(runs.record_run, self._ledger.engine, run, identity)
         return wallet_pb2.RecordReconciliationRunResponse(run_id=run_id)
 
 
@@ -516,6 +590,64 @@ def _kind_total_pb(k: finance.KindTotal) -> wallet_pb2.KindTotal:
     return wallet_pb2.KindTotal(kind=k.kind, tokens=k.tokens, accounts=k.accounts)
 
 
+def closed_period_pb(c: periods.ClosedPeriod) -> wallet_pb2.ClosedPeriod:
+    """A closed month on the wire."""
+    return wallet_pb2.ClosedPeriod(
+        month=c.month,
+        since=_timestamp(c.since_ms),
+        until=_timestamp(c.until_ms),
+        close_time=_timestamp(c.closed_ms),
+        closed_by=c.closed_by,
+        chain_seq=c.chain_seq,
+        chain_hash=c.chain_hash,
+    )
+
+
+def _statement_chunks(
+    engine: Engine, account: str, since_ms: int, until_ms: int, size: int
+) -> list[wallet_pb2.GetAccountStatementResponse]:
+    """The whole statement as response chunks (read on one snapshot)."""
+    chunks = []
+    unspecified = wallet_pb2.TRANSFER_REASON_UNSPECIFIED
+    for head, lines in finance.statement(engine, account, since_ms, until_ms, size):
+        chunk = wallet_pb2.GetAccountStatementResponse(
+            account=head.account, opening_balance=head.opening, closed=head.closed
+        )
+        add = chunk.lines.add
+        # Fields set in place: a Timestamp message per time would double the cost of a line.
+        for x in lines:
+            pb = add(
+                transfer_id=x.transfer_id,
+                batch_id=x.batch_id,
+                seq=x.seq,
+                reason=_REASON_ENUMS.get(x.reason, unspecified),
+                table_id=x.table_id,
+                phase=x.phase,
+                counterparty=x.counterparty,
+                amount=x.amount,
+                balance=x.balance,
+            )
+            pb.effective_time.seconds, millis = divmod(x.effective_ms, 1000)
+            pb.effective_time.nanos = millis * 1_000_000
+            pb.posted_time.seconds, millis = divmod(x.posted_ms, 1000)
+            pb.posted_time.nanos = millis * 1_000_000
+            if x.round is not None:
+                pb.round = x.round
+        chunks.append(chunk)
+    chunks[-1].closing_balance = head.closing
+    chunks[-1].last = True
+    return chunks
+
+
+def caller_identity(caller: Player | Service | Admin) -> str:
+    """Who a caller is, as recorded (``service:worker``, ``admin:<subject>``)."""
+    if isinstance(caller, Service):
+        return f"service:{caller.name}"
+    if isinstance(caller, Admin):
+        return f"admin:{caller.admin_id}"
+    return f"player:{caller.player_id}"
+
+
 def run_pb(r: runs.Run) -> wallet_pb2.ReconciliationRun:
     """A run on the wire."""
     return wallet_pb2.ReconciliationRun(
@@ -528,4 +660,7 @@ def run_pb(r: runs.Run) -> wallet_pb2.ReconciliationRun:
         ok=r.ok,
         discrepancies=r.discrepancies,
         result_json=json.dumps(r.result, sort_keys=True),
+        identity=r.identity,
+        chain_seq=r.chain_seq or 0,
+        chain_hash=r.chain_hash,
     )

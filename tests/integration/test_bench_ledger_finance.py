@@ -16,7 +16,17 @@ pytestmark = pytest.mark.integration
 
 def test_the_benchmark_builds_a_clean_ledger_and_measures_it() -> None:
     admin_url = make_url(TEST_DATABASE_URL).render_as_string(hide_password=False)
-    results = run(8_000, admin_url, f"bench_ledger_i24_{uuid.uuid4().hex[:8]}", keep=False)
+    results = run(
+        8_000,
+        admin_url,
+        f"bench_ledger_i24_{uuid.uuid4().hex[:8]}",
+        keep=False,
+        statement_postings=1_000,
+    )
+    # Every built batch is chained and verifies (run() asserts it); the statement's lines
+    # are the account's postings.
+    assert results["verify_chain_postings"] == 8_000
+    assert results["statement_lines"] == 1_000
     # The build is what settlement writes: it reconciles clean (run() asserts it), and a week
     # of its 60 days holds about a ninth of the postings (batches are spread evenly).
     assert results["postings"] == 8_000
@@ -29,5 +39,7 @@ def test_the_benchmark_builds_a_clean_ledger_and_measures_it() -> None:
         "export_grpc_csv_s",
         "month_summary_s",
         "balances_as_of_s",
+        "verify_chain_s",
+        "statement_grpc_s",
     ):
         assert results[figure] >= 0

@@ -77,7 +77,8 @@ def test_columns_and_transfer_messages_write_the_same_csv_lines() -> None:
     assert fast.getvalue() == slow.getvalue()
     lines = fast.getvalue().splitlines()
     assert (
-        lines[1] == "8,3,1,2026-01-01T00:00:00.999Z,player:a,bowl:t1,5,bowl_contribution,t1,2,end"
+        lines[1] == "8,3,1,2026-01-01T00:00:00.999Z,player:a,bowl:t1,5,bowl_contribution,t1,2,end,"
+        "2026-01-01T00:00:00.999Z"
     )
     assert [line.split(",")[3] for line in lines] == TIMES
 

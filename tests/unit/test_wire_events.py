@@ -286,7 +286,12 @@ def test_the_event_table_in_api_md_is_the_builders_table() -> None:
     assert "| `melds_laid` (`MeldsLaid`) | Hand |" in shown
 
 
-COLUMN_OF_TIMES = frozenset({"kishpa.wallet.v1.TransferColumns.create_time_ms"})
+COLUMN_OF_TIMES = frozenset(
+    {
+        "kishpa.wallet.v1.TransferColumns.create_time_ms",
+        "kishpa.wallet.v1.TransferColumns.effective_time_ms",
+    }
+)
 """The one exception to "times are Timestamps": the export's column chunks carry a time per
 row as one int64 of a packed column (a Timestamp message per row would cost what the columns
 save; docs/wallet.md, the export's columns)."""
