@@ -23,11 +23,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import func, select
 
+from devkit.postgres import temporary_postgres_database
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet import schema
 from services.wallet.batch import Posting, plan_batch
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 from tests.conftest import TEST_DATABASE_URL
