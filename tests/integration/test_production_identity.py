@@ -43,8 +43,8 @@ from services.table.server import create_table_server
 from services.wallet.migrate import upgrade
 from services.wallet.server import create_wallet_server
 from tests.conftest import TEST_REDIS_URL
-from tests.integration.test_common_oidc import AUDIENCE, Provider
-from tests.integration.test_common_oidc import provider as provider  # the fixture
+from tests.support.oidc import AUDIENCE, Provider
+from tests.support.oidc import provider as provider  # the fixture
 
 pytestmark = pytest.mark.integration
 
