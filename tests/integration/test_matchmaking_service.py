@@ -32,12 +32,14 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.redis_client import async_client
 from services.common.settings import Settings, load_settings
+from services.matchmaking.keys import Keys
 from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
 from services.table.server import TableServer, create_table_server
 from services.wallet.server import WalletServer, create_wallet_server
 from shared import keys as table_keys
 from tests.conftest import TEST_REDIS_URL
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -257,15 +259,12 @@ async def test_players_who_cancel_are_never_seated(
             for player, ticket, _ in results
         ]
 
-    # Until the queue has settled: fewer than a group left waiting (deadline: a full group
-    # still waiting after it is the failure asserted below).
-    deadline = asyncio.get_running_loop().time() + 10
-    tickets = await tickets_now()
-    while asyncio.get_running_loop().time() < deadline and (
-        sum(t.state == mm_pb2.TICKET_STATE_WAITING for t in tickets) >= 4
-    ):
-        await asyncio.sleep(0.05)
-        tickets = await tickets_now()
+    # Until the queue has settled: fewer than a group left waiting.
+    async def settled() -> list[mm_pb2.QueueTicket] | None:
+        now = await tickets_now()
+        return now if sum(t.state == mm_pb2.TICKET_STATE_WAITING for t in now) < 4 else None
+
+    tickets = await wait_until(settled, timeout=10, message="fewer than a group left waiting")
     seated: dict[str, str] = {}
     waiting = 0
     for (player, _, cancelled), now in zip(results, tickets, strict=True):
@@ -424,7 +423,7 @@ async def test_invite_codes(
     "mm_server", [MatchmakingConfig(turn_seconds=600, invite_ttl_s=1)], indirect=True
 )
 async def test_expired_invite_code_is_not_found(
-    mm: Any, authority: TokenAuthority, cleanup: set[str]
+    mm: Any, authority: TokenAuthority, cleanup: set[str], redis: Redis, prefix: str
 ) -> None:
     ann, bob = new_players(2)
     created = await mm.CreatePrivateTable(
@@ -432,7 +431,13 @@ async def test_expired_invite_code_is_not_found(
         metadata=md_for(authority, ann),
     )
     cleanup.add(created.table_id)
-    await asyncio.sleep(1.6)
+    invite = Keys(prefix).invite(created.invite_code)
+    assert await redis.exists(invite), "the invite was not stored under its code"
+
+    async def expired() -> bool:
+        return not await redis.exists(invite)
+
+    await wait_until(expired, timeout=10, message="the invite's 1 s time to live to pass")
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await mm.JoinByCode(
             mm_pb2.JoinByCodeRequest(invite_code=created.invite_code),

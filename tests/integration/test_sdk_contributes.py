@@ -12,7 +12,6 @@ both is measured from the table's own stream (``table_created`` to ``round_start
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import grpc
@@ -36,6 +35,7 @@ from tests.integration.test_matchmaking_sdk import (  # the fixtures too
     table_port,
     tables_made,
 )
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -56,13 +56,12 @@ async def _quick_match(ann: KishpaClient, bob: KishpaClient) -> str:
 
 
 async def _dealt(client: KishpaClient, table_id: str) -> table_pb2.TableView:
-    deadline = time.monotonic() + 10
-    view = await client.get_table(table_id)
-    while view.round.round < 1:
-        assert time.monotonic() < deadline, "the first deal never came"
-        await asyncio.sleep(0.02)
+
+    async def dealt() -> table_pb2.TableView | None:
         view = await client.get_table(table_id)
-    return view
+        return view if view.round.round >= 1 else None
+
+    return await wait_until(dealt, timeout=10, interval=0.02, message="the first deal")
 
 
 async def _deal_start_ms(table: TableServer, table_id: str) -> tuple[int, list[Any]]:

@@ -45,6 +45,7 @@ from services.table.engine import Step
 from services.table.server import TableServer
 from tests.integration.tables.conftest import cleanup
 from tests.integration.tables.test_table_service import _open_table, _play_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -221,14 +222,13 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
             sent = time.monotonic()
             await _contribute(stub, md[ann], table_id, 2, "ann-deal-2")
             await _contribute(stub, md[bob], table_id, 2, "bob-deal-2")
-            deadline = time.monotonic() + 10
-            while view.round.round < 2 and time.monotonic() < deadline:
-                view = (
-                    await stub.GetTable(
-                        table_pb2.GetTableRequest(table_id=table_id), metadata=md[ann]
-                    )
-                ).table
-                await asyncio.sleep(0.02)
+
+            async def second_deal() -> table_pb2.TableView | None:
+                request = table_pb2.GetTableRequest(table_id=table_id)
+                seen = (await stub.GetTable(request, metadata=md[ann])).table
+                return seen if seen.round.round >= 2 else None
+
+            view = await wait_until(second_deal, timeout=10, interval=0.02, message="deal 2")
             assert view.round.round == 2
             assert time.monotonic() - sent < 2.5  # well before the 3 s contribution deadline
         # The stream shows the order: each deal's commitment before its contributions,
