@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,17 +18,9 @@ import redis
 
 from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
+from tests.support.stack import KISHPA, free_port
 
 pytestmark = pytest.mark.e2e
-
-KISHPA = str(Path(sys.executable).with_name("kishpa"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _child_pid(parent: int, word: str) -> int | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.child_env import TEST_LIMITS_PREFIX
-from tests.e2e.test_make_run import KISHPA, free_port
+from tests.support.stack import KISHPA, free_port
 
 pytestmark = pytest.mark.e2e
 
