@@ -219,8 +219,8 @@ def settle(
     ``catch_up_until`` (None: none at all); a phase still blocking then makes it answer
     ``waiting`` naming that phase, its own phase unchanged.
     """
-    # One round trip for what used to take four: settled? dead-lettered? the record, and
-    # the table's earlier unsettled phases.
+    # One round trip answers all four: settled? dead-lettered? the record, and the table's
+    # earlier unsettled phases.
     state = phase_state(client, ref, dead_letter_index=index_of(ref), field=index_field(ref))
     if state.settled:
         return Outcome("already_settled")
