@@ -18,7 +18,7 @@ import redis
 
 from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
-from tests.support.stack import KISHPA, free_port
+from tests.support.stack import KISHPA, free_port, wait_for_log
 
 pytestmark = pytest.mark.e2e
 
@@ -61,10 +61,8 @@ def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ct
     )
     try:
         deadline = time.monotonic() + 120
-        while "Kishpa is running" not in (tmp_path / "run.log").read_text():
-            assert stack.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the stack did not come up in time"
-            time.sleep(0.5)
+        up = "the stack to come up"
+        wait_for_log(stack, tmp_path / "run.log", "Kishpa is running", timeout=120, what=up)
         assert f"http://127.0.0.1:{edge_port}/" in (tmp_path / "run.log").read_text()
         client_env = dict(
             env,

@@ -20,6 +20,7 @@ import redis
 
 from shared import keys as table_keys
 from tests.conftest import TEST_REDIS_URL
+from tests.support.waiting import wait_until_sync
 
 
 @pytest.fixture(scope="session")
@@ -139,3 +140,16 @@ def delete_table(redis_url: str, table_id: str) -> None:
 
 
 PROMPT = "kishpa> "
+
+
+def wait_for_log(
+    process: subprocess.Popen[bytes], log: Path, text: str, *, timeout: float, what: str
+) -> None:
+    """Wait until ``text`` appears in ``log`` (the output of ``process``, which must keep
+    running meanwhile: its exit fails the test with the log's tail)."""
+
+    def logged() -> bool:
+        assert process.poll() is None, log.read_text()[-3000:]
+        return text in log.read_text()
+
+    wait_until_sync(logged, timeout=timeout, interval=0.5, message=what)
