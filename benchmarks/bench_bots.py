@@ -1,8 +1,8 @@
 """Win rates of the house bots' two levels: the solver (``normal``) against draw-and-discard
-(``easy``), two seats, for each game, on the pure rules engines (``games.bot_matches``).
+(``easy``), two seats, for each game, on the pure rules engines (``devkit.bot_matches``).
 
 A Kishpa game is one round; a Hand game is a whole game of 7 deals. The starter alternates
-between the two levels. Every game is seeded (``games.bot_matches.seed_for``), so a run is
+between the two levels. Every game is seeded (``devkit.bot_matches.seed_for``), so a run is
 reproducible to the game. For each level: wins, the win rate over all games with its 95%
 Wilson score interval, and the one-sided sign test of "the solver wins no more often than
 draw-and-discard" over the games somebody won (exact binomial tail, p = 1/2). At Hand also
@@ -21,7 +21,7 @@ import math
 import sys
 import time
 
-from games.bot_matches import GAMES, GameOutcome
+from devkit.bot_matches import GAMES, GameOutcome
 
 LEVELS = ("normal", "easy")
 Z95 = 1.959963984540054

@@ -1,6 +1,6 @@
 """Cost of the Kishpa hand solver (``find_winning_arrangement``) on families of 14-tile hands.
 
-Baseline: the brute-force reference (``games.kishpa.reference``), run in the same process on
+Baseline: the brute-force reference (``devkit.kishpa_reference``), run in the same process on
 the first hands of each family. Figures: p50 / p99 / max microseconds per hand, hands per
 second over the family, and the reference's mean time divided by the solver's (speed-up).
 
@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from games.kishpa.reference import (
+from devkit.kishpa_reference import (
     perturb,
     reference_winning_arrangement,
     sample_kishpa,

@@ -26,7 +26,8 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.auth_service import auth_registration
 from services.common.server import create_server
 from services.common.settings import load_settings
-from services.common.tls import CertificateFiles, ClientTls, aio_channel
+from services.common.tls import CertificateFiles
+from shared.tls import ClientTls, aio_channel
 
 KEY = "k" * 40
 

@@ -42,10 +42,11 @@ import grpc  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 from benchmarks._common import cpu_seconds, free_port, pct, wait_serving  # noqa: E402
+from devkit.postgres import temporary_postgres_database  # noqa: E402
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc  # noqa: E402
 from services.common.auth import TokenAuthority, bearer_metadata  # noqa: E402
 from services.wallet.batch import Posting, body_hash, touched_accounts, validate_batch  # noqa: E402
-from services.wallet.database import create_wallet_engine, temporary_postgres_database  # noqa: E402
+from services.wallet.database import create_wallet_engine  # noqa: E402
 from services.wallet.ledger import BatchResult, Ledger  # noqa: E402
 from services.wallet.migrate import upgrade  # noqa: E402
 from services.wallet.reconcile import reconcile_url  # noqa: E402

@@ -65,5 +65,8 @@ def refused(prog: str, exc: Any, *, as_json: bool = False) -> int:
         print(json.dumps({"error": exc.details(), "reason": reason}))
     else:
         print(f"{prog}: {exc.details()} ({reason})", file=sys.stderr)
-    no_answer = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED)
+    from shared.retry import UNREACHABLE_CODES
+
+    # 2: no answer (unreachable, or a deadline passed) or not let in; 1: refused.
+    no_answer = UNREACHABLE_CODES | {grpc.StatusCode.UNAUTHENTICATED}
     return 2 if exc.code() in no_answer else 1

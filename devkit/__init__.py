@@ -9,5 +9,9 @@ never ``tests/`` (another contract).
 * ``tlscerts`` — a test CA and workload certificates (``cryptography``) for the TLS tests
   and the TLS benchmark;
 * ``phase_samples`` — realistic settlement phase records (the table service's outbox
-  entries) for the workers' tests and the settlement benchmark.
+  entries) for the workers' tests and the settlement benchmark;
+* ``postgres`` — a throwaway PostgreSQL database per test or benchmark run;
+* ``kishpa_reference`` — a slow, obviously correct Kishpa solver the fast one is checked
+  against; ``hand_positions`` — a Hand position built from card text;
+* ``bot_matches`` — seeded games between bot levels on the pure rules engines.
 """

@@ -28,7 +28,9 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
+from typing import TypeVar
 
 import grpc
 import redis.exceptions
@@ -46,7 +48,8 @@ HINTED_CODES = frozenset({grpc.StatusCode.RESOURCE_EXHAUSTED})
 STREAM_REOPEN_CODES = RETRYABLE_CODES | {grpc.StatusCode.CANCELLED}
 """Codes after which a watch stream is reopened from its last event."""
 UNREACHABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
-"""A service that gets these from another service answers its own caller UNAVAILABLE."""
+"""No answer came: the callee may or may not have acted (an idempotent call may be repeated to
+learn which); a service that gets these from another answers its own caller UNAVAILABLE."""
 
 TRANSIENT_REDIS_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.ConnectionError,
@@ -166,3 +169,78 @@ SERVICE_BACKOFF = Backoff(budget_s=SERVICE_BUDGET_S, first_delay_s=0.05, max_del
 
 BROKER_RECONNECT = Backoff(budget_s=float("inf"), first_delay_s=0.5, max_delay_s=2.0)
 """A worker reconnecting to its broker: forever, at least every 2 s."""
+
+PUBSUB_RECONNECT = Backoff(budget_s=float("inf"), first_delay_s=0.5, max_delay_s=2.0)
+"""A service's Redis pub/sub listener (the table fan-out, matchmaking's ticket notifier)
+reconnecting, and the fan-out reading again what it failed to read: forever, at least every
+2 s (the streams hold what was published meanwhile)."""
+
+
+T = TypeVar("T")
+RetryNote = Callable[[int, BaseException, float], None]
+"""Called before each pause: the failed try (0 = the first), its error, the pause in seconds."""
+
+
+def code_in(codes: Collection[grpc.StatusCode]) -> Callable[[BaseException], bool]:
+    """A ``retry_on`` predicate: a gRPC call that ended with one of ``codes``."""
+
+    def matches(exc: BaseException) -> bool:
+        # grpc.aio's AioRpcError has code() without being a grpc.Call.
+        code = getattr(exc, "code", None) if isinstance(exc, grpc.RpcError) else None
+        return callable(code) and code() in codes
+
+    return matches
+
+
+async def retrying(
+    attempt: Callable[[], Awaitable[T]],
+    policy: Backoff,
+    *,
+    retry_on: Callable[[BaseException], bool] = is_transient,
+    on_retry: RetryNote | None = None,
+    deadline: float | None = None,
+) -> T:
+    """Await ``attempt()`` until it succeeds, trying again after an error ``retry_on``
+    accepts, with ``policy``'s pauses, until its budget (or ``deadline``, monotonic) or its
+    number of attempts runs out; then the last error propagates, as does any other at once.
+
+    The attempt must be safe to repeat (the same request id, an idempotent call).
+    """
+    until = policy.deadline() if deadline is None else deadline
+    tried = 0
+    while True:
+        try:
+            return await attempt()
+        except Exception as exc:
+            pause = policy.delay(tried)
+            if not retry_on(exc) or not policy.may_retry(tried, until, pause):
+                raise
+            if on_retry is not None:
+                on_retry(tried, exc, pause)
+        await asyncio.sleep(pause)
+        tried += 1
+
+
+def retrying_sync(
+    attempt: Callable[[], T],
+    policy: Backoff,
+    *,
+    retry_on: Callable[[BaseException], bool] = is_transient,
+    on_retry: RetryNote | None = None,
+    deadline: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """:func:`retrying` for blocking code (the settlement workers)."""
+    until = policy.deadline() if deadline is None else deadline
+    tried = 0
+    while True:
+        try:
+            return attempt()
+        except Exception as exc:
+            pause = policy.delay(tried)
+            if not retry_on(exc) or not policy.may_retry(tried, until, pause):
+                raise
+            if on_retry is not None:
+                on_retry(tried, exc, pause)
+        sleep(pause)
+        tried += 1

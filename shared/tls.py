@@ -96,14 +96,16 @@ def sync_channel(
 
 # -- long-lived channels that follow a rotated client certificate -----------------------------
 
-_Stamp = tuple[tuple[int, int] | None, ...]
+# -- what both sides use to follow a rotation (the servers' side: services.common.tls) --------
+
+FileStamp = tuple[tuple[int, int] | None, ...]
 
 
-def _stamp(tls: ClientTls) -> _Stamp:
-    """(mtime, size) of each TLS file: a renewal (cert-manager swapping the mounted Secret's
-    files) changes it. A file that cannot be read right now stamps as None."""
+def file_stamp(paths: Sequence[Path | None]) -> FileStamp:
+    """(mtime, size) of each file: a renewal (cert-manager swapping the mounted Secret's
+    files) changes it. A file that cannot be read right now (or None) stamps as None."""
     stamps: list[tuple[int, int] | None] = []
-    for path in (tls.ca_file, tls.cert_file, tls.key_file):
+    for path in paths:
         try:
             info = path.stat() if path is not None else None
         except OSError:
@@ -112,20 +114,35 @@ def _stamp(tls: ClientTls) -> _Stamp:
     return tuple(stamps)
 
 
-def _pair_matches(tls: ClientTls) -> bool:
-    """The certificate and key belong together, so a half-written rotation (new certificate,
-    old key) is not used: the channel keeps the old pair until both files agree."""
+def key_matches(cert_pem: bytes, key_pem: bytes) -> bool:
+    """Whether ``key_pem`` is the private key of ``cert_pem``'s leaf certificate, so a
+    half-written rotation (new certificate, old key) is never used. Raises ``ValueError``
+    when either is not valid PEM."""
     from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    from cryptography.hazmat.primitives import serialization
 
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except TypeError as exc:  # an encrypted key, or a key type gRPC cannot use
+        raise ValueError(str(exc)) from None
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    der = serialization.Encoding.DER
+    return cert.public_key().public_bytes(der, public) == key.public_key().public_bytes(der, public)
+
+
+def _stamp(tls: ClientTls) -> FileStamp:
+    return file_stamp((tls.ca_file, tls.cert_file, tls.key_file))
+
+
+def _pair_matches(tls: ClientTls) -> bool:
+    """The client's certificate and key belong together (no pair: nothing to match)."""
     if tls.cert_file is None or tls.key_file is None:
         return True
     try:
-        cert = x509.load_pem_x509_certificate(tls.cert_file.read_bytes())
-        key = load_pem_private_key(tls.key_file.read_bytes(), password=None)
+        return key_matches(tls.cert_file.read_bytes(), tls.key_file.read_bytes())
     except (OSError, ValueError):
         return False
-    return bool(cert.public_key() == key.public_key())
 
 
 class ReloadingChannel(grpc.aio.Channel):

@@ -32,9 +32,10 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials
 from services.common.logging import get_logger
 from services.common.settings import Settings
-from services.common.tls import client_tls_from_settings, sync_channel
+from services.common.tls import client_tls_from_settings
 from shared import keys
 from shared.phase_record import BadPhaseRecord, PhaseRecord, parse_phase_record
+from shared.tls import sync_channel
 from workers import metrics
 from workers.celery_app import PERIODIC_CHECK, kishpa_task
 from workers.config import worker_config

@@ -40,12 +40,6 @@ def phase_order(round_no: int, phase: str) -> int:
     return round_no * ROUND_ORDER_STRIDE + PHASE_RANK.get(phase, 0)
 
 
-def read_phase(client: redis.Redis, ref: PhaseRef) -> PhaseRecord | None:
-    """The outbox record of ``ref``, or None when there is none."""
-    raw = client.hget(keys.outbox(ref.table_id), ref.field)
-    return None if raw is None else checked_record(ref, raw)
-
-
 def checked_record(ref: PhaseRef, raw: bytes | str) -> PhaseRecord:
     """The record stored under ``ref``'s field, refused if it names another phase."""
     record = parse_phase_record(raw)

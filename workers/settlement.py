@@ -39,7 +39,7 @@ from services.common.errors import error_reason
 from services.common.logging import get_logger
 from services.common.redis_client import sync_client
 from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef
-from shared.retry import task_backoff
+from shared.retry import retrying_sync, task_backoff
 from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
 from workers.celery_app import is_transient, kishpa_task
@@ -219,8 +219,8 @@ def settle(
     ``catch_up_until`` (None: none at all); a phase still blocking then makes it answer
     ``waiting`` naming that phase, its own phase unchanged.
     """
-    # One round trip for what used to take four: settled? dead-lettered? the record, and
-    # the table's earlier unsettled phases.
+    # One round trip answers all four: settled? dead-lettered? the record, and the table's
+    # earlier unsettled phases.
     state = phase_state(client, ref, dead_letter_index=index_of(ref), field=index_field(ref))
     if state.settled:
         return Outcome("already_settled")
@@ -369,34 +369,39 @@ def settle_within_budget(
     after its deadline) and ``failed`` for a non-transient gRPC error (e.g. a wrong service
     secret). Anything else that raises is a bug and propagates.
     """
-    backoff = task_backoff(budget_s)
-    deadline = backoff.deadline()
     catch_up_until = time.monotonic() + budget_s * CATCH_UP_SHARE
-    attempt = 0
-    while True:
-        try:
-            clock = now_ms or _now_ms
-            return settle(client, wallet, ref, now_ms=clock, catch_up_until=catch_up_until)
-        except Exception as exc:
-            if isinstance(exc, grpc.RpcError) and not is_transient(exc):
+    clock = now_ms or _now_ms
+    retries = 0
+
+    def note_retry(_tried: int, exc: BaseException, _pause: float) -> None:
+        nonlocal retries
+        retries += 1
+        metrics.SETTLEMENTS.labels(phase=ref.phase, outcome="retry").inc()
+        log.info("settlement_retrying", **_ids(ref), transient=True, error=str(exc))
+
+    try:
+        return retrying_sync(
+            lambda: settle(client, wallet, ref, now_ms=clock, catch_up_until=catch_up_until),
+            task_backoff(budget_s),
+            retry_on=is_transient,
+            on_retry=note_retry,
+            sleep=sleep,
+        )
+    except Exception as exc:
+        if not is_transient(exc):
+            if isinstance(exc, grpc.RpcError):
                 log.error("settlement_failed", **_ids(ref), transient=False, error=str(exc))
                 return Outcome("failed", reason=str(exc))
-            if not is_transient(exc):
-                raise
-            metrics.SETTLEMENTS.labels(phase=ref.phase, outcome="retry").inc()
-            pause = backoff.delay(attempt)
-            attempt += 1
-            if not backoff.may_retry(attempt - 1, deadline, pause):
-                log.warning(
-                    "settlement_handed_to_sweeper",
-                    **_ids(ref),
-                    transient=True,
-                    attempts=attempt,
-                    error=str(exc),
-                )
-                return Outcome("retry_later", reason=str(exc))
-            log.info("settlement_retrying", **_ids(ref), transient=True, error=str(exc))
-            sleep(pause)
+            raise
+        metrics.SETTLEMENTS.labels(phase=ref.phase, outcome="retry").inc()
+        log.warning(
+            "settlement_handed_to_sweeper",
+            **_ids(ref),
+            transient=True,
+            attempts=retries + 1,
+            error=str(exc),
+        )
+        return Outcome("retry_later", reason=str(exc))
 
 
 def _ids(ref: PhaseRef) -> dict[str, object]:

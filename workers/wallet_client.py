@@ -31,7 +31,8 @@ from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials
 from services.common.settings import Settings
-from services.common.tls import ClientTls, client_tls_from_settings, sync_channel
+from services.common.tls import client_tls_from_settings
+from shared.tls import ClientTls, sync_channel
 
 CALL_TIMEOUT_S = 10.0
 REASON_PREFIX = "TRANSFER_REASON_"

@@ -14,8 +14,7 @@ The names below are the package's public API: services (``services/``) import on
 * ``pot``, ``ledger``, ``record`` — the pot split, its postings, the settlement records;
 * ``flow`` — a game at a table: opening it, closing each deal, the settlement phases due;
 * ``view`` — what each viewer sees (and never sees) of a table, and a seat's advice;
-* ``meld_search``, ``bot`` — finding melds in a hand, a deterministic bot;
-* ``positions`` — building a position from card text (tests, hints, tooling).
+* ``meld_search``, ``bot`` — finding melds in a hand, a deterministic bot.
 
 The rules are those of ``docs/rules/hand.md``. Nothing here
 performs I/O, reads a clock or draws randomness it was not handed.

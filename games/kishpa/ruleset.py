@@ -62,7 +62,7 @@ class RuleSet:
     win_kishpa: int = 1
     win_joker_discard: int = 2
 
-    # Stake (issue 17): every amount above is in units of the table's stake.
+    # Stake: every amount above is in units of the table's stake.
     stake: int = 1
     """Tokens per unit: the stake multiplies every amount the rules move (bowl contributions,
     start and end bonuses, the win table). Bank loads and the starting grant are wallet

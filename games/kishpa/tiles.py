@@ -113,10 +113,6 @@ def parse_faces(texts: Iterable[str]) -> list[Face]:
     return [parse_face(t) for t in texts]
 
 
-def format_faces(faces: Iterable[Face]) -> list[str]:
-    return [str(f) for f in faces]
-
-
 def check_available(faces: Sequence[Face], out_of_play: Iterable[Face] = ()) -> None:
     """Raise if the faces use more copies of a tile than the set holds.
 

@@ -32,31 +32,16 @@ from typing import Any, Final
 
 import grpc
 import structlog
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 
 from services.common.settings import Settings
-from shared.tls import (
-    ClientTls,
-    TlsConfigError,
-    aio_channel,
-    client_tls_from_env,
-    reloading_aio_channel,
-    sync_channel,
-)
+from shared.tls import ClientTls, FileStamp, TlsConfigError, file_stamp, key_matches
 
 __all__ = [
     "CertificateFiles",
-    "ClientTls",
-    "TlsConfigError",
-    "aio_channel",
-    "client_tls_from_env",
     "client_tls_from_settings",
     "grpc_server_credentials",
     "peer_identity",
-    "reloading_aio_channel",
     "reloading_ssl_context",
-    "sync_channel",
 ]
 
 _log = structlog.get_logger(__name__)
@@ -77,27 +62,16 @@ class Pair:
     cert: bytes
     key: bytes
     ca: bytes | None
-    stamp: tuple[tuple[int, int], ...]
-
-
-def _stamp(paths: Sequence[Path]) -> tuple[tuple[int, int], ...]:
-    out = []
-    for path in paths:
-        st = path.stat()
-        out.append((st.st_mtime_ns, st.st_size))
-    return tuple(out)
+    stamp: FileStamp
 
 
 def check_pair(cert_pem: bytes, key_pem: bytes) -> None:
     """Raise :class:`TlsConfigError` unless ``key_pem`` is the key of ``cert_pem``'s leaf."""
     try:
-        cert = x509.load_pem_x509_certificate(cert_pem)
-        key = serialization.load_pem_private_key(key_pem, password=None)
-    except (ValueError, TypeError) as exc:
+        matches = key_matches(cert_pem, key_pem)
+    except ValueError as exc:
         raise TlsConfigError(f"the certificate or key is not valid PEM: {exc}") from None
-    public = serialization.PublicFormat.SubjectPublicKeyInfo
-    der = serialization.Encoding.DER
-    if cert.public_key().public_bytes(der, public) != key.public_key().public_bytes(der, public):
+    if not matches:
         raise TlsConfigError("the private key does not belong to the certificate")
 
 
@@ -121,7 +95,7 @@ class CertificateFiles:
 
     def _load(self) -> Pair:
         try:
-            stamp = _stamp(self._paths())
+            stamp = file_stamp(self._paths())
             cert = self.cert_file.read_bytes()
             key = self.key_file.read_bytes()
             ca = self.ca_file.read_bytes() if self.ca_file is not None else None
@@ -133,10 +107,9 @@ class CertificateFiles:
     def current(self) -> tuple[Pair, bool]:
         """The pair to serve now, and whether it changed since the previous call."""
         with self._lock:
-            try:
-                changed = _stamp(self._paths()) != self._pair.stamp
-            except OSError:
-                changed = False  # a file is being replaced: keep serving the old pair
+            stamp = file_stamp(self._paths())
+            # A file being replaced (unreadable now): keep serving the old pair.
+            changed = None not in stamp and stamp != self._pair.stamp
             if not changed:
                 return self._pair, False
             try:

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 DEFAULT_PREFIX = "kishpa:mm"
 LEGACY_PREFIX = "kishpa:{mm}"
 """The default prefix before queues had their own slots: where players seated then are still
-remembered (read only; those keys expire within ``seating_ttl_s``)."""
+remembered (read only; those keys expire within ``seating_ttl_s``). A compatibility branch
+(services/common/compat.py): it goes once ``kishpa_compat_branch_hits_total{branch=
+"matchmaking_legacy_seating"}`` has stayed 0 for 12 h on every replica, by 2027-03-01."""
 
 _ID = re.compile(r"([a-z]+)-([0-9]{1,2})-([0-9]{1,9})-[0-9a-f]{16,40}")
 

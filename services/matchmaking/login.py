@@ -9,6 +9,7 @@ the login's ``request_id``: a retried attempt is the same player (:mod:`.login_m
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -23,9 +24,10 @@ from services.common.server import ServiceRegistration
 from services.common.validation import fingerprint_of
 from services.matchmaking.gateways import WalletGateway
 from services.matchmaking.login_memory import LoginMemory
+from shared.retry import SERVICE_BACKOFF, UNREACHABLE_CODES, code_in, retrying
 
-AMBIGUOUS = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
-"""Failures after which the wallet may have acted: the answer, not the request, was lost."""
+OPEN_WALLET_RETRY = replace(SERVICE_BACKOFF, attempts=2)
+"""One more try of a granting open whose answer was lost (the wallet may have acted)."""
 
 
 LOGIN_METHOD = f"/{SERVICE_NAME}/Login"
@@ -101,14 +103,14 @@ class LoginServicer(AuthServicer):
             await self._wallet.open_wallet(player_id)
             return
         granted = await self._claim_grant(device, player_id)
-        try:
-            await self._wallet.open_wallet(player_id, grant=granted)
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() not in AMBIGUOUS:
-                raise
-            # The wallet may have opened it and the answer got lost: opening is idempotent
-            # per player, so asking once more either replays the first answer or opens it.
-            await self._wallet.open_wallet(player_id, grant=granted)
+        wallet = self._wallet
+        # No answer: the wallet may have opened it and the answer got lost. Opening is
+        # idempotent per player, so asking once more either replays the first answer or opens it.
+        await retrying(
+            lambda: wallet.open_wallet(player_id, grant=granted),
+            OPEN_WALLET_RETRY,
+            retry_on=code_in(UNREACHABLE_CODES),
+        )
 
     async def _claim_grant(self, device: str, player_id: str) -> bool:
         """Whether ``player_id`` gets the device's starting grant.

@@ -19,9 +19,9 @@ from redis.asyncio import Redis
 from services.common.outage import REDIS
 from services.common.tasks import cancel_and_wait
 from services.matchmaking.keys import Keys
+from shared.retry import PUBSUB_RECONNECT
 
 log = structlog.get_logger("kishpa.matchmaking")
-RECONNECT_DELAY_S = 1.0
 
 
 class TicketNotifier:
@@ -50,10 +50,12 @@ class TicketNotifier:
                     del self._waiters[ticket_id]
 
     async def _run(self) -> None:
+        failures = 0  # in a row, since the last subscription that held
         while True:
             pubsub = self._redis.pubsub()
             try:
                 await pubsub.psubscribe(self._prefix + "*")
+                failures = 0
                 async for message in pubsub.listen():
                     self._deliver(message)
             except asyncio.CancelledError:
@@ -61,7 +63,8 @@ class TicketNotifier:
             except Exception as exc:
                 if not REDIS.absorbs(exc, where="matchmaking_notifier"):
                     log.warning("matchmaking.notifier_reconnecting", exc_info=True)
-                await asyncio.sleep(RECONNECT_DELAY_S)
+                await PUBSUB_RECONNECT.sleep(failures)
+                failures += 1
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()

@@ -23,7 +23,7 @@ from services.common.limits import Limiter, limiter_from_settings
 from services.common.redis_client import async_client
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, SettingsError, load_settings
-from services.common.tls import client_tls_from_settings, reloading_aio_channel
+from services.common.tls import client_tls_from_settings
 from services.matchmaking.gateways import SERVICE_NAME as CALLER_NAME
 from services.matchmaking.gateways import TableGateway, WalletGateway
 from services.matchmaking.keys import DEFAULT_PREFIX, Keys
@@ -32,6 +32,7 @@ from services.matchmaking.login_memory import LoginMemory
 from services.matchmaking.service import Matchmaking, MatchmakingConfig
 from services.matchmaking.servicer import MatchmakingServicer
 from services.matchmaking.store import MatchStore
+from shared.tls import reloading_aio_channel
 
 SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
 KEY_PREFIX_ENV = "KISHPA_MATCHMAKING_KEY_PREFIX"

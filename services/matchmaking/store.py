@@ -16,6 +16,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from services.common.compat import compat_hit
 from services.matchmaking.keys import Keys, Queue, queue_of
 
 WAITING = "waiting"
@@ -406,6 +407,10 @@ class MatchStore:
         for key in self._seating_keys(player_id):
             raw = await self.redis.get(key)
             if raw is not None:
+                if key != self.keys.player_table(player_id):
+                    # Compatibility (LEGACY_PREFIX): goes once this counter has stayed 0 for
+                    # 12 h (seating_ttl_s) on every replica, and in any case by 2027-03-01.
+                    compat_hit("matchmaking_legacy_seating")
                 data = json.loads(raw)
                 return Seating(str(data["table_id"]), int(data["seat"]), str(data["game"]))
         return None

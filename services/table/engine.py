@@ -50,12 +50,6 @@ class BadRequestError(TableError):
     category = Category.INVALID
 
 
-class TableFullError(TableError):
-    """Every seat is taken."""
-
-    category = Category.EXHAUSTED
-
-
 BETWEEN_ROUNDS = "between_rounds"
 """The phase a view shows after a round ended while the table goes on."""
 

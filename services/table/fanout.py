@@ -58,6 +58,7 @@ from services.table.metrics import (
     WATCHED_TABLES,
     WATCHERS,
 )
+from shared.retry import PUBSUB_RECONNECT
 
 log = structlog.get_logger("kishpa.table.fanout")
 
@@ -72,7 +73,6 @@ TABLES_PER_READ = 256
 """Tables read in one pipelined round trip."""
 PING_SECONDS = 30.0
 """An idle pub/sub connection is pinged this often (a dead one is noticed and replaced)."""
-RECONNECT_SECONDS = 0.5
 CLUSTER_READS = 16
 """Concurrent single-table reads on a Redis Cluster (below each node's connection limit)."""
 READ_TIMEOUT_S = 5.0
@@ -344,6 +344,7 @@ class StreamHub(Generic[T]):
             table.ready.set_result(None)
 
     async def _listen(self) -> None:
+        failures = 0  # in a row, since the last connection that subscribed
         while True:
             source = self.pubsub_redis
             client: Redis | None = None
@@ -366,6 +367,7 @@ class StreamHub(Generic[T]):
                     if table.position is not None:
                         self._mark(table_id)
                 self._connected.set()
+                failures = 0
                 await self._pump(pubsub)
             except asyncio.CancelledError:
                 raise
@@ -382,7 +384,8 @@ class StreamHub(Generic[T]):
                 if client is not None and client is not source:
                     with contextlib.suppress(Exception):
                         await client.aclose()
-            await asyncio.sleep(RECONNECT_SECONDS)
+            await PUBSUB_RECONNECT.sleep(failures)
+            failures += 1
 
     async def _pump(self, pubsub: PubSub) -> None:
         while True:
@@ -453,7 +456,7 @@ class StreamHub(Generic[T]):
             self._retry = asyncio.create_task(self._requeue_failed())
 
     async def _requeue_failed(self) -> None:
-        await asyncio.sleep(RECONNECT_SECONDS)
+        await PUBSUB_RECONNECT.sleep(0)
         failed, self._failed = self._failed, {}
         for table_id in failed:
             if table_id in self._tables:

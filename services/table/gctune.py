@@ -1,7 +1,7 @@
 """Garbage collection of a table-service process: measured, and kept out of the way.
 
-Between 250 and 400 live tables, action p99 used to be set by full collections of 150-370 ms
-(issue 14). Three changes:
+A full collection of a process holding hundreds of live tables takes 150-370 ms, and left
+alone such pauses set the action p99. So:
 
 * :func:`freeze_startup` moves everything allocated while starting (modules, protobuf
   descriptors, the engines' tables) into the permanent generation: collections never walk it

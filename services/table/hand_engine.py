@@ -30,6 +30,7 @@ import games.hand as hand
 from games import table as rules_table
 from games.contributions import deal_seeds
 from games.fair import SERVER_SEED_BYTES, FairStream
+from services.common.compat import compat_hit
 from services.table.engine import (
     BETWEEN_ROUNDS,
     Action,
@@ -120,6 +121,9 @@ def _seeds_used(table: Table) -> list[str | None]:
     sit-down seeds; a deal stored before contributions existed: the sit-down seeds)."""
     used = table.game.get("client_seeds")
     if used is None:
+        # Compatibility (services/common/compat.py): goes once this counter has stayed 0 for
+        # a week on every replica (a game is 7 deals), and in any case by 2027-03-01.
+        compat_hit("hand_deal_without_contributions")
         return [table.client_seeds.get(p) for p in table.players]
     return [None if s is None else str(s) for s in used]
 

@@ -24,7 +24,7 @@ from services.common.logging import get_logger
 from services.common.redis_client import async_client, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
 from services.common.settings import Settings, load_settings
-from services.common.tls import client_tls_from_settings, reloading_aio_channel
+from services.common.tls import client_tls_from_settings
 from services.table import durability, gctune
 from services.table.engine import GameEngine, TableSettings
 from services.table.fanout import StreamHub
@@ -39,6 +39,7 @@ from shared import keys
 from shared.celery_enqueue import CeleryEnqueue
 from shared.stream import StoredEvent, stored_event
 from shared.tasks import DEFAULT_QUEUE, QUEUE_ENV, Enqueue
+from shared.tls import reloading_aio_channel
 
 log = get_logger(__name__)
 

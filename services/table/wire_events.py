@@ -11,7 +11,7 @@ test keeps the two equal), and ``tests/unit/test_wire_events.py`` checks that th
 kind is one builder here (its ``@kind`` line is its row) plus its message in the proto.
 
 Every tile or card travels as ``Tile{id, face}``, so a client never needs the deck's
-numbering to show one (issue 17, item 4).
+numbering to show one.
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ from services.common.errors import (
     category_of,
 )
 from services.common.server import ServiceRegistration
-from services.common.tls import ClientTls, reloading_aio_channel
 from services.wallet.accounts import player_account
 from services.wallet.admin import (
     APPROVED,
@@ -54,6 +53,7 @@ from services.wallet.admin import (
 )
 from services.wallet.ledger import TransferFilter
 from services.wallet.servicer import _transfer_pb, closed_period_pb
+from shared.tls import ClientTls, reloading_aio_channel
 
 T = TypeVar("T")
 Context = grpc.aio.ServicerContext[Any, Any]

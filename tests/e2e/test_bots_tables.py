@@ -10,7 +10,7 @@ import subprocess
 import pexpect
 import pytest
 
-from tests.e2e.test_play_terminal import KISHPA, redis_url, stack_env
+from tests.support.stack import KISHPA, redis_url, stack_env
 
 pytestmark = pytest.mark.e2e
 

@@ -36,7 +36,6 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet.reconcile import reconcile_url
 from shared import keys, stream
 from tests.conftest import TEST_REDIS_URL
-from tests.e2e.test_play_terminal import PROMPT, stack_env
 from tests.integration.workers_support import (
     KISHPA,
     SHARED,
@@ -48,6 +47,7 @@ from tests.integration.workers_support import (
     wait_for,
 )
 from tests.reference_settlement import add_movements, hand_movements
+from tests.support.stack import PROMPT, stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

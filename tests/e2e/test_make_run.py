@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,17 +18,9 @@ import redis
 
 from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
+from tests.support.stack import KISHPA, free_port, wait_for_log
 
 pytestmark = pytest.mark.e2e
-
-KISHPA = str(Path(sys.executable).with_name("kishpa"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _child_pid(parent: int, word: str) -> int | None:
@@ -71,10 +61,8 @@ def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ct
     )
     try:
         deadline = time.monotonic() + 120
-        while "Kishpa is running" not in (tmp_path / "run.log").read_text():
-            assert stack.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the stack did not come up in time"
-            time.sleep(0.5)
+        up = "the stack to come up"
+        wait_for_log(stack, tmp_path / "run.log", "Kishpa is running", timeout=120, what=up)
         assert f"http://127.0.0.1:{edge_port}/" in (tmp_path / "run.log").read_text()
         client_env = dict(
             env,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.child_env import TEST_LIMITS_PREFIX
-from tests.e2e.test_make_run import KISHPA, free_port
+from tests.support.stack import KISHPA, free_port, wait_for_log
 
 pytestmark = pytest.mark.e2e
 
@@ -75,10 +75,8 @@ def test_run_tls_gives_each_workload_its_certificate_and_no_shared_key(tmp_path:
     )
     try:
         deadline = time.monotonic() + 120
-        while "Kishpa is running" not in log_path.read_text():
-            assert stack.poll() is None, log_path.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the stack did not come up in time"
-            time.sleep(0.5)
+        up = "the stack to come up"
+        wait_for_log(stack, log_path, "Kishpa is running", timeout=120, what=up)
         assert f"https://127.0.0.1:{edge_port}/" in log_path.read_text()
         tls = var / "tls"
         children = _children(stack.pid)

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import redis
 
+from devkit.postgres import temporary_postgres_database
 from games.hand.game import GameState
 from games.kishpa.record import end_postings, start_postings
-from services.wallet.database import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 from shared import keys

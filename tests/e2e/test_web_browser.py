@@ -32,7 +32,6 @@ import sqlite3
 import struct
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +45,7 @@ from redis import Redis
 from services.edge.routes import PUBLIC
 from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
+from tests.support.stack import wait_for_log
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -104,11 +104,8 @@ def web_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebStack]:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 120
-        while "Kishpa is running" not in log_path.read_text():
-            assert stack.poll() is None, log_path.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the stack did not come up in time"
-            time.sleep(0.5)
+        up = "the stack to come up"
+        wait_for_log(stack, log_path, "Kishpa is running", timeout=120, what=up)
         base = f"http://127.0.0.1:{edge_port}"
         assert f"{base}/" in log_path.read_text()  # make run prints the web address
         yield WebStack(

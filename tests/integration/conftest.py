@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from redis.asyncio import Redis
 
+from devkit.postgres import temporary_postgres_database
 from devkit.redis_servers import RedisProcess, start_redis, stop_redis
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade
 from tests.conftest import TEST_DATABASE_URL

@@ -27,6 +27,8 @@ class FaultProxy:
     target_host: str = "127.0.0.1"
     chunks: int = 0
     """Chunks forwarded (both directions): the link was used."""
+    received: int = 0
+    """Chunks taken in (both directions), counted before the latency: a request is on its way."""
     _listener: socket.socket | None = None
     _sockets: set[socket.socket] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -73,6 +75,7 @@ class FaultProxy:
                 data = source.recv(65536)
                 if not data:
                     break
+                self.received += 1
                 if self.latency_s:
                     time.sleep(self.latency_s)
                 sink.sendall(data)

@@ -31,11 +31,11 @@ from kishpa.wallet.v1 import wallet_pb2  # noqa: F401
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import load_settings
-from services.common.tls import ClientTls, aio_channel
 from services.matchmaking.server import create_matchmaking_server
 from services.table.server import create_table_server
 from services.wallet.migrate import upgrade
 from services.wallet.server import create_wallet_server
+from shared.tls import ClientTls, aio_channel
 from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.integration

@@ -24,6 +24,7 @@ import grpc
 import pytest
 import sqlalchemy as sa
 
+from devkit.postgres import temporary_postgres_database
 from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
@@ -34,7 +35,6 @@ from services.common.errors import error_reason
 from services.common.redis_client import sync_client
 from services.common.settings import load_settings
 from services.table.server import TableServer, create_table_server
-from services.wallet.database import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 from services.wallet.server import WalletServer, create_wallet_server

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator, Iterator
 import grpc
 import pytest
 
+from devkit.postgres import temporary_postgres_database
 from kishpa.admin.v1 import admin_pb2, admin_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import load_settings
-from services.wallet.database import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from services.wallet.server import create_wallet_server
 from tests.conftest import TEST_DATABASE_URL

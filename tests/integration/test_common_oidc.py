@@ -9,18 +9,13 @@ audience, key, algorithm or an expired token.
 from __future__ import annotations
 
 import json
-import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from prometheus_client import CollectorRegistry
 
 from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
@@ -32,84 +27,14 @@ from services.common.metrics import GrpcMetrics
 from services.common.oidc import OidcConfig, OidcVerifier, player_id_for
 from services.common.server import create_server
 from services.common.settings import load_settings
+from tests.support.oidc import AUDIENCE, Provider
+from tests.support.oidc import provider as provider  # the fixture
+from tests.support.waiting import wait_until_sync
 
 pytestmark = pytest.mark.integration
 
 TOKEN_KEY = "k" * 40
 SERVICE_KEY = "s" * 40
-AUDIENCE = "kishpa-test"
-
-
-@dataclass
-class Provider:
-    """A tiny identity provider: keys, a JWKS endpoint, and token signing."""
-
-    issuer: str = ""
-    keys: dict[str, Any] = field(default_factory=dict)
-    published: list[str] = field(default_factory=list)
-    fetches: int = 0
-
-    def add_rsa(self, kid: str) -> None:
-        self.keys[kid] = ("RS256", rsa.generate_private_key(public_exponent=65537, key_size=2048))
-
-    def add_ec(self, kid: str) -> None:
-        self.keys[kid] = ("ES256", ec.generate_private_key(ec.SECP256R1()))
-
-    def jwks(self) -> dict[str, Any]:
-        out = []
-        for kid in self.published:
-            alg, private = self.keys[kid]
-            algo = jwt.algorithms.RSAAlgorithm if alg == "RS256" else jwt.algorithms.ECAlgorithm
-            jwk = algo.to_jwk(private.public_key(), as_dict=True)
-            out.append({**jwk, "kid": kid, "use": "sig", "alg": alg})
-        return {"keys": out}
-
-    def token(self, kid: str, **overrides: Any) -> str:
-        alg, private = self.keys[kid]
-        now = int(time.time())
-        claims = {
-            "iss": self.issuer,
-            "aud": AUDIENCE,
-            "sub": "user-1",
-            "name": "Dana Doe",
-            "iat": now,
-            "exp": now + 300,
-            **overrides,
-        }
-        claims = {k: v for k, v in claims.items() if v is not None}
-        return jwt.encode(claims, private, algorithm=alg, headers={"kid": kid})
-
-
-@pytest.fixture
-def provider() -> Iterator[Provider]:
-    prov = Provider()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            prov.fetches += 1
-            body = json.dumps(prov.jwks()).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    prov.issuer = f"http://127.0.0.1:{httpd.server_port}/realm-{uuid.uuid4().hex[:6]}"
-    prov.jwks_url = f"http://127.0.0.1:{httpd.server_port}/jwks.json"  # type: ignore[attr-defined]
-    prov.add_rsa("rsa-1")
-    prov.add_ec("ec-1")
-    prov.published = ["rsa-1", "ec-1"]
-    try:
-        yield prov
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def verifier(provider: Provider, **extra: Any) -> OidcVerifier:
@@ -249,15 +174,15 @@ def test_a_withdrawn_key_stops_verifying_when_the_cached_set_expires(provider: P
     check = verifier(provider, jwks_cache_seconds=0.5)
     assert check.verify(provider.token("rsa-1")).subject == "user-1"
     provider.published = ["ec-1"]
-    deadline = time.monotonic() + 30
-    refused: Unauthenticated | None = None
-    while refused is None:
+
+    def refusal() -> Unauthenticated | None:
         try:
             check.verify(provider.token("rsa-1"))
         except Unauthenticated as exc:
-            refused = exc
-        assert time.monotonic() < deadline, "a withdrawn key was still accepted"
-        time.sleep(0.05)
+            return exc
+        return None
+
+    refused = wait_until_sync(refusal, timeout=30, message="the withdrawn key to be refused")
     assert refused.reason == "TOKEN_INVALID"
 
 

@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from deploy.checks import find, workload_environment
 from deploy.contract import WORKLOADS
 from deploy.render import REPO_ROOT, Manifest, overlay_dir, render
 from tests.conftest import TEST_REDIS_URL
+from tests.support.waiting import wait_until_sync
 
 pytestmark = pytest.mark.integration
 
@@ -79,18 +79,17 @@ def health(port: int, service: str) -> int:
 
 
 def wait_serving(process: subprocess.Popen[bytes], port: int, service: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def serving() -> bool:
         if process.poll() is not None:
             output = process.stdout.read().decode() if process.stdout else ""
             pytest.fail(f"the process exited with {process.returncode}:\n{output[-3000:]}")
         try:
-            if health(port, service) == SERVING:
-                return
+            return bool(health(port, service) == SERVING)
         except grpc.RpcError:
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"{service!r} never answered SERVING on port {port}")
+            return False
+
+    what = f"{service!r} to answer SERVING on port {port}"
+    wait_until_sync(serving, timeout=60, interval=0.2, message=what)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from services.table.server import TableServer, create_table_server
 from services.wallet.server import WalletServer, create_wallet_server
 from tests.conftest import TEST_REDIS_URL
 from tests.grpcweb_client import FrameReader, call, headers, request_body
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -69,16 +70,16 @@ async def start_edge(config: EdgeConfig) -> Running:
     stop = asyncio.Event()
     task = asyncio.create_task(serve_edge(edge, hypercorn_config("127.0.0.1", port, 1.0), stop))
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
+
     async with httpx.AsyncClient() as client:
-        while True:
+
+        async def healthy() -> bool:
             try:
-                if (await client.get(base + "/healthz")).status_code == 200:
-                    break
+                return (await client.get(base + "/healthz")).status_code == 200
             except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the edge did not come up"
-            await asyncio.sleep(0.05)
+                return False
+
+        await wait_until(healthy, timeout=20, message="the edge to come up")
     return Running(base, edge, port, stop, task)
 
 

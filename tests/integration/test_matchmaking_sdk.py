@@ -9,13 +9,8 @@ down is seated by the sweeper once it is back.
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-import socket
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
@@ -29,113 +24,30 @@ from sdk import KishpaClient, KishpaError, RetryPolicy, events
 from sdk.fairness import evidence_from_record, verify_round
 from sdk.views import my_turn
 from services.common.auth import TokenAuthority
-from services.common.redis_client import async_client
-from services.common.settings import Settings, load_settings
 from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
-from services.table.server import TableServer, create_table_server
+from services.table.server import TableServer
 from shared import keys as table_keys
-from tests.conftest import TEST_REDIS_URL
-from tests.integration.tables.test_fair_order import _web_verdict
-from tests.integration.tables.test_table_service import _play_until
+from tests.support.fair_order import web_verdict
+from tests.support.matchmaking_sdk import (
+    _free_port,
+    client_for,
+    mm_settings,
+    start_mm,
+    start_table,
+)
+from tests.support.matchmaking_sdk import env as env  # a fixture
+from tests.support.matchmaking_sdk import prefix as prefix  # a fixture
+from tests.support.matchmaking_sdk import redis as redis  # a fixture
+from tests.support.matchmaking_sdk import redis_url as redis_url  # a fixture
+from tests.support.matchmaking_sdk import table_port as table_port  # a fixture
+from tests.support.matchmaking_sdk import tables_made as tables_made  # a fixture
+from tests.support.table_play import play_until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    """A Redis database of the matchmaking tests' own (db 14 of the test server unless
-    ``TEST_MATCHMAKING_REDIS_URL`` says otherwise): the table services started here run the
-    deadline timers of their database, and must neither serve nor be served by the tables
-    of other tests on the shared machine."""
-    own = os.environ.get("TEST_MATCHMAKING_REDIS_URL")
-    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/14"))
-
-
 PATIENT = RetryPolicy(attempts=40, first_delay_s=0.05, max_delay_s=0.5)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def env(redis_url: str) -> dict[str, Any]:
-    return {
-        "redis_url": redis_url,
-        "token_secret": secrets.token_urlsafe(48),
-        "service_secret": secrets.token_urlsafe(48),
-        "grpc_port": 0,
-        "metrics_port": 0,
-    }
-
-
-@pytest.fixture
-def table_port() -> int:
-    return _free_port()
-
-
-def table_settings(env: dict[str, Any]) -> Settings:
-    return load_settings("table", **env)
-
-
-def mm_settings(env: dict[str, Any], table_port: int) -> Settings:
-    return load_settings("matchmaking", table_addr=f"127.0.0.1:{table_port}", **env)
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = async_client(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-async def tables_made(redis: Redis, prefix: str) -> AsyncIterator[set[str]]:
-    made: set[str] = set()
-    yield made
-    for table_id in made:
-        await redis.delete(
-            table_keys.state(table_id),
-            table_keys.events(table_id),
-            table_keys.requests(table_id),
-            table_keys.outbox(table_id),
-            table_keys.balances(table_id),
-        )
-        await redis.zrem(table_keys.deadlines(table_id), table_id)
-    async for key in redis.scan_iter(match=prefix.replace("{", "[{]").replace("}", "[}]") + ":*"):
-        await redis.delete(key)
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"kishpa:mm-sdk-{uuid.uuid4().hex[:12]}"
-
-
-async def start_table(env: dict[str, Any], port: int) -> TableServer:
-    srv = create_table_server(table_settings(env), address=f"127.0.0.1:{port}")
-    await srv.start()
-    return srv
-
-
-async def start_mm(
-    env: dict[str, Any], table_port: int, prefix: str, config: MatchmakingConfig | None = None
-) -> MatchmakingServer:
-    srv = create_matchmaking_server(
-        mm_settings(env, table_port),
-        address="127.0.0.1:0",
-        key_prefix=prefix,
-        open_wallets=False,
-        config=config or MatchmakingConfig(turn_seconds=600, reveal_window_seconds=1),
-    )
-    await srv.start()
-    return srv
-
-
-def client_for(mm: MatchmakingServer, table_port: int, **kw: Any) -> KishpaClient:
-    return KishpaClient(f"127.0.0.1:{mm.port}", f"127.0.0.1:{table_port}", **kw)
 
 
 async def test_login_quick_match_and_play_through_the_sdk(
@@ -415,7 +327,7 @@ async def test_a_matchmade_first_deal_waits_for_a_contribution_made_after_the_co
                 c.player_id: BotPlayer(channel, c.session.token, bytes([n + 11]) * 80)
                 for n, c in enumerate((ann, bob))
             }
-            await _play_until(
+            await play_until(
                 players,
                 table_id,
                 lambda v: v.round.round >= 2 or v.round.phase == table_pb2.ROUND_PHASE_ENDED,
@@ -435,10 +347,10 @@ async def test_a_matchmade_first_deal_waits_for_a_contribution_made_after_the_co
             late.precommitment_event_id = record.deal_event_id
             bad = verify_round(evidence_from_record(late, text))
             assert "COMMITMENT_LATE" in {f.check for f in bad.failures}, bad.summary()
-            web = _web_verdict(record)
+            web = web_verdict(record)
             if web is not None:
                 assert web["ok"], web["summary"]
-                web_late = _web_verdict(late)
+                web_late = web_verdict(late)
                 assert web_late is not None
                 assert "COMMITMENT_LATE" in web_late["checks"]
     finally:

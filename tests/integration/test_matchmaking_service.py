@@ -8,14 +8,10 @@ are deleted afterwards. Nothing else in Redis is touched.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import secrets
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import pytest
@@ -30,137 +26,36 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
-from services.common.redis_client import async_client
-from services.common.settings import Settings, load_settings
-from services.matchmaking.server import MatchmakingServer, create_matchmaking_server
+from services.common.settings import load_settings
+from services.matchmaking.keys import Keys
+from services.matchmaking.server import create_matchmaking_server
 from services.matchmaking.service import MatchmakingConfig
 from services.table.server import TableServer, create_table_server
 from services.wallet.server import WalletServer, create_wallet_server
 from shared import keys as table_keys
-from tests.conftest import TEST_REDIS_URL
+from tests.support.matchmaking import (
+    CONFIG,
+    final_ticket,
+    md_for,
+    mm_settings,
+    new_players,
+)
+from tests.support.matchmaking import authority as authority  # a fixture
+from tests.support.matchmaking import channel as channel  # a fixture
+from tests.support.matchmaking import cleanup as cleanup  # a fixture
+from tests.support.matchmaking import mm as mm  # a fixture
+from tests.support.matchmaking import mm_server as mm_server  # a fixture
+from tests.support.matchmaking import prefix as prefix  # a fixture
+from tests.support.matchmaking import redis as redis  # a fixture
+from tests.support.matchmaking import redis_url as redis_url  # a fixture
+from tests.support.matchmaking import secrets_env as secrets_env  # a fixture
+from tests.support.matchmaking import table_server as table_server  # a fixture
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    """A Redis database of the matchmaking tests' own (db 14 of the test server unless
-    ``TEST_MATCHMAKING_REDIS_URL`` says otherwise): the table services started here run the
-    deadline timers of their database, and must neither serve nor be served by the tables
-    of other tests on the shared machine."""
-    own = os.environ.get("TEST_MATCHMAKING_REDIS_URL")
-    return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/14"))
-
-
 KISHPA = common_pb2.GAME_KISHPA
-# Long timers: the tables made here must not play by themselves while the test inspects them.
-CONFIG = MatchmakingConfig(turn_seconds=600, reveal_window_seconds=600, invite_ttl_s=60)
-
-
-@pytest.fixture
-def secrets_env() -> dict[str, str]:
-    return {"token_secret": secrets.token_urlsafe(48), "service_secret": secrets.token_urlsafe(48)}
-
-
-@pytest.fixture
-async def table_server(redis_url: str, secrets_env: dict[str, str]) -> AsyncIterator[TableServer]:
-    settings = load_settings(
-        "table", redis_url=redis_url, grpc_port=0, metrics_port=0, **secrets_env
-    )
-    srv = create_table_server(settings, address="127.0.0.1:0", timers=False)
-    await srv.start()
-    yield srv
-    await srv.stop(0)
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = async_client(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"kishpa:mm-test-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-async def cleanup(redis: Redis, prefix: str) -> AsyncIterator[set[str]]:
-    """Table ids to delete after the test; the test's own matchmaking keys go too."""
-    tables: set[str] = set()
-    yield tables
-    for table_id in tables:
-        await redis.delete(
-            table_keys.state(table_id),
-            table_keys.events(table_id),
-            table_keys.requests(table_id),
-            table_keys.outbox(table_id),
-            table_keys.balances(table_id),
-        )
-        await redis.zrem(table_keys.deadlines(table_id), table_id)
-    async for key in redis.scan_iter(match=prefix.replace("{", "[{]").replace("}", "[}]") + ":*"):
-        await redis.delete(key)
-
-
-def mm_settings(
-    redis_url: str, secrets_env: dict[str, str], table_port: int, wallet_port: int = 1
-) -> Settings:
-    return load_settings(
-        "matchmaking",
-        redis_url=redis_url,
-        grpc_port=0,
-        metrics_port=0,
-        table_addr=f"127.0.0.1:{table_port}",
-        wallet_addr=f"127.0.0.1:{wallet_port}",
-        **secrets_env,
-    )
-
-
-@pytest.fixture
-async def mm_server(
-    redis_url: str,
-    secrets_env: dict[str, str],
-    table_server: TableServer,
-    prefix: str,
-    request: pytest.FixtureRequest,
-) -> AsyncIterator[MatchmakingServer]:
-    config = getattr(request, "param", CONFIG)
-    srv = create_matchmaking_server(
-        mm_settings(redis_url, secrets_env, table_server.port),
-        address="127.0.0.1:0",
-        config=config,
-        key_prefix=prefix,
-        open_wallets=False,
-    )
-    await srv.start()
-    yield srv
-    await srv.stop(0)
-
-
-@pytest.fixture
-async def channel(mm_server: MatchmakingServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{mm_server.port}") as ch:
-        yield ch
-
-
-@pytest.fixture
-def mm(channel: grpc.aio.Channel) -> mm_grpc.MatchmakingServiceStub:
-    return mm_grpc.MatchmakingServiceStub(channel)
-
-
-@pytest.fixture
-def authority(secrets_env: dict[str, str]) -> TokenAuthority:
-    return TokenAuthority(secrets_env["token_secret"], secrets_env["service_secret"])
-
-
-def md_for(authority: TokenAuthority, player_id: str) -> tuple[tuple[str, str], ...]:
-    return bearer_metadata(authority.issue_player_token(player_id, player_id.upper()).token)
-
-
-def new_players(n: int) -> list[str]:
-    run = uuid.uuid4().hex[:8]
-    return [f"p{run}x{i}" for i in range(n)]
 
 
 async def join(
@@ -173,15 +68,6 @@ async def join(
         metadata=md,
     )
     return response.ticket
-
-
-async def final_ticket(mm: Any, md: Any, ticket_id: str) -> mm_pb2.QueueTicket:
-    """The ticket once it left the waiting state (WatchQueue ends there)."""
-    last = None
-    async for message in mm.WatchQueue(mm_pb2.WatchQueueRequest(ticket_id=ticket_id), metadata=md):
-        last = message.ticket
-    assert last is not None
-    return last
 
 
 async def table_players(redis: Redis, table_id: str) -> list[str]:
@@ -257,15 +143,12 @@ async def test_players_who_cancel_are_never_seated(
             for player, ticket, _ in results
         ]
 
-    # Until the queue has settled: fewer than a group left waiting (deadline: a full group
-    # still waiting after it is the failure asserted below).
-    deadline = asyncio.get_running_loop().time() + 10
-    tickets = await tickets_now()
-    while asyncio.get_running_loop().time() < deadline and (
-        sum(t.state == mm_pb2.TICKET_STATE_WAITING for t in tickets) >= 4
-    ):
-        await asyncio.sleep(0.05)
-        tickets = await tickets_now()
+    # Until the queue has settled: fewer than a group left waiting.
+    async def settled() -> list[mm_pb2.QueueTicket] | None:
+        now = await tickets_now()
+        return now if sum(t.state == mm_pb2.TICKET_STATE_WAITING for t in now) < 4 else None
+
+    tickets = await wait_until(settled, timeout=10, message="fewer than a group left waiting")
     seated: dict[str, str] = {}
     waiting = 0
     for (player, _, cancelled), now in zip(results, tickets, strict=True):
@@ -424,7 +307,7 @@ async def test_invite_codes(
     "mm_server", [MatchmakingConfig(turn_seconds=600, invite_ttl_s=1)], indirect=True
 )
 async def test_expired_invite_code_is_not_found(
-    mm: Any, authority: TokenAuthority, cleanup: set[str]
+    mm: Any, authority: TokenAuthority, cleanup: set[str], redis: Redis, prefix: str
 ) -> None:
     ann, bob = new_players(2)
     created = await mm.CreatePrivateTable(
@@ -432,7 +315,13 @@ async def test_expired_invite_code_is_not_found(
         metadata=md_for(authority, ann),
     )
     cleanup.add(created.table_id)
-    await asyncio.sleep(1.6)
+    invite = Keys(prefix).invite(created.invite_code)
+    assert await redis.exists(invite), "the invite was not stored under its code"
+
+    async def expired() -> bool:
+        return not await redis.exists(invite)
+
+    await wait_until(expired, timeout=10, message="the invite's 1 s time to live to pass")
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await mm.JoinByCode(
             mm_pb2.JoinByCodeRequest(invite_code=created.invite_code),

@@ -35,7 +35,7 @@ from services.matchmaking.server import MatchmakingServer
 from services.matchmaking.service import Matchmaking
 from services.matchmaking.store import CANCELLED, EXPIRED, WAITING, MatchStore, Reservation
 from shared.keys import key_slot
-from tests.integration.test_matchmaking_service import (
+from tests.support.matchmaking import (
     authority,
     channel,
     cleanup,

@@ -25,7 +25,7 @@ from sdk import table_settings
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from shared import keys as table_keys
-from tests.integration.test_matchmaking_service import (
+from tests.support.matchmaking import (
     authority,
     channel,
     cleanup,

@@ -27,7 +27,7 @@ from services.common.errors import error_reason
 from services.common.oidc import OidcConfig, OidcVerifier, player_id_for
 from services.common.server import create_server
 from services.common.settings import load_settings
-from tests.integration.test_common_oidc import AUDIENCE, Provider
+from tests.support.oidc import AUDIENCE, Provider
 
 pytestmark = pytest.mark.integration
 

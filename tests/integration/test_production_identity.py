@@ -38,13 +38,13 @@ from services.common.access import WORKLOADS
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import REQUIRED_SECRETS, TOKEN_SECRET_ENV, load_settings
-from services.common.tls import ClientTls, aio_channel
 from services.table.server import create_table_server
 from services.wallet.migrate import upgrade
 from services.wallet.server import create_wallet_server
+from shared.tls import ClientTls, aio_channel
 from tests.conftest import TEST_REDIS_URL
-from tests.integration.test_common_oidc import AUDIENCE, Provider
-from tests.integration.test_common_oidc import provider as provider  # the fixture
+from tests.support.oidc import AUDIENCE, Provider
+from tests.support.oidc import provider as provider  # the fixture
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,6 @@ both is measured from the table's own stream (``table_created`` to ``round_start
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import grpc
@@ -23,9 +22,8 @@ from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient
 from sdk.fairness import evidence_from_record, verify_round
 from services.table.server import TableServer
-from tests.integration.tables.test_fair_order import _web_verdict
-from tests.integration.tables.test_table_service import _play_until
-from tests.integration.test_matchmaking_sdk import (  # the fixtures too
+from tests.support.fair_order import web_verdict
+from tests.support.matchmaking_sdk import (  # the fixtures too
     client_for,
     env,
     prefix,
@@ -36,6 +34,8 @@ from tests.integration.test_matchmaking_sdk import (  # the fixtures too
     table_port,
     tables_made,
 )
+from tests.support.table_play import play_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -56,13 +56,12 @@ async def _quick_match(ann: KishpaClient, bob: KishpaClient) -> str:
 
 
 async def _dealt(client: KishpaClient, table_id: str) -> table_pb2.TableView:
-    deadline = time.monotonic() + 10
-    view = await client.get_table(table_id)
-    while view.round.round < 1:
-        assert time.monotonic() < deadline, "the first deal never came"
-        await asyncio.sleep(0.02)
+
+    async def dealt() -> table_pb2.TableView | None:
         view = await client.get_table(table_id)
-    return view
+        return view if view.round.round >= 1 else None
+
+    return await wait_until(dealt, timeout=10, interval=0.02, message="the first deal")
 
 
 async def _deal_start_ms(table: TableServer, table_id: str) -> tuple[int, list[Any]]:
@@ -131,7 +130,7 @@ async def test_a_quick_match_with_the_sdk_defaults_is_dealt_with_both_contributi
                 p: BotPlayer(channel, c.session.token, bytes([n + 21]) * 80)
                 for n, (p, c) in enumerate(mine.items())
             }
-            await _play_until(
+            await play_until(
                 players,
                 table_id,
                 lambda v: v.round.round >= 2 or v.round.phase == table_pb2.ROUND_PHASE_ENDED,
@@ -154,7 +153,7 @@ async def test_a_quick_match_with_the_sdk_defaults_is_dealt_with_both_contributi
                 assert result.contributed
                 assert result.my_contribution == text
                 assert "your contribution is in this deal" in result.summary()
-                web = _web_verdict(record)
+                web = web_verdict(record)
                 if web is not None:
                     assert web["ok"], web["summary"]
                     assert "your contribution is in this deal" in web["summary"]
@@ -194,7 +193,7 @@ async def test_a_player_alone_with_bots_through_the_sdk_defaults_gets_his_contri
             assert latency_ms < CONTRIBUTION_DEADLINE_MS // 2, latency_ms
             channel = grpc.aio.insecure_channel(f"127.0.0.1:{table_port}")
             me = {ann.player_id: BotPlayer(channel, ann.session.token, b"\x17" * 80)}
-            await _play_until(
+            await play_until(
                 me,
                 table_id,
                 lambda v: (

@@ -43,6 +43,7 @@ from shared.retry import REDIS_COMMAND_TIMEOUT_S
 from shared.stream import TableEvent
 from tests.integration.fault_proxy import FaultProxy
 from tests.integration.workers_support import RedisServer
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -82,10 +83,17 @@ async def test_a_round_end_sent_twice_over_a_two_second_link_is_committed_once(
         proxy.latency_s = 1.0
         request = request_field("p1", "r-end")
         started = time.monotonic()
+        sent_before = proxy.received
         first = asyncio.create_task(
             store.transact(table_id, lambda s: _round_end(table_id), request=request)
         )
-        await asyncio.sleep(0.5)  # the player's retry leaves while the first is on the way
+        # The player's retry leaves while the first is on the way (inside the slow link).
+        await wait_until(
+            lambda: proxy.received > sent_before,
+            timeout=10,
+            interval=0.01,
+            message="the first request to enter the link",
+        )
         again = await store.transact(table_id, lambda s: _round_end(table_id), request=request)
         once = await first
         took = time.monotonic() - started

@@ -30,6 +30,7 @@ from shared import keys
 from shared.phase_record import PhaseRecord, parse_phase_record
 from shared.stream import TableEvent
 from tests.integration.workers_support import KISHPA, RedisServer, base_env, free_port
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -211,14 +212,14 @@ async def _reachable(client: object) -> None:
     """Wait (with a deadline) until ``client`` answers again after a restart."""
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    deadline = asyncio.get_running_loop().time() + 20
-    while True:
+    async def answers() -> bool:
         try:
             await client.ping()  # type: ignore[attr-defined]
-            return
         except RedisConnectionError:
-            assert asyncio.get_running_loop().time() < deadline, "Redis did not come back"
-            await asyncio.sleep(0.05)
+            return False
+        return True
+
+    await wait_until(answers, timeout=20, message="Redis to come back")
 
 
 def _durable_gauge() -> float | None:

@@ -24,6 +24,7 @@ from shared import keys
 from shared.phase_record import PhaseRecord, PhaseRef
 from shared.stream import TableEvent
 from tests.conftest import TEST_REDIS_URL
+from tests.support.waiting import wait_until
 from workers.outbox import mark_settled
 
 pytestmark = pytest.mark.integration
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.integration
 REDIS_URL = os.environ.get("TEST_TABLE_REDIS_URL") or urlunsplit(
     urlsplit(TEST_REDIS_URL)._replace(path="/11")
 )
+SETTLE_POLL_MS = 200
 
 
 @pytest.fixture
@@ -70,11 +72,18 @@ async def test_a_watcher_receives_the_settlement_that_lands_after_the_table_clos
 ) -> None:
     tables, table_id = closed_table
 
+    seen: list[str] = []
+
     async def follow() -> list[str]:
-        return [e.event.type async for e in tables.watch("p1", table_id, settle_poll_ms=200)]
+        async for e in tables.watch("p1", table_id, settle_poll_ms=SETTLE_POLL_MS):
+            seen.append(e.event.type)
+        return seen
 
     watcher = asyncio.create_task(follow())
-    await asyncio.sleep(1.0)
+    await wait_until(lambda: "table_closed" in seen, timeout=10, message="table_closed")
+    # Something that must not happen has no event to wait on: give the watch five settle
+    # polls to (wrongly) end after table_closed.
+    await asyncio.wait({watcher}, timeout=5 * SETTLE_POLL_MS / 1000)
     assert not watcher.done(), "the stream ended before the last phase was settled"
     settled = mark_settled(
         sync_client(REDIS_URL),

@@ -32,10 +32,11 @@ from services.common.auth import ServiceCredentials, TokenAuthority, bearer_meta
 from services.common.errors import error_reason
 from services.common.server import start_tls_http_server
 from services.common.settings import load_settings
-from services.common.tls import CertificateFiles, ClientTls, aio_channel, reloading_ssl_context
+from services.common.tls import CertificateFiles, reloading_ssl_context
 from services.table.server import TableServer, create_table_server
 from services.wallet.migrate import upgrade
 from services.wallet.server import WalletServer, create_wallet_server
+from shared.tls import ClientTls, aio_channel
 from tests.conftest import TEST_REDIS_URL
 from workers.wallet_client import WalletClient
 

@@ -9,10 +9,8 @@ spans go (memory instead of OTLP).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +38,7 @@ from shared.celery_enqueue import CeleryEnqueue
 from shared.phase_record import parse_phase_record
 from shared.tasks import SETTLE_TASK
 from tests.conftest import TEST_REDIS_URL
+from tests.support.waiting import wait_until
 from workers import config as worker_config_module
 from workers import settlement
 from workers.celery_app import celery_settings
@@ -139,10 +138,11 @@ async def test_a_settlement_is_one_trace_from_the_action_to_the_wallet_commit(
                                 table_pb2.DeclineRevealRequest(table_id=table_id, request_id="d"),
                                 metadata=md[p],
                             )
-            deadline = time.monotonic() + 60
-            while not sync.hexists(keys.settled(table_id), "1:start"):
-                assert time.monotonic() < deadline, "the worker never settled the start phase"
-                await asyncio.sleep(0.05)
+            await wait_until(
+                lambda: sync.hexists(keys.settled(table_id), "1:start"),
+                timeout=60,
+                message="the worker to settle the start phase",
+            )
         record = parse_phase_record(sync.hget(keys.outbox(table_id), "1:start") or b"")
     finally:
         _clear_worker_caches()

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, text
 
+from devkit.postgres import temporary_postgres_database
 from services.wallet import chain
 from services.wallet.batch import Posting
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.group_commit import GroupCommitter
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,14 +22,16 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import func, select
 
+from devkit.postgres import temporary_postgres_database
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet import schema
 from services.wallet.batch import Posting, plan_batch
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 from tests.conftest import TEST_DATABASE_URL
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -82,10 +83,10 @@ class WalletProcess:
             )
 
     async def wait_serving(self, within: float = 30) -> None:
-        deadline = time.monotonic() + within
         async with grpc.aio.insecure_channel(f"127.0.0.1:{self.port}") as channel:
             health = health_pb2_grpc.HealthStub(channel)
-            while time.monotonic() < deadline:
+
+            async def serving() -> bool:
                 assert self.proc is not None
                 if self.proc.poll() is not None:
                     pytest.fail(
@@ -93,12 +94,11 @@ class WalletProcess:
                     )
                 try:
                     reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
                 except grpc.aio.AioRpcError:
-                    pass
-                await asyncio.sleep(0.1)
-        pytest.fail("the wallet did not become SERVING in time")
+                    return False
+                return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+            await wait_until(serving, timeout=within, interval=0.1, message="the wallet to serve")
 
     def kill9(self) -> None:
         assert self.proc is not None

@@ -24,13 +24,14 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from sqlalchemy import text as sql
 
+from devkit.postgres import temporary_postgres_database
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import Settings, load_settings
 from services.wallet import finance
 from services.wallet.batch import Posting
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile, reconcile_url

@@ -26,9 +26,10 @@ import grpc
 import pytest
 from sqlalchemy import text
 
+from devkit.postgres import temporary_postgres_database
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.migrate import upgrade
 from shared import keys
 from tests.conftest import TEST_DATABASE_URL

@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from devkit.postgres import temporary_postgres_database
 from services.wallet.accounts import BANK
 from services.wallet.batch import Posting
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.errors import (
     AccountNotFound,
     IdempotencyKeyReused,

@@ -16,13 +16,13 @@ import grpc
 import pytest
 from prometheus_client import REGISTRY
 
+from devkit.postgres import temporary_postgres_database
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import Settings, load_settings
 from services.wallet.accounts import BANK
 from services.wallet.batch import Posting, plan_batch
-from services.wallet.database import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 from services.wallet.server import WalletServer, create_wallet_server

@@ -15,10 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import inspect, text
 
+from devkit.postgres import temporary_postgres_database
 from services.common.errors import failure_of
 from services.wallet.accounts import BANK, AccountKind, account_kind
 from services.wallet.batch import Posting
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.errors import InsufficientFunds, WalletError
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import current_revision, downgrade, head_revision, upgrade

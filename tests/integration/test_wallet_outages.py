@@ -39,7 +39,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from devkit.phase_samples import phase_entry, round_record
-from services.wallet.database import temporary_postgres_database
+from devkit.postgres import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from shared import keys, stream
 from shared.phase_record import PhaseRef, parse_phase_record

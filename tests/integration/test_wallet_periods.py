@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
+from devkit.postgres import temporary_postgres_database
 from services.wallet import chain
 from services.wallet.batch import Posting
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.periods import PeriodOrder, close_period, month_bounds

@@ -12,9 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import text
 
+from devkit.postgres import temporary_postgres_database
 from services.wallet.accounts import BANK
 from services.wallet.batch import Posting
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.ledger import BatchResult, Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url

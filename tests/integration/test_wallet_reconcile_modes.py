@@ -15,9 +15,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text as sql
 
+from devkit.postgres import temporary_postgres_database
 from services.wallet import reconcile as reconcile_module
 from services.wallet.batch import Posting
-from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.database import create_wallet_engine
 from services.wallet.ledger import Ledger
 from services.wallet.migrate import upgrade
 from services.wallet.reconcile import ReconcileReport, reconcile_url

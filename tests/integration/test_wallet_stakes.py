@@ -22,7 +22,7 @@ from services.wallet.accounts import BANK
 from services.wallet.batch import Posting
 from services.wallet.ledger import Ledger
 from services.wallet.reconcile import reconcile
-from tests.unit.test_record import record
+from tests.support.kishpa_records import record
 from workers.settlement import wallet_account
 
 pytestmark = pytest.mark.integration

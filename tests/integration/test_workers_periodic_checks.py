@@ -20,7 +20,7 @@ import redis
 from sqlalchemy import create_engine
 from sqlalchemy import text as sql
 
-from services.wallet.database import temporary_postgres_database
+from devkit.postgres import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from tests.conftest import TEST_DATABASE_URL
 from tests.integration.workers_support import SHARED, Worker, wait_for

@@ -13,12 +13,12 @@ from typing import Any
 import grpc
 import pytest
 
+from devkit.postgres import temporary_postgres_database
 from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.errors import error_reason
 from services.common.settings import load_settings
-from services.wallet.database import temporary_postgres_database
 from services.wallet.migrate import upgrade
 from services.wallet.server import WalletServer, create_wallet_server
 from tests.conftest import TEST_DATABASE_URL

@@ -42,6 +42,7 @@ from services.common.settings import Settings
 from shared import keys, stream
 from tests.child_env import TEST_LIMITS_PREFIX
 from tests.conftest import TEST_REDIS_URL
+from tests.support.waiting import wait_until_sync
 from workers.celery_app import create_app
 from workers.config import WorkerConfig
 from workers.wallet_client import WalletClient
@@ -65,12 +66,7 @@ def now_ms() -> int:
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    wait_until_sync(predicate, timeout=timeout, message=what)
 
 
 def port_open(port: int) -> bool:

@@ -213,7 +213,7 @@ def test_cached_verification_still_expires() -> None:
 
 
 def test_verified_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("services.common.auth.VERIFIED_CACHE_SIZE", 3)
+    monkeypatch.setattr("services.common.auth.tokens.VERIFIED_CACHE_SIZE", 3)
     clock = Clock()
     auth = authority(clock)
     tokens = [auth.issue_player_token(f"p{i}", "A").token for i in range(5)]

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from devkit.hand_positions import position
 from games.fair import SERVER_SEED_BYTES, FairStream
 from games.hand.actions import Action as HandAction
 from games.hand.actions import DrawStock, LayMelds, TimeOut
 from games.hand.bot import action_at as hand_action_at
 from games.hand.deal import new_deal
 from games.hand.deal_state import Phase, check_consistent, seat_view
-from games.hand.positions import position
 from games.hand.turns import apply as hand_apply
 from games.kishpa import round as rnd
 from games.kishpa.bot import BOT_TAG

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli.demo import play_demo_round
-from games.fair import SERVER_SEED_BYTES, FairStream, commitment
-from games.kishpa.bot import BOT_TAG, choose_action
+from games.fair import SERVER_SEED_BYTES, commitment
 from games.kishpa.errors import IllegalMoveError
 from games.kishpa.record import end_postings, settle_record, start_postings
 from games.kishpa.round import (
@@ -24,59 +23,17 @@ from games.kishpa.round import (
     Draw,
     Pass,
     Reveal,
-    RoundState,
     TurnTimeout,
     Win,
     apply,
     end_record,
     new_round,
-    seats_to_act,
     start_record,
     tile_places,
-    view_for,
 )
+from tests.support.bot_rounds import PLAYERS, play_round_with_bots
 
 pytestmark = pytest.mark.unit
-
-PLAYERS = ["ann", "ben", "cat", "dan"]
-
-
-def play_round_with_bots(
-    seed: bytes,
-    seats: int = 4,
-    *,
-    starter: int = 0,
-    bowl: int = 0,
-    previous_winner: str | None = None,
-    last_round: bool = False,
-    check_every_step: bool = False,
-) -> RoundState:
-    """Play one round to its end with a bot on every seat; closes windows nobody acts in."""
-    players = PLAYERS[:seats]
-    state, _ = new_round(
-        players,
-        starter,
-        seed,
-        ["x"] * seats,
-        bowl=bowl,
-        previous_winner=previous_winner,
-        last_round=last_round,
-    )
-    stream = FairStream(seed, [], BOT_TAG)
-    for _ in range(1000):
-        if check_every_step:
-            tile_places(state)
-            assert RoundState.from_dict(state.to_dict()) == state
-        if state.phase == ENDED:
-            return state
-        waiting = seats_to_act(state)
-        action = None
-        for seat in waiting:
-            action = choose_action(view_for(state, seat), stream)
-            if action is not None:
-                break
-        state, _ = apply(state, action if action is not None else CloseWindow())
-    raise AssertionError("a round never ended")
 
 
 def seed_of(text: str) -> bytes:

@@ -13,7 +13,7 @@ from math import comb
 
 import pytest
 
-from games.bot_matches import GAMES
+from devkit.bot_matches import GAMES
 
 pytestmark = pytest.mark.unit
 

@@ -146,7 +146,7 @@ def test_one_table_maps_every_category_to_a_distinct_code() -> None:
 
 
 def test_table_and_wallet_errors_carry_categories_not_codes() -> None:
-    from services.table.engine import BadRequestError, NotAllowedError, TableError, TableFullError
+    from services.table.engine import BadRequestError, NotAllowedError, TableError
     from services.table.service import TableNotFoundError
     from services.wallet.errors import IdempotencyKeyReused, InsufficientFunds, InvalidRequest
 
@@ -154,7 +154,6 @@ def test_table_and_wallet_errors_carry_categories_not_codes() -> None:
         (TableError("no", "NOT_YOUR_TURN"), grpc.StatusCode.FAILED_PRECONDITION),
         (NotAllowedError("no", "NOT_CREATOR"), grpc.StatusCode.PERMISSION_DENIED),
         (BadRequestError("no", "BAD_SEATS"), grpc.StatusCode.INVALID_ARGUMENT),
-        (TableFullError("no", "TABLE_FULL"), grpc.StatusCode.RESOURCE_EXHAUSTED),
         (TableNotFoundError("no", "TABLE_NOT_FOUND"), grpc.StatusCode.NOT_FOUND),
         (InsufficientFunds("no"), grpc.StatusCode.FAILED_PRECONDITION),
         (IdempotencyKeyReused("no"), grpc.StatusCode.ALREADY_EXISTS),
@@ -177,7 +176,7 @@ def test_every_reason_raised_in_the_code_is_in_the_proto_enum() -> None:
     error_names = {
         "InvalidArgument", "FailedPrecondition", "NotFound", "AlreadyExists",
         "PermissionDenied", "Unauthenticated", "ResourceExhausted", "Aborted", "Unavailable",
-        "TableError", "NotAllowedError", "BadRequestError", "TableFullError",
+        "TableError", "NotAllowedError", "BadRequestError",
         "TableNotFoundError", "IllegalMoveError", "HandMoveError", "InvalidRequest",
         "WalletError", "AccountNotFound", "ServiceError", "_refuse", "BadTableRequest",
         "NotAllowed", "TableRuleError",

@@ -7,9 +7,6 @@ the client's independent ``sdk/fairness.py`` must each reproduce every vector.
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,17 +14,9 @@ import pytest
 from games.fair import FairStream, client_seeds_digest, commitment, shuffled_deck
 from games.kishpa.deal import deal_round
 from sdk import fairness
+from tests.support.fairness_vectors import table_evidence, vectors
 
 pytestmark = pytest.mark.unit
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "fairness.md"
-_VECTOR = re.compile(r"<!-- vector: (\w+) -->\s*```json\n(.*?)\n```", re.DOTALL)
-
-
-def vectors(kind: str) -> list[dict[str, Any]]:
-    found = [json.loads(body) for k, body in _VECTOR.findall(DOC.read_text()) if k == kind]
-    assert found, f"docs/fairness.md has no {kind} vector"
-    return found
 
 
 @pytest.mark.parametrize("vector", vectors("deck"))
@@ -155,58 +144,12 @@ def _set(obj: Any, path: str, value: Any) -> None:
         obj[last] = value
 
 
-def _table_evidence(v: dict[str, Any]) -> fairness.RoundEvidence:
-    """A `table` vector as the SDK's evidence (read independently of evidence_from_record)."""
-    events = v["events"]
-    committed = [e for e in events if e["type"] == "seed_committed"]
-    dealt = [e for e in events if e["type"] == "deal"]
-    return fairness.RoundEvidence(
-        commitment=dealt[0]["commitment"],
-        server_seed_hex=v["server_seed"],
-        client_seeds=list(v["client_seeds"]),
-        seats=v["seats"],
-        starter=v["starter"],
-        my_seat=0,
-        dealt=list(v["hands"][0]),
-        game=v["game"],
-        kishpa=fairness.face(v["kishpa"]) if v["game"] == "kishpa" else None,
-        replaced_kishpa=fairness.face(v["replacement"])
-        if v.get("replacement") is not None
-        else None,
-        top_discard=v.get("top_discard"),
-        hands=dict(enumerate(v["hands"])),
-        draws=[fairness.TableDraw(*d) for d in v["draws"]],
-        kishpa_id=v.get("kishpa"),
-        replacement_id=v.get("replacement"),
-        dolls_returned=v.get("dolls_returned"),
-        precommitment=committed[0]["commitment"] if committed else "",
-        precommitment_event_id=committed[0]["id"] if committed else "",
-        contributions=[
-            fairness.Contribution(e["seat"], e["contribution"], e["id"])
-            for e in events
-            if e["type"] == "contribution_accepted"
-        ],
-        deal_event_id=dealt[0]["id"],
-        seat_client_seeds=list(v["seat_client_seeds"]),
-        moves=[fairness.SeatMove(m["seat"], m["kind"], tuple(m["tile_ids"])) for m in v["moves"]],
-        cards_left=dict(enumerate(v["cards_left"])) if "cards_left" in v else None,
-        round_no=v["deal"],
-        record_version=v.get("record_version", 0),
-        bot_seats=list(v.get("bot_seats", [])),
-        declared_seats=list(v.get("declared_seats", [])),
-        awaited_seats=list(v.get("awaited_seats", [])),
-        autoplay_seats=list(v.get("autoplay_seats", [])),
-        awaited_until_ms=v.get("awaited_until_ms", 0),
-        my_contribution=v.get("my_contribution"),
-    )
-
-
 @pytest.mark.parametrize("vector", vectors("table"), ids=lambda v: str(v["game"]))
 def test_whole_table_transcripts_verify_and_every_tamper_is_named(vector: dict[str, Any]) -> None:
     import copy
 
     assert commitment(bytes.fromhex(vector["server_seed"])) == vector["commitment"]
-    result = fairness.verify_round(_table_evidence(vector))
+    result = fairness.verify_round(table_evidence(vector))
     assert result.ok, result.summary()
     assert result.whole_table
     assert result.contributed
@@ -221,7 +164,7 @@ def test_whole_table_transcripts_verify_and_every_tamper_is_named(vector: dict[s
         changed = copy.deepcopy(vector)
         for path, value in tamper["set"].items():
             _set(changed, path, value)
-        failures = {f.check for f in fairness.verify_round(_table_evidence(changed)).failures}
+        failures = {f.check for f in fairness.verify_round(table_evidence(changed)).failures}
         assert tamper["fails"] in failures, (tamper["name"], failures)
 
 

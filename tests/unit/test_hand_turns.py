@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from devkit.hand_positions import position
 from games.hand.actions import (
     Action,
     Discard,
@@ -25,7 +26,6 @@ from games.hand.deal_state import DealState, EndReason, Phase, seat_view, seats_
 from games.hand.errors import HandMoveError
 from games.hand.events import Event
 from games.hand.melds import MeldKind
-from games.hand.positions import position
 from games.hand.ruleset import RuleSet
 from games.hand.turns import apply
 

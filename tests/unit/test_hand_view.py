@@ -1,7 +1,7 @@
 """What each viewer of a Hand table sees (``games.hand.view``) and when a game's settlement
 phases are due (``games.hand.flow``): decided by the rules package, not by the table service.
 
-Positions are written as card text (``games.hand.positions``); expected values are written
+Positions are written as card text (``devkit.hand_positions``); expected values are written
 out by hand from the rules (RULES-HAND: 7 deals, the pot is every stake)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from devkit.hand_positions import position
 from games.hand import (
     BUY_IN,
     PAYOUT,
@@ -23,7 +24,6 @@ from games.hand import (
 from games.hand.cards import parse_card
 from games.hand.deal_state import Phase
 from games.hand.game import DealResult
-from games.hand.positions import position
 
 pytestmark = pytest.mark.unit
 

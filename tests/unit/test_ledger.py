@@ -11,7 +11,7 @@ from games.kishpa.ledger import Posting, Reason, from_every_other, net_movements
 from games.kishpa.record import end_postings, start_postings
 from games.kishpa.round import end_record, start_record
 from kishpa.wallet.v1 import wallet_pb2
-from tests.unit.test_bot_rounds import play_round_with_bots
+from tests.support.bot_rounds import play_round_with_bots
 
 pytestmark = pytest.mark.unit
 

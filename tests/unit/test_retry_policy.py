@@ -134,3 +134,69 @@ def test_a_redis_command_error_is_neither() -> None:
     exc = redis.exceptions.ResponseError("WRONGTYPE")
     assert not worker_is_transient(exc)
     assert failure_of(exc) is None  # a bug: INTERNAL, logged
+
+
+FAST = retry.Backoff(budget_s=60, first_delay_s=0.001, max_delay_s=0.002, attempts=4)
+
+
+async def test_retrying_tries_again_after_a_retryable_code_and_returns_the_answer() -> None:
+    results: list[BaseException | str] = [
+        _Call(grpc.StatusCode.UNAVAILABLE),
+        _Call(grpc.StatusCode.ABORTED),
+        "answer",
+    ]
+    notes: list[tuple[int, grpc.StatusCode]] = []
+
+    async def attempt() -> str:
+        result = results.pop(0)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def note(tried: int, exc: BaseException, pause: float) -> None:
+        assert 0 < pause <= FAST.max_delay_s
+        notes.append((tried, exc.code()))  # type: ignore[attr-defined]
+
+    assert await retry.retrying(attempt, FAST, on_retry=note) == "answer"
+    assert notes == [(0, grpc.StatusCode.UNAVAILABLE), (1, grpc.StatusCode.ABORTED)]
+
+
+async def test_retrying_gives_up_at_once_on_a_code_it_was_not_told_to_retry() -> None:
+    calls = 0
+
+    async def attempt() -> None:
+        nonlocal calls
+        calls += 1
+        raise _Call(grpc.StatusCode.ABORTED)
+
+    unreachable = retry.code_in(retry.UNREACHABLE_CODES)
+    with pytest.raises(grpc.RpcError):
+        await retry.retrying(attempt, FAST, retry_on=unreachable)
+    assert calls == 1  # ABORTED is retryable in general, not by this caller
+
+
+def test_retrying_sync_stops_after_the_policys_attempts_with_the_last_error() -> None:
+    calls, pauses = 0, []
+
+    def attempt() -> None:
+        nonlocal calls
+        calls += 1
+        raise redis.exceptions.ConnectionError(f"try {calls}")
+
+    with pytest.raises(redis.exceptions.ConnectionError, match="try 4"):
+        retry.retrying_sync(attempt, FAST, sleep=pauses.append)
+    assert calls == FAST.attempts == 4
+    assert len(pauses) == 3
+
+
+def test_retrying_sync_respects_the_deadline() -> None:
+    calls = 0
+
+    def attempt() -> None:
+        nonlocal calls
+        calls += 1
+        raise redis.exceptions.TimeoutError("slow")
+
+    with pytest.raises(redis.exceptions.TimeoutError):
+        retry.retrying_sync(attempt, FAST, deadline=0.0, sleep=lambda _: None)  # long past
+    assert calls == 1

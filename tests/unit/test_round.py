@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from devkit.kishpa_reference import is_valid_group
 from games.fair import commitment
 from games.kishpa.deal import deal_round
 from games.kishpa.errors import IllegalMoveError
 from games.kishpa.group_check import is_valid_run, is_valid_set
 from games.kishpa.record import settle_record
-from games.kishpa.reference import is_valid_group
 from games.kishpa.round import (
     DISCARD,
     END_REVEAL,

@@ -154,7 +154,7 @@ def test_settle_reports_a_bad_record_and_exits_2() -> None:
 def test_settle_takes_an_optional_stake_and_keeps_its_output_shape() -> None:
     """Issue 17: ``"stake"`` (default 1) multiplies the amounts; the output is unchanged in
     shape, one line per record, errors as before."""
-    from tests.unit.test_record import WIN_HAND, record
+    from tests.support.kishpa_records import WIN_HAND, record
 
     rec = record(end={"p3": WIN_HAND}, winner="p3", final_discard="Y3", bowl=15, last_round=True)
     staked = {**rec, "stake": 5, "bowl": 75}  # the bowl is written in tokens

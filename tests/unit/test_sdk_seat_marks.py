@@ -14,7 +14,7 @@ from kishpa.table.v1 import table_pb2
 from sdk import fairness
 from services.table.wire_events import event_message
 from shared.stream import StoredEvent, TableEvent
-from tests.unit.test_fairness_doc import _table_evidence, vectors
+from tests.support.fairness_vectors import table_evidence, vectors
 
 pytestmark = pytest.mark.unit
 
@@ -57,7 +57,7 @@ def _watch(v: dict[str, Any]) -> fairness.RoundEvidence:
 
 def test_the_record_matching_what_was_shown_live_verifies() -> None:
     v = _kishpa_vector()
-    merged = fairness.with_record(_watch(v), _table_evidence(v))
+    merged = fairness.with_record(_watch(v), table_evidence(v))
     result = fairness.verify_round(merged)
     assert result.ok, result.summary()
     assert "the seats' marks: 1 house bot (seat 2), 2 awaited" in result.summary()
@@ -78,7 +78,7 @@ def test_a_record_whose_seats_differ_from_the_live_deal_fails(field: str, value:
     changed[field] = value
     if field == "declared_seats":
         changed["awaited_seats"] = [0]  # consistent with itself, not with the live deal
-    record = _table_evidence(changed)
+    record = table_evidence(changed)
     alone = fairness.verify_round(record)
     if field in ("bot_seats", "awaited_until_ms", "record_version"):
         assert alone.ok, alone.summary()  # nothing for the record alone to catch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from games.kishpa.reference import is_valid_group, reference_winning_arrangement
+from devkit.kishpa_reference import is_valid_group, reference_winning_arrangement
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.solver import (
     Group,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from games.kishpa.reference import (
+from devkit.kishpa_reference import (
     is_valid_group,
     perturb,
     reference_best_cover,

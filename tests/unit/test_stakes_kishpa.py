@@ -36,7 +36,7 @@ from games.kishpa.tiles import ALL_FACES, TILE_COUNT, Colour, Face, face_of, jok
 from services.common.settings import MAX_STAKE
 from services.wallet.accounts import LOAD_TOKENS
 from services.wallet.batch import MAX_LOADS_PER_BATCH
-from tests.unit.test_record import WIN_HAND, record, rows
+from tests.support.kishpa_records import WIN_HAND, record, rows
 
 pytestmark = pytest.mark.unit
 

@@ -8,21 +8,15 @@ the SDK, ``kishpa verify`` and the browser's WebCrypto check (run in Node).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
-import shutil
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-from google.protobuf.json_format import MessageToDict
 from redis.asyncio import Redis
 
 from cli.play.bot import BotPlayer
@@ -44,23 +38,17 @@ from services.common.errors import error_reason
 from services.table.engine import Step
 from services.table.server import TableServer
 from tests.integration.tables.conftest import cleanup
-from tests.integration.tables.test_table_service import _open_table, _play_until
+from tests.support.fair_order import (
+    contribute,
+    kishpa_verify,
+    round_ended,
+    round_record,
+    web_verdict,
+)
+from tests.support.table_play import open_table, play_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-WEB = Path(__file__).resolve().parents[3] / "web"
-
-
-async def _contribute(
-    stub: table_pb2_grpc.TableServiceStub, md: Any, table_id: str, deal: int, text: str
-) -> table_pb2.TableView:
-    answer = await stub.Contribute(
-        table_pb2.ContributeRequest(
-            table_id=table_id, deal=deal, contribution=text, request_id=uuid.uuid4().hex
-        ),
-        metadata=md,
-    )
-    return answer.table
 
 
 async def _refused(call: Any) -> tuple[grpc.StatusCode, str | None]:
@@ -69,54 +57,8 @@ async def _refused(call: Any) -> tuple[grpc.StatusCode, str | None]:
     return caught.value.code(), error_reason(caught.value)
 
 
-async def _record(
-    stub: table_pb2_grpc.TableServiceStub, md: Any, table_id: str, round_no: int
-) -> table_pb2.RoundRecord:
-    response = await stub.GetRoundRecord(
-        table_pb2.GetRoundRecordRequest(table_id=table_id, round=round_no), metadata=md
-    )
-    return response.record
-
-
-def _ended(view: table_pb2.TableView) -> bool:
-    return view.round.round >= 2 or view.round.phase == table_pb2.ROUND_PHASE_ENDED
-
-
 async def _events(server: TableServer, table_id: str) -> list[Any]:
     return list(await server.tables.store.read_events(table_id, "0-0", count=2000))
-
-
-def _web_verdict(record: table_pb2.RoundRecord) -> dict[str, Any] | None:
-    """The browser module's verdict on the record (None when the web is not built)."""
-    if shutil.which("node") is None or not (WEB / "test" / "dist" / "fair.mjs").exists():
-        return None
-    run = subprocess.run(
-        ["node", "test/verify-record.mjs"],
-        cwd=WEB,
-        input=json.dumps(MessageToDict(record)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    verdict: dict[str, Any] = json.loads(run.stdout)
-    return verdict
-
-
-async def _kishpa_verify(
-    server: TableServer, authority: TokenAuthority, player: str, table_id: str
-) -> tuple[int, dict[str, Any]]:
-    env = {
-        **os.environ,
-        "KISHPA_TABLE_ADDR": f"127.0.0.1:{server.port}",
-        "KISHPA_TOKEN": authority.issue_player_token(player, "P").token,
-    }
-    argv = [sys.executable, "-m", "cli.main", "verify", "--table", table_id, "--round", "1"]
-    proc = await asyncio.create_subprocess_exec(
-        *argv, "--json", env=env, stdout=asyncio.subprocess.PIPE
-    )
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
-    return int(proc.returncode or 0), json.loads(out.decode())
 
 
 async def test_contributions_come_after_the_commitment_and_before_the_deal(
@@ -129,11 +71,11 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
     server: TableServer,
 ) -> None:
     ann, bob, outsider, dan = players[0], players[1], players[2], players[3]
-    table_id = await _open_table(stub, md, [ann, dan, bob], start=False)
+    table_id = await open_table(stub, md, [ann, dan, bob], start=False)
     try:
         # Dan contributes, then leaves before the start: Bob moves up to seat 1, and Dan's
         # contribution is in no deal (nor in its record).
-        await _contribute(stub, md[dan], table_id, 1, "dan-gone")
+        await contribute(stub, md[dan], table_id, 1, "dan-gone")
         await stub.LeaveTable(
             table_pb2.LeaveTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
             metadata=md[dan],
@@ -145,16 +87,16 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
         assert len(view.next_deal_commitment) == 64
         assert not view.contributed
         odd = 'b"\\🎲\x07'
-        assert (await _contribute(stub, md[ann], table_id, 1, "ann-deal-1")).contributed
-        await _contribute(stub, md[bob], table_id, 1, odd)
-        again = await _contribute(stub, md[ann], table_id, 1, "ann-deal-1")  # a repeat: no-op
+        assert (await contribute(stub, md[ann], table_id, 1, "ann-deal-1")).contributed
+        await contribute(stub, md[bob], table_id, 1, odd)
+        again = await contribute(stub, md[ann], table_id, 1, "ann-deal-1")  # a repeat: no-op
         assert again.contributed
         refusals = [
-            (_contribute(stub, md[ann], table_id, 1, "changed my mind"), "ALREADY_CONTRIBUTED"),
-            (_contribute(stub, md[ann], table_id, 2, "too early"), "CONTRIBUTIONS_CLOSED"),
-            (_contribute(stub, md[ann], table_id, 1, ""), "BAD_CONTRIBUTION"),
-            (_contribute(stub, md[ann], table_id, 1, "x" * 65), "BAD_CONTRIBUTION"),
-            (_contribute(stub, md[outsider], table_id, 1, "not mine"), "NOT_SEATED"),
+            (contribute(stub, md[ann], table_id, 1, "changed my mind"), "ALREADY_CONTRIBUTED"),
+            (contribute(stub, md[ann], table_id, 2, "too early"), "CONTRIBUTIONS_CLOSED"),
+            (contribute(stub, md[ann], table_id, 1, ""), "BAD_CONTRIBUTION"),
+            (contribute(stub, md[ann], table_id, 1, "x" * 65), "BAD_CONTRIBUTION"),
+            (contribute(stub, md[outsider], table_id, 1, "not mine"), "NOT_SEATED"),
         ]
         for call, reason in refusals:
             code, got = await _refused(call)
@@ -172,15 +114,15 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
         assert started.table.round.round == 1
         assert started.table.next_deal == 0
         assert started.table.round.server_seed == ""
-        code, reason = await _refused(_contribute(stub, md[bob], table_id, 1, "late"))
+        code, reason = await _refused(contribute(stub, md[bob], table_id, 1, "late"))
         assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "CONTRIBUTIONS_CLOSED")
 
         bots = {
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 3]) * 80)
             for n, p in enumerate([ann, bob])
         }
-        await _play_until(bots, table_id, _ended)
-        record = await _record(stub, md[ann], table_id, 1)
+        await play_until(bots, table_id, round_ended)
+        record = await round_record(stub, md[ann], table_id, 1)
         assert [(c.seat, c.contribution) for c in record.contributions] == [
             (0, "ann-deal-1"),
             (1, odd),
@@ -191,7 +133,7 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
         assert result.ok, result.summary()
         assert result.whole_table
         assert result.contributed
-        web = _web_verdict(record)
+        web = web_verdict(record)
         if web is not None:
             assert web["ok"], web["summary"]
 
@@ -219,16 +161,15 @@ async def test_contributions_come_after_the_commitment_and_before_the_deal(
         assert view.next_deal == 2 or view.round.round >= 2
         if view.next_deal == 2:
             sent = time.monotonic()
-            await _contribute(stub, md[ann], table_id, 2, "ann-deal-2")
-            await _contribute(stub, md[bob], table_id, 2, "bob-deal-2")
-            deadline = time.monotonic() + 10
-            while view.round.round < 2 and time.monotonic() < deadline:
-                view = (
-                    await stub.GetTable(
-                        table_pb2.GetTableRequest(table_id=table_id), metadata=md[ann]
-                    )
-                ).table
-                await asyncio.sleep(0.02)
+            await contribute(stub, md[ann], table_id, 2, "ann-deal-2")
+            await contribute(stub, md[bob], table_id, 2, "bob-deal-2")
+
+            async def second_deal() -> table_pb2.TableView | None:
+                request = table_pb2.GetTableRequest(table_id=table_id)
+                seen = (await stub.GetTable(request, metadata=md[ann])).table
+                return seen if seen.round.round >= 2 else None
+
+            view = await wait_until(second_deal, timeout=10, interval=0.02, message="deal 2")
             assert view.round.round == 2
             assert time.monotonic() - sent < 2.5  # well before the 3 s contribution deadline
         # The stream shows the order: each deal's commitment before its contributions,
@@ -266,9 +207,9 @@ async def test_a_seat_that_contributed_is_awaited_then_dealt_its_default(
     """Ann contributed to deal 1, so deal 2 waits for her; she sends nothing, and after the
     short deadline deal 2 is dealt with her sit-down seed."""
     ann, bob = players[0], players[1]
-    table_id = await _open_table(stub, md, [ann, bob], start=False)
+    table_id = await open_table(stub, md, [ann, bob], start=False)
     try:
-        await _contribute(stub, md[ann], table_id, 1, "only-once")
+        await contribute(stub, md[ann], table_id, 1, "only-once")
         await stub.StartGame(
             table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
             metadata=md[ann],
@@ -277,7 +218,7 @@ async def test_a_seat_that_contributed_is_awaited_then_dealt_its_default(
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 5]) * 80)
             for n, p in enumerate([ann, bob])
         }
-        await _play_until(bots, table_id, lambda v: v.round.round >= 2)
+        await play_until(bots, table_id, lambda v: v.round.round >= 2)
         events = await _events(server, table_id)
         waits = [
             e
@@ -320,7 +261,7 @@ async def test_a_declared_creator_at_a_bot_table_is_awaited_from_the_first_deal(
         assert started.table.round.round == 0  # waiting for Ann's contribution
         assert started.table.next_deal == 1
         commitment = started.table.next_deal_commitment
-        dealt = await _contribute(stub, md[ann], table_id, 1, "ann-first")
+        dealt = await contribute(stub, md[ann], table_id, 1, "ann-first")
         assert dealt.round.round == 1
         order = [
             (e.event.type, e.event.data.get("commitment"))
@@ -383,9 +324,9 @@ async def test_a_server_that_cheats_on_the_order_is_caught_by_every_verifier(
 ) -> None:
     ann, bob = players[0], players[1]
     cheat(server)
-    table_id = await _open_table(stub, md, [ann, bob], start=False)
+    table_id = await open_table(stub, md, [ann, bob], start=False)
     try:
-        await _contribute(stub, md[ann], table_id, 1, "ann-honest")
+        await contribute(stub, md[ann], table_id, 1, "ann-honest")
         await stub.StartGame(
             table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
             metadata=md[ann],
@@ -394,17 +335,17 @@ async def test_a_server_that_cheats_on_the_order_is_caught_by_every_verifier(
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80)
             for n, p in enumerate([ann, bob])
         }
-        await _play_until(bots, table_id, _ended)
-        record = await _record(stub, md[ann], table_id, 1)
+        await play_until(bots, table_id, round_ended)
+        record = await round_record(stub, md[ann], table_id, 1)
         # Everything else is consistent: the seed matches the deal's commitment, the hands
         # are the seed's. Only the order gives the cheat away.
         result = verify_round(evidence_from_record(record))
         assert not result.ok
         assert COMMITMENT_LATE in {f.check for f in result.failures}, result.summary()
-        code, out = await _kishpa_verify(server, authority, ann, table_id)
+        code, out = await kishpa_verify(server, authority, ann, table_id)
         assert code == 1, out
         assert COMMITMENT_LATE in {f["check"] for f in out["failures"]}
-        web = _web_verdict(record)
+        web = web_verdict(record)
         if web is not None:
             assert not web["ok"]
             assert COMMITMENT_LATE in web["checks"], web["summary"]
@@ -480,23 +421,23 @@ async def test_a_bot_that_discards_a_tile_it_never_held_is_named_by_every_verifi
         )
         token = authority.issue_player_token(ann, ann).token
         me = {ann: BotPlayer(channel, token, b"\x0b" * 80, HAND if hand else KISHPA)}
-        await _play_until(
-            me, table_id, lambda v: _ended(v) or v.status == table_pb2.TABLE_STATUS_CLOSED
+        await play_until(
+            me, table_id, lambda v: round_ended(v) or v.status == table_pb2.TABLE_STATUS_CLOSED
         )
         assert announced, "the bot never discarded"
         (seat, tile) = announced[0]
-        record = await _record(stub, md[ann], table_id, 1)
+        record = await round_record(stub, md[ann], table_id, 1)
         named = f"seat {seat + 1}, discard"
         result = verify_round(evidence_from_record(record))
         moves = [f.message for f in result.failures if f.check == MOVE_MISMATCH]
         assert any(named in m and f"id {tile}" in m for m in moves), result.summary()
         # Nothing else was touched: the deal itself verifies.
         assert {f.check for f in result.failures} == {MOVE_MISMATCH}, result.summary()
-        code, out = await _kishpa_verify(server, authority, ann, table_id)
+        code, out = await kishpa_verify(server, authority, ann, table_id)
         assert code == 1, out
         said = [f["message"] for f in out["failures"] if f["check"] == MOVE_MISMATCH]
         assert any(named in m and f"id {tile}" in m for m in said), out
-        web = _web_verdict(record)
+        web = web_verdict(record)
         if web is not None:
             assert not web["ok"]
             assert MOVE_MISMATCH in web["checks"], web["summary"]

@@ -34,7 +34,7 @@ from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from services.table.server import TableServer
 from tests.integration.tables.conftest import cleanup
-from tests.integration.tables.test_table_service import _open_table, _play_until
+from tests.support.table_play import open_table, play_until
 
 pytestmark = pytest.mark.integration
 
@@ -83,13 +83,13 @@ async def test_every_player_of_an_ended_round_verifies_it_and_others_are_refused
     server: TableServer,
 ) -> None:
     seated, outsider = players[:2], players[2]
-    table_id = await _open_table(stub, md, seated)
+    table_id = await open_table(stub, md, seated)
     try:
         bots = {
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 1]) * 80)
             for n, p in enumerate(seated)
         }
-        await _play_until(bots, table_id, lambda v: v.round.round >= 2)
+        await play_until(bots, table_id, lambda v: v.round.round >= 2)
 
         for seat, player in enumerate(seated):
             record = await _record(stub, md[player], table_id, 1)
@@ -233,7 +233,7 @@ async def test_a_hand_deal_verifies_for_each_player_from_the_stream_and_the_reco
             )
             for n, p in enumerate(seated)
         }
-        await _play_until(
+        await play_until(
             bots,
             table_id,
             lambda v: v.round.round >= 2 or v.status == table_pb2.TABLE_STATUS_CLOSED,

@@ -24,14 +24,14 @@ from sdk.fairness import SEATS_MISMATCH, evidence_from_record, verify_round
 from services.common.auth import TokenAuthority
 from services.table.server import TableServer
 from tests.integration.tables.conftest import cleanup
-from tests.integration.tables.test_fair_order import (
-    _contribute,
-    _ended,
-    _kishpa_verify,
-    _record,
-    _web_verdict,
+from tests.support.fair_order import (
+    contribute,
+    kishpa_verify,
+    round_ended,
+    round_record,
+    web_verdict,
 )
-from tests.integration.tables.test_table_service import _play_until
+from tests.support.table_play import play_until
 
 pytestmark = pytest.mark.integration
 
@@ -67,8 +67,8 @@ async def _play_deal_1(
             channel, authority.issue_player_token(player, player).token, b"\x0c" * 80, KISHPA
         )
     }
-    await _play_until(
-        me, table_id, lambda v: _ended(v) or v.status == table_pb2.TABLE_STATUS_CLOSED
+    await play_until(
+        me, table_id, lambda v: round_ended(v) or v.status == table_pb2.TABLE_STATUS_CLOSED
     )
 
 
@@ -100,10 +100,10 @@ async def test_a_player_alone_with_bots_is_awaited_and_his_contribution_named(
         started = await _start(stub, md[ann], table_id)
         assert started.round.round == 0  # waiting for Ann
         assert started.next_deal == 1
-        dealt = await _contribute(stub, md[ann], table_id, 1, "ann-alone-1")
+        dealt = await contribute(stub, md[ann], table_id, 1, "ann-alone-1")
         assert dealt.round.round == 1  # dealt by her contribution, not at the deadline
         await _play_deal_1(channel, authority, ann, table_id)
-        record = await _record(stub, md[ann], table_id, 1)
+        record = await round_record(stub, md[ann], table_id, 1)
         assert record.record_version == 3
         assert list(record.bot_seats) == [1, 2]
         assert list(record.declared_seats) == []
@@ -120,11 +120,11 @@ async def test_a_player_alone_with_bots_is_awaited_and_his_contribution_named(
         assert "your contribution is in this deal" in summary
         assert "2 house bots (seat 2, 3)" in summary
         assert "the server alone chose" not in summary
-        code, out = await _kishpa_verify(server, authority, ann, table_id)
+        code, out = await kishpa_verify(server, authority, ann, table_id)
         assert code == 0, out
         assert out["my_contribution"] == "ann-alone-1"
         assert out["bots_only"] is True
-        web = _web_verdict(record)
+        web = web_verdict(record)
         if web is not None:
             assert web["ok"], web["summary"]
             assert "your contribution is in this deal" in web["summary"]
@@ -148,7 +148,7 @@ async def test_a_player_alone_with_bots_is_awaited_and_his_contribution_named(
         for name, changed in tampers.items():
             bad = verify_round(evidence_from_record(changed))
             assert SEATS_MISMATCH in {f.check for f in bad.failures}, (name, bad.summary())
-            web_bad = _web_verdict(changed)
+            web_bad = web_verdict(changed)
             if web_bad is not None:
                 assert not web_bad["ok"], name
                 assert SEATS_MISMATCH in web_bad["checks"], (name, web_bad["summary"])
@@ -177,12 +177,12 @@ async def test_without_the_lone_creator_rule_the_deal_says_bots_only(
         assert started.round.round == 1
         code, reason = grpc.StatusCode.OK, ""
         try:
-            await _contribute(stub, md[ann], table_id, 1, "too late")
+            await contribute(stub, md[ann], table_id, 1, "too late")
         except grpc.aio.AioRpcError as exc:
             code, reason = exc.code(), str(exc.details())
         assert code == grpc.StatusCode.FAILED_PRECONDITION, reason
         await _play_deal_1(channel, authority, ann, table_id)
-        record = await _record(stub, md[ann], table_id, 1)
+        record = await round_record(stub, md[ann], table_id, 1)
         assert list(record.awaited_seats) == []
         assert not record.HasField("awaited_until")
         result = verify_round(evidence_from_record(record))
@@ -190,7 +190,7 @@ async def test_without_the_lone_creator_rule_the_deal_says_bots_only(
         assert result.summary().endswith(
             "; bots only, no contribution: the server alone chose this deal)"
         )
-        web = _web_verdict(record)
+        web = web_verdict(record)
         if web is not None:
             assert web["ok"], web["summary"]
             assert web["summary"].endswith(
@@ -221,16 +221,16 @@ async def test_a_server_that_does_not_wait_for_a_declared_seat_is_caught(
         started = await _start(stub, md[ann], table_id)
         assert started.round.round == 1  # not waited for
         await _play_deal_1(channel, authority, ann, table_id)
-        record = await _record(stub, md[ann], table_id, 1)
+        record = await round_record(stub, md[ann], table_id, 1)
         assert list(record.declared_seats) == [0]
         assert list(record.awaited_seats) == [0]
         result = verify_round(evidence_from_record(record, i_declared=True))
         said = [f.message for f in result.failures if f.check == SEATS_MISMATCH]
         assert any("declared seat 1 was not waited for" in m for m in said), result.summary()
-        code, out = await _kishpa_verify(server, authority, ann, table_id)
+        code, out = await kishpa_verify(server, authority, ann, table_id)
         assert code == 1, out
         assert SEATS_MISMATCH in {f["check"] for f in out["failures"]}
-        web = _web_verdict(record)
+        web = web_verdict(record)
         if web is not None:
             assert not web["ok"]
             assert "declared seat 1 was not waited for" in web["summary"]

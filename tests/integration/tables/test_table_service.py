@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
@@ -21,7 +21,6 @@ from cli.play.bot import BotPlayer
 from games.kishpa import round as rnd
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk import table_settings
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.common.settings import Settings
@@ -30,82 +29,13 @@ from shared.stream import decode
 from tests.integration.stream_wait import until_delivered
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 from tests.reference_settlement import kishpa_movements
+from tests.support.table_play import open_table, play_until
 
 pytestmark = pytest.mark.integration
 
 
-async def _open_table(
-    stub: table_pb2_grpc.TableServiceStub,
-    md: dict[str, Any],
-    players: list[str],
-    *,
-    turn_seconds: int = 60,
-    window_seconds: int = 30,
-    pause_ms: int = 30,
-    start: bool = True,
-) -> str:
-    created = await stub.CreateTable(
-        table_pb2.CreateTableRequest(
-            settings=table_settings(
-                common_pb2.GAME_KISHPA,
-                len(players),
-                turn_seconds=turn_seconds,
-                reveal_window_seconds=window_seconds,
-                next_round_pause_ms=pause_ms,
-            ),
-            request_id=uuid.uuid4().hex,
-            client_seed="creator-seed",
-        ),
-        metadata=md[players[0]],
-    )
-    table_id = created.table.table_id
-    for p in players[1:]:
-        await stub.JoinTable(
-            table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-            metadata=md[p],
-        )
-    if start:
-        await stub.StartGame(
-            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-            metadata=md[players[0]],
-        )
-    return table_id
-
-
 async def _stream_len(redis: Redis, table_id: str) -> int:
     return int(await redis.xlen(keys.events(table_id)))
-
-
-async def _play_until(
-    bots: dict[str, BotPlayer],
-    table_id: str,
-    done: Callable[[table_pb2.TableView], bool],
-    *,
-    after_each: Callable[[str, table_pb2.TableView], Any] | None = None,
-    limit: int = 5000,
-) -> table_pb2.TableView:
-    """Let every bot move in turn until ``done`` holds (sequential: state is stable between)."""
-    view = await next(iter(bots.values())).view(table_id)
-    idle = 0
-    for _ in range(limit):
-        if done(view):
-            return view
-        moved = False
-        for name, player in bots.items():
-            mine = await player.view(table_id)
-            after = await player.play(table_id, mine)
-            if after is not None:
-                moved = True
-                if after_each is not None:
-                    await after_each(name, after)
-        view = await next(iter(bots.values())).view(table_id)
-        if not moved:
-            idle += 1
-            assert idle < 500, "nobody could move for too long"
-            await asyncio.sleep(0.01)  # the deadline loop starts the next round
-        else:
-            idle = 0
-    raise AssertionError("the game did not finish")
 
 
 async def test_four_bots_play_rounds_until_the_last_round_empties_the_bowl(
@@ -116,21 +46,19 @@ async def test_four_bots_play_rounds_until_the_last_round_empties_the_bowl(
     players: list[str],
     redis: Redis,
 ) -> None:
-    table_id = await _open_table(stub, md, players)
+    table_id = await open_table(stub, md, players)
     try:
         bots = {
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n]) * 80)
             for n, p in enumerate(players)
         }
-        view = await _play_until(bots, table_id, lambda v: v.round.round >= 3)
+        view = await play_until(bots, table_id, lambda v: v.round.round >= 3)
         pressed = await stub.PressLastRound(
             table_pb2.PressLastRoundRequest(table_id=table_id, request_id="press"),
             metadata=md[players[0]],
         )
         assert pressed.table.last_round_pressed
-        view = await _play_until(
-            bots, table_id, lambda v: v.status == table_pb2.TABLE_STATUS_CLOSED
-        )
+        view = await play_until(bots, table_id, lambda v: v.status == table_pb2.TABLE_STATUS_CLOSED)
         last = view.round.round
         assert last in (3, 4), "the round after the press is the last"
         assert view.bowl == 0
@@ -172,7 +100,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
     players: list[str],
     redis: Redis,
 ) -> None:
-    table_id = await _open_table(stub, md, players)
+    table_id = await open_table(stub, md, players)
     spy = players[1]
     spy_seat = 1
     received: list[dict[str, Any]] = []
@@ -249,7 +177,7 @@ async def test_a_spying_player_never_sees_another_hand_or_the_pile(
         async def after_move(player: str, answer: table_pb2.TableView) -> None:
             await check_now([answer] if player == spy else [])
 
-        await _play_until(bots, table_id, lambda v: v.round.round >= 2, after_each=after_move)
+        await play_until(bots, table_id, lambda v: v.round.round >= 2, after_each=after_move)
         await check_now()  # the second round was dealt by the deadline loop, between moves
         # The spy sets his rack order and gets it back, reversed, on a fresh GetTable.
         view = (
@@ -302,13 +230,13 @@ async def test_fifty_concurrent_conflicting_or_duplicated_actions_apply_exactly_
     channel: grpc.aio.Channel,
     authority: TokenAuthority,
 ) -> None:
-    table_id = await _open_table(stub, md, players)
+    table_id = await open_table(stub, md, players)
     try:
         bots = {
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 3]) * 80)
             for n, p in enumerate(players)
         }
-        view = await _play_until(
+        view = await play_until(
             bots,
             table_id,
             lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS and not v.round.turn_drew,
@@ -371,7 +299,7 @@ async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
     players: list[str],
     redis: Redis,
 ) -> None:
-    table_id = await _open_table(stub, md, players)
+    table_id = await open_table(stub, md, players)
     watcher = players[2]
     try:
         bots = {
@@ -385,7 +313,7 @@ async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
             if len(seen) == 12:
                 break
         call.cancel()  # the client disconnects
-        await _play_until(bots, table_id, lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS)
+        await play_until(bots, table_id, lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS)
 
         # A dozen more rounds of moves while it is away, and more until the stream holds a
         # private fact of his since he left (a pile draw of his; a discard taken is public).
@@ -438,13 +366,13 @@ async def test_bad_input_gets_a_clear_status_and_changes_nothing(
     channel: grpc.aio.Channel,
     authority: TokenAuthority,
 ) -> None:
-    table_id = await _open_table(stub, md, players)
+    table_id = await open_table(stub, md, players)
     try:
         bots = {
             p: BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80)
             for n, p in enumerate(players)
         }
-        view = await _play_until(
+        view = await play_until(
             bots,
             table_id,
             lambda v: v.round.phase == table_pb2.ROUND_PHASE_TURNS and not v.round.turn_drew,
@@ -661,7 +589,7 @@ async def test_timers_play_late_turns_and_put_an_absent_seat_on_autoplay(
     redis: Redis,
 ) -> None:
     pair = players[:2]
-    table_id = await _open_table(stub, md, pair, turn_seconds=1, window_seconds=1)
+    table_id = await open_table(stub, md, pair, turn_seconds=1, window_seconds=1)
     try:
         for _ in range(150):  # nobody plays: the deadline loop plays every turn
             types = [f[b"type"] for _, f in await redis.xrange(keys.events(table_id))]
@@ -785,7 +713,7 @@ async def test_a_table_that_never_starts_expires_and_a_started_one_is_kept(
     players: list[str],
     redis: Redis,
 ) -> None:
-    table_id = await _open_table(stub, md, players, start=False)
+    table_id = await open_table(stub, md, players, start=False)
     try:
         assert 0 < await redis.ttl(keys.state(table_id)) <= 24 * 3600
         await stub.StartGame(

@@ -7,9 +7,7 @@ in ``table_created`` and in the phase records the workers settle.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,6 +27,7 @@ from shared import keys
 from shared.stream import decode
 from tests.integration.tables.conftest import cleanup
 from tests.reference_settlement import kishpa_movements
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -69,14 +68,14 @@ async def _create(
 
 async def _phase_record(redis: Redis, table_id: str, field: str) -> dict[str, Any]:
     """The outbox record of one phase, once the table has written it (30 s at most)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        raw = await redis.hget(keys.outbox(table_id), field)  # type: ignore[misc]
-        if raw is not None:
-            record: dict[str, Any] = json.loads(raw)["record"]
-            return record
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no {field} phase record in 30 s")
+
+    async def written() -> bytes | None:
+        raw: bytes | None = await redis.hget(keys.outbox(table_id), field)  # type: ignore[misc]
+        return raw
+
+    raw = await wait_until(written, timeout=30, message=f"the {field} phase record")
+    record: dict[str, Any] = json.loads(raw)["record"]
+    return record
 
 
 async def test_a_kishpa_table_at_stake_50_shows_and_records_its_stake(

@@ -25,7 +25,7 @@ from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from tests.integration.stream_wait import until_delivered
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
-from tests.integration.tables.test_table_service import _play_until
+from tests.support.table_play import play_until
 
 pytestmark = pytest.mark.integration
 
@@ -186,7 +186,7 @@ async def test_an_allowed_spectator_never_sees_a_rack_or_the_pile(
             for n, p in enumerate(seated)
         }
         await check_now()
-        await _play_until(bots, table_id, lambda v: v.round.round >= 2, after_each=check_now)
+        await play_until(bots, table_id, lambda v: v.round.round >= 2, after_each=check_now)
         await check_now()
         await until_delivered(redis, table_id, lambda: [e.event_id for e in watched])
     finally:

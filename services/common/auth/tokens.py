@@ -1,11 +1,4 @@
-"""Who calls: player tokens, workload certificates, operators, and the interceptor.
-
-Under mutual TLS a *workload* is who its verified client certificate says (a call without a
-token over the ``table`` certificate is the table service): no secret is shared between
-workloads, and production (``KISHPA_PRODUCTION=1``) holds none. *Operators* are who the
-identity provider says (``services.common.oidc``). What follows about service credentials
-and admin tokens is the development model (plain ``make run``), refused where no shared key
-is configured.
+"""Tokens: the callers they name, and minting and verifying them (:class:`TokenAuthority`).
 
 Tokens are HS256 JWTs. A *player token* (signed with ``KISHPA_TOKEN_SECRET``) names the
 player: ``sub`` is the player id, ``name`` the display name, ``typ`` is ``"player"``. A
@@ -17,44 +10,30 @@ makes an :class:`Admin` caller, separate from players and services: the *develop
 operator issuer*, accepted only where the shared key is. Tokens of an external
 OpenID Connect provider (``services.common.oidc``, when configured) are accepted too: they
 name a player, or an admin when they carry the admin role.
-
-Servicers never read the player from a request body: the interceptor verifies the
-``authorization: Bearer <jwt>`` metadata and stores the caller for the duration of the call;
-servicers ask :func:`current_player` or :func:`require_service`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import threading
 import time
 from collections.abc import (
-    AsyncIterator,
-    Awaitable,
     Callable,
     Collection,
-    Iterator,
     Mapping,
-    Sequence,
 )
 from concurrent.futures import ThreadPoolExecutor
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-import grpc
 import jwt
-import structlog
 from pydantic import SecretStr
 
-from services.common.access import OPERATOR_ROLES, PROXIES, WORKLOADS, allowed, refusal
-from services.common.errors import PermissionDenied, Unauthenticated, Unavailable, abort_with
-from services.common.handlers import wrap_handler
+from services.common.access import OPERATOR_ROLES
+from services.common.errors import Unauthenticated
 from services.common.oidc import OidcVerifier, oidc_verifier_from_settings
 from services.common.settings import Settings
-from services.common.tls import peer_identity
 
 ISSUER: Final = "kishpa"
 ALGORITHM: Final = "HS256"
@@ -82,17 +61,6 @@ KEY_FETCH_THREADS: Final = 4
 _key_fetchers = ThreadPoolExecutor(KEY_FETCH_THREADS, thread_name_prefix="kishpa-oidc")
 """Verification that may fetch the provider's keys runs here, never on the event loop: a
 slow key endpoint delays only calls carrying a provider token not seen before."""
-
-DEFAULT_PUBLIC_METHODS: Final[frozenset[str]] = frozenset(
-    {
-        "/grpc.health.v1.Health/Check",
-        "/grpc.health.v1.Health/Watch",
-        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-        "/kishpa.auth.v1.AuthService/Login",
-    }
-)
-"""Methods callable without a token: health probes, reflection, and logging in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,82 +440,6 @@ class TokenAuthority:
         return claims
 
 
-# -- the caller of the current RPC ---------------------------------------------------------
-
-_caller: ContextVar[Caller | None] = ContextVar("kishpa_caller", default=None)
-
-
-def caller_label(caller: Caller | None) -> str:
-    """How logs name a caller: the player id, ``service:<name>``, or ``anonymous``."""
-    if caller is None:
-        return "anonymous"
-    if isinstance(caller, Player):
-        return caller.player_id
-    if isinstance(caller, Admin):
-        return ADMIN_SUBJECT_PREFIX + caller.admin_id
-    return SERVICE_SUBJECT_PREFIX + caller.name
-
-
-def identities(caller: Caller | None) -> frozenset[str]:
-    """The identities of :mod:`services.common.access` a caller has."""
-    if caller is None:
-        return frozenset()
-    if isinstance(caller, Player):
-        return frozenset({"player"})
-    if isinstance(caller, Admin):
-        return frozenset(f"admin:{role}" for role in caller.roles)
-    return frozenset({f"service:{caller.name}"})
-
-
-def current_caller() -> Caller | None:
-    """Who is calling the current RPC (``None`` on a public method without a token)."""
-    return _caller.get()
-
-
-def current_player() -> Player:
-    """The player calling the current RPC; a service or anonymous caller is refused."""
-    caller = _caller.get()
-    if caller is None:
-        raise Unauthenticated("TOKEN_MISSING", "this call needs a player token")
-    if not isinstance(caller, Player):
-        raise PermissionDenied("PLAYER_REQUIRED", "this call must be made by a player")
-    return caller
-
-
-def require_service(*allowed: str) -> Service:
-    """The service calling the current RPC; players (and services not in ``allowed``) refused."""
-    caller = _caller.get()
-    if caller is None:
-        raise Unauthenticated("TOKEN_MISSING", "this call needs a service credential")
-    if not isinstance(caller, Service):
-        raise PermissionDenied("SERVICE_REQUIRED", "only an internal service may call this")
-    if allowed and caller.name not in allowed:
-        raise PermissionDenied("SERVICE_NOT_ALLOWED", f"service {caller.name} may not call this")
-    return caller
-
-
-def require_admin() -> Admin:
-    """The operator calling the current RPC; players and services are refused."""
-    caller = _caller.get()
-    if caller is None:
-        raise Unauthenticated("TOKEN_MISSING", "this call needs an admin token")
-    if not isinstance(caller, Admin):
-        raise PermissionDenied(
-            "ADMIN_REQUIRED", "only an operator with the admin role may call this"
-        )
-    return caller
-
-
-@contextlib.contextmanager
-def acting_as(caller: Caller | None) -> Iterator[Caller | None]:
-    """Run a block as ``caller`` (for code that calls servicer logic outside an RPC)."""
-    reset = _caller.set(caller)
-    try:
-        yield caller
-    finally:
-        _caller.reset(reset)
-
-
 def _numeric_date(claims: Mapping[str, Any], name: str) -> int:
     """A NumericDate claim as whole seconds; anything but a sane number is TOKEN_INVALID."""
     value = claims.get(name)
@@ -557,262 +449,3 @@ def _numeric_date(claims: Mapping[str, Any], name: str) -> int:
     if not (math.isfinite(value) and 0 <= value <= MAX_NUMERIC_DATE):
         raise Unauthenticated("TOKEN_INVALID", f"the token's {name} is out of range")
     return int(value)
-
-
-def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
-    """The token in an ``authorization: Bearer <jwt>`` entry, or ``None`` if there is none.
-
-    The scheme is case-insensitive (RFC 6750, RFC 9110 section 11.1); a value over
-    :data:`MAX_TOKEN_CHARS` is refused before anything else looks at it.
-    """
-    for key, value in metadata or ():
-        if key.lower() == AUTHORIZATION_KEY:
-            if len(value) > MAX_TOKEN_CHARS + len(BEARER_PREFIX) + 16:
-                raise Unauthenticated(
-                    "TOKEN_TOO_LARGE", f"the token is over {MAX_TOKEN_CHARS} characters"
-                )
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-            scheme, _, token = text.strip().partition(" ")
-            if scheme.lower() != BEARER_PREFIX.strip().lower() or not token.strip():
-                raise Unauthenticated(
-                    "TOKEN_INVALID", "the authorization metadata must be 'Bearer <token>'"
-                )
-            return token.strip()
-    return None
-
-
-class CallerVerifier(Protocol):
-    """What the interceptor needs: a bearer token in, the caller out (or Unauthenticated).
-
-    :class:`TokenAuthority` is one; another identity source (an OIDC verifier) plugs in here
-    by wrapping it, e.g. trying its own issuer first and falling back to ours. A verifier
-    with an awaitable ``verify_async`` is awaited instead (work that may block, such as
-    fetching a provider's keys, must not hold up the event loop).
-    """
-
-    def verify(self, token: str) -> Caller:
-        """The caller ``token`` names; raises :class:`Unauthenticated` otherwise."""
-        ...
-
-
-RefusalHook = Callable[[str, Caller, PermissionDenied], Awaitable[None]]
-"""Called with (method, caller, refusal) when the access table refuses a caller."""
-
-
-async def _verified_caller(authority: CallerVerifier, token: str) -> Caller:
-    verify_async = getattr(authority, "verify_async", None)
-    if verify_async is not None:
-        caller: Caller = await verify_async(token)
-        return caller
-    return authority.verify(token)
-
-
-def certified_workload(context: Any) -> Service | None:
-    """The workload a call's verified client certificate names, if it names one.
-
-    Only a workload of :data:`services.common.access.WORKLOADS` is anybody here: a
-    certificate of the same CA issued to a person's tool (an operator's CLI) names no
-    workload and so grants nothing by itself; nor does a proxy's (the edge's), which always
-    carries its caller's token.
-    """
-    peer = peer_identity(context)
-    return Service(peer) if peer in WORKLOADS and peer not in PROXIES else None
-
-
-class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Finds who calls (the bearer token, else the workload certificate), checks him against
-    :data:`services.common.access.ACCESS`, and sets the caller for the servicer.
-
-    A call without a token over a connection whose verified client certificate names a
-    workload is that workload (mutual TLS: the certificate is the credential). With
-    ``require_service_certificate`` (any TLS listener) a service *token* is accepted only
-    with a client certificate naming the same workload: the shared service key alone never
-    makes anyone the settlement worker, and a server-only TLS port refuses service tokens.
-    """
-
-    def __init__(
-        self,
-        authority: CallerVerifier,
-        public_methods: Collection[str] = DEFAULT_PUBLIC_METHODS,
-        *,
-        require_service_certificate: bool = False,
-        on_refusal: RefusalHook | None = None,
-    ) -> None:
-        self._authority = authority
-        self._public = frozenset(public_methods)
-        self._require_certificate = require_service_certificate
-        self._on_refusal = on_refusal
-
-    async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        handler = await continuation(handler_call_details)
-        method: str = handler_call_details.method
-        if handler is None or method in self._public:
-            return handler
-        metadata = handler_call_details.invocation_metadata
-        authority = self._authority
-        require_certificate = self._require_certificate
-        on_refusal = self._on_refusal
-
-        @contextlib.asynccontextmanager
-        async def authenticated(
-            _: str, context: grpc.aio.ServicerContext[Any, Any]
-        ) -> AsyncIterator[None]:
-            try:
-                token = bearer_token(metadata)
-                caller: Caller | None
-                if token is None:
-                    caller = certified_workload(context)
-                    if caller is None:
-                        raise Unauthenticated(
-                            "TOKEN_MISSING", "missing 'authorization: Bearer <token>' metadata"
-                        )
-                else:
-                    caller = await _verified_caller(authority, token)
-            except (Unauthenticated, Unavailable) as exc:
-                # Unavailable: an identity provider whose keys cannot be fetched now.
-                await abort_with(context, exc)
-                raise  # abort_with always raises; this tells the type checker so
-            try:
-                _check_access(method, caller, context, require_certificate, token is not None)
-            except PermissionDenied as exc:
-                if on_refusal is not None:
-                    await on_refusal(method, caller, exc)
-                await abort_with(context, exc)
-                raise
-            _caller.set(caller)
-            # Every log line of the call names its caller (ids only, never the token).
-            structlog.contextvars.bind_contextvars(caller=caller_label(caller))
-            try:
-                yield
-            finally:
-                # Not ContextVar.reset(): a cancelled stream's generator may be closed from
-                # another context, where a reset token raises. Each call runs in a context of
-                # its own, so clearing is enough.
-                _caller.set(None)
-                structlog.contextvars.unbind_contextvars("caller")
-
-        return wrap_handler(handler, method, authenticated)
-
-
-def _check_access(
-    method: str, caller: Caller, context: Any, require_certificate: bool, by_token: bool
-) -> None:
-    """Refuse ``caller`` on ``method`` unless the access table and his certificate allow it."""
-    if isinstance(caller, Service) and by_token:
-        peer = peer_identity(context)
-        if peer is None and require_certificate:
-            raise PermissionDenied(
-                "PEER_CERTIFICATE_REQUIRED",
-                "a service credential is accepted only with its workload's client certificate",
-            )
-        if peer is not None and peer != caller.name:
-            raise PermissionDenied(
-                "PEER_IDENTITY_MISMATCH",
-                f"the credential names {caller.name} but the certificate names {peer}",
-            )
-    who = identities(caller)
-    verdict = allowed(method, who)
-    if verdict is None:
-        return  # not an RPC of the contract (a test's own service): a valid token suffices
-    if not verdict:
-        reason, message = refusal(method, who)
-        raise PermissionDenied(reason, message)
-
-
-# -- client side --------------------------------------------------------------------------
-
-
-def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:
-    """Call metadata carrying ``token``: ``stub.Method(req, metadata=bearer_metadata(t))``."""
-    return ((AUTHORIZATION_KEY, BEARER_PREFIX + token),)
-
-
-class ServiceCredentials:
-    """A workload's credential for outgoing calls.
-
-    With an authority holding the shared service key (development, ``make run``): a service
-    token, re-minted shortly before it expires. Without one (``authority=None``, mutual TLS):
-    nothing at all, the client certificate the channel presents says who calls.
-    """
-
-    def __init__(self, authority: TokenAuthority | None, service_name: str) -> None:
-        self._authority = authority
-        self._service_name = service_name
-        self._issued: IssuedToken | None = None
-
-    @classmethod
-    def for_process(cls, settings: Settings, service_name: str) -> ServiceCredentials:
-        """The credential of this process: a token only where the shared key is in use."""
-        authority = TokenAuthority.from_settings(settings)
-        return cls(authority if authority.shared_service_key else None, service_name)
-
-    @property
-    def by_certificate(self) -> bool:
-        """Whether the channel's client certificate is the whole credential."""
-        return self._authority is None
-
-    def token(self) -> str:
-        """A valid credential (cached until a fifth of its lifetime remains); "" when the
-        certificate is the credential."""
-        if self._authority is None:
-            return ""
-        now = time.time()
-        margin = self._authority.service_token_ttl_seconds / 5
-        if self._issued is None or self._issued.expires_at - margin <= now:
-            self._issued = self._authority.issue_service_token(self._service_name)
-        return self._issued.token
-
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        """Call metadata carrying a valid credential (none when the certificate is it)."""
-        token = self.token()
-        return bearer_metadata(token) if token else ()
-
-
-TokenSource = Callable[[], str]
-
-
-def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
-    metadata = grpc.aio.Metadata(
-        *[(k, v) for k, v in (details.metadata or ()) if k != AUTHORIZATION_KEY]
-    )
-    metadata.add(AUTHORIZATION_KEY, BEARER_PREFIX + token)
-    return grpc.aio.ClientCallDetails(
-        details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
-    )
-
-
-class BearerUnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
-    """Client interceptor adding ``authorization: Bearer`` from ``token_source`` to each call."""
-
-    def __init__(self, token_source: TokenSource) -> None:
-        self._token_source = token_source
-
-    async def intercept_unary_unary(
-        self, continuation: Any, client_call_details: grpc.aio.ClientCallDetails, request: Any
-    ) -> Any:
-        return await continuation(_with_token(client_call_details, self._token_source()), request)
-
-
-class BearerUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
-    """Client interceptor adding ``authorization: Bearer`` to server-streaming calls."""
-
-    def __init__(self, token_source: TokenSource) -> None:
-        self._token_source = token_source
-
-    async def intercept_unary_stream(
-        self, continuation: Any, client_call_details: grpc.aio.ClientCallDetails, request: Any
-    ) -> Any:
-        return await continuation(_with_token(client_call_details, self._token_source()), request)
-
-
-def bearer_interceptors(
-    token_source: TokenSource,
-) -> list[grpc.aio.ClientInterceptor]:
-    """Interceptors for ``grpc.aio.insecure_channel(addr, interceptors=...)``."""
-    return [BearerUnaryUnary(token_source), BearerUnaryStream(token_source)]
