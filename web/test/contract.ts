@@ -76,6 +76,7 @@ function tiles(event: TableEvent): Tile[] {
     case "gameEnded":
     case "seedCommitted":
     case "contributionAccepted":
+    case "playerReady":
     case undefined:
       return [];
     default: {
