@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import grpc
 import redis
 from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from games.ledger import Posting
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
@@ -39,7 +40,7 @@ from shared.tls import sync_channel
 from workers import metrics
 from workers.celery_app import PERIODIC_CHECK, kishpa_task
 from workers.config import worker_config
-from workers.outbox import TRIMMED_FIELD
+from workers.outbox import TRIMMED_FIELD, phase_order
 from workers.settlement import PermanentSettlementError, compute_postings, redis_client
 from workers.wallet_client import CHANNEL_OPTIONS
 
@@ -89,6 +90,12 @@ ACTIONS: Mapping[str, str] = {
         "the ledger's postings for a phase are not what the rules compute from the table's "
         "phase record (a doctored posting or a changed rule): run `kishpa wallet reconcile`, "
         "then correct with audited admin batches"
+    ),
+    "balance_mismatch": (
+        "a player's balance in the table's balances hash (what the table shows) differs from "
+        "the ledger's balance right after the batch that wrote it: the ledger is the truth; "
+        "the next settled phase rewrites the hash. If it recurs, compare "
+        "`kishpa wallet history --table <table>` with the table's events and escalate"
     ),
     "bad_phase_record": (
         "a phase record in the outbox cannot be read: it is also dead-lettered; see "
@@ -321,6 +328,76 @@ def _show(movements: Sequence[tuple[str, str, int, str]]) -> str:
     return text if len(text) <= 600 else text[:600] + "..."
 
 
+# --- the balances the table shows (Redis) against the ledger ----------------------------
+
+
+BALANCES_ORDER_FIELD = "_balances_order"
+"""Settled-hash field (settle.lua): the order of the phase whose settlement wrote the
+balances hash."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableBalances:
+    """The table's balances hash and the ledger batch that wrote it, read atomically."""
+
+    batch_id: int
+    """The batch of the phase named by ``_balances_order`` (0: that phase moved nothing,
+    its balances were read from the wallet at some moment no batch marks)."""
+    balances: Mapping[str, int]
+    """Player id -> the balance the table shows."""
+
+
+def read_table_balances(client: redis.Redis, table_id: str) -> TableBalances | None:
+    """The balances hash with the batch that wrote it (None: no settlement wrote it yet).
+
+    One MULTI read, as settle.lua writes the hash, ``_balances_order`` and the phase's
+    settled mark in one script: the three always belong together.
+    """
+    pipe = client.pipeline(transaction=True)
+    pipe.hgetall(keys.balances(table_id))
+    pipe.hgetall(keys.settled(table_id))
+    raw_balances, settled = pipe.execute()
+    marks = {_text(k): v for k, v in settled.items()}
+    order = marks.get(BALANCES_ORDER_FIELD)
+    if order is None:
+        return None  # seeded from the wallet at seating (wallet_balances.py): no batch
+    batch_id = 0
+    for phase_field, raw in marks.items():
+        head, _, phase = phase_field.partition(":")
+        if head.isdigit() and phase_order(int(head), phase) == int(order):
+            try:
+                batch_id = int(json.loads(raw).get("batch_id") or 0)
+            except (ValueError, AttributeError):
+                batch_id = 0
+    balances = {_text(k): int(v) for k, v in raw_balances.items()}
+    return TableBalances(batch_id, balances)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def compare_balances(
+    table_id: str, shown: TableBalances, ledger_after: Mapping[str, int]
+) -> list[Difference]:
+    """Each player whose shown balance differs from the ledger's after ``shown.batch_id``.
+
+    ``ledger_after``: player id -> the ledger balance of ``player:<id>`` right after that
+    batch, for the players the batch posted to (only they are comparable: the workers took
+    the others' balances from the wallet at a moment no batch marks). Pure.
+    """
+    return [
+        Difference(
+            "balance_mismatch",
+            table_id,
+            f"table {table_id} account player:{player}: Redis balance {shown.balances[player]}, "
+            f"ledger balance {ledger_after[player]} after batch {shown.batch_id}",
+        )
+        for player in sorted(shown.balances)
+        if player in ledger_after and shown.balances[player] != ledger_after[player]
+    ]
+
+
 # --- reading the facts ------------------------------------------------------------------
 
 
@@ -372,6 +449,8 @@ class Sources(Protocol):
 
     def nonzero_tables(self) -> Iterable[str]: ...
 
+    def balances_after(self, batch_id: int, players: Sequence[str]) -> Mapping[str, int]: ...
+
     def record(self, report: DriftReport, source: str, started: float) -> int: ...
 
 
@@ -386,6 +465,8 @@ class GrpcSources:
         self._wallet_channel = sync_channel(settings.wallet_addr, tls, options=CHANNEL_OPTIONS)
         self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
         self._wallet = wallet_pb2_grpc.WalletServiceStub(self._wallet_channel)
+        self._batch_times: dict[int, Timestamp] = {}
+        """Batch id -> its effective time, from the ledger reads (statements start there)."""
 
     def close(self) -> None:
         self._table_channel.close()
@@ -432,7 +513,27 @@ class GrpcSources:
             )
             for b in reply.batches
         )
+        for b in reply.batches:
+            if b.transfers:
+                self._batch_times[b.batch_id] = b.transfers[0].effective_time
         return LedgerFacts(reply.bowl, reply.pot, batches)
+
+    def balances_after(self, batch_id: int, players: Sequence[str]) -> Mapping[str, int]:
+        """Each player's running balance after his last posting in ``batch_id`` (statement)."""
+        since = self._batch_times.get(batch_id)
+        out: dict[str, int] = {}
+        for player in players:
+            request = wallet_pb2.GetAccountStatementRequest(account=f"player:{player}")
+            if since is not None:
+                request.since.CopyFrom(since)
+            stream = self._wallet.GetAccountStatement(
+                request, metadata=self._credentials.metadata(), timeout=CALL_TIMEOUT_S
+            )
+            for chunk in stream:
+                for line in chunk.lines:
+                    if line.batch_id == batch_id:
+                        out[player] = int(line.balance)
+        return out
 
     def nonzero_tables(self) -> Iterable[str]:
         token = ""
@@ -496,7 +597,36 @@ def check_drift(
         report.differences.extend(
             compare(table_id, facts, table, ledger, expected, settled_still=still)
         )
+        if still:
+            report.differences.extend(_balance_differences(client, sources, table_id, ledger))
     return report
+
+
+def _balance_differences(
+    client: redis.Redis, sources: Sources, table_id: str, ledger: LedgerFacts
+) -> list[Difference]:
+    """The table's shown balances against the ledger's right after the batch that wrote them.
+
+    Only a batch the ledger read holds is compared (one settled later is the next run's),
+    and only the players it posted to: their balance after it is a ledger fact, whatever
+    they did at other tables since.
+    """
+    shown = read_table_balances(client, table_id)
+    if shown is None or not shown.batch_id:
+        return []
+    batch = next((b for b in ledger.batches if b.batch_id == shown.batch_id), None)
+    if batch is None:
+        return []
+    posted = {
+        account.removeprefix("player:")
+        for p in batch.postings
+        for account in (p.from_account, p.to_account)
+        if account.startswith("player:")
+    }
+    players = sorted(posted & set(shown.balances))
+    if not players:
+        return []
+    return compare_balances(table_id, shown, sources.balances_after(shown.batch_id, players))
 
 
 def expected_postings(record: PhaseRecord) -> Sequence[Posting]:

@@ -6,9 +6,10 @@
   from its own record of play (the phase records the table wrote, through the game's rules,
   plus the opening grants of the players it seated);
 - ``kishpa wallet drift`` finds the live tables agree with the ledger, then reports each of a
-  doctored bowl in Redis, a doctored posting, a phase settled twice by hand and a batch
-  without a phase, with what to do; the run is recorded, and a worker's beat-driven drift
-  check raises the ``kishpa_wallet_drift_differences`` gauge the alert fires on.
+  doctored bowl in Redis, a doctored balance in the table's balances hash, a doctored
+  posting, a phase settled twice by hand and a batch without a phase, with what to do; the
+  run is recorded, and a worker's beat-driven drift check raises the
+  ``kishpa_wallet_drift_differences`` gauge the alert fires on.
 """
 
 from __future__ import annotations
@@ -235,6 +236,10 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
         doctored_at = dt.datetime.now(dt.UTC)
         doctored_bowl, other = tables
         doctor_bowl(client, doctored_bowl, 7)
+        # A balance the table shows, after its real settlements (issue 35).
+        shown_player = records[doctored_bowl]["2:end"]["record"]["players"][0]
+        assert int(client.hget(keys.balances(doctored_bowl), shown_player)) != 999999
+        client.hset(keys.balances(doctored_bowl), shown_player, 999999)
         engine = create_wallet_engine(wallet.url, pool_size=1)
         with engine.begin() as conn:
             conn.execute(
@@ -290,7 +295,14 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
             ("phase_settled_twice", doctored_bowl),
             ("postings_differ", other),
             ("batch_without_phase", other),
+            ("balance_mismatch", doctored_bowl),
         } <= seen
+        mismatched = [d["detail"] for d in drift["differences"] if d["check"] == "balance_mismatch"]
+        assert len(mismatched) == 1
+        assert mismatched[0].startswith(
+            f"table {doctored_bowl} account player:{shown_player}: Redis balance 999999, "
+            "ledger balance "
+        )
         assert {t for _, t in seen} <= set(tables)
         assert all(d["action"] for d in drift["differences"])
 
