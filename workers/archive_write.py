@@ -22,7 +22,7 @@ import redis
 
 from archive.database import create_archive_engine
 from archive.migrate import prepare_archive
-from archive.round_fold import fold_round
+from archive.round_fold import ENDING_EVENTS, fold_round
 from archive.round_proto import public_bytes
 from archive.store import ArchiveConflict, ArchiveStore, PhaseRow, RoundRow
 from services.common.logging import get_logger
@@ -35,6 +35,7 @@ log = get_logger(__name__)
 ENDING_PHASES = frozenset({("kishpa", "end"), ("hand", "payout")})
 """The phase that ends a round (Kishpa) or a game's deals (Hand)."""
 READ_PAGE = 500
+SETTLED = "settled"
 
 
 class ArchiveRefused(Exception):
@@ -57,19 +58,27 @@ def _text(value: bytes | str) -> str:
 def events_back_to(client: redis.Redis, table_id: str, first_round: int) -> list[StoredEvent]:
     """The table's events from just before ``first_round`` to the end, in stream order.
 
-    Read backwards page by page, and stopped at the first event of a round before the one
-    preceding ``first_round`` (that one holds the deal's commitment and contributions), so
-    the cost is the rounds archived, not the table's age.
+    Read backwards page by page and stopped at the end of the round before ``first_round``
+    (after it come the deal's commitment and contributions), so the cost is the rounds
+    archived, not the table's age. Events of round 0 (before the first deal, and
+    ``table_closed`` at the very end) and ``settled`` events never stop the read.
     """
     out: list[StoredEvent] = []
     upper = "+"
+    previous = first_round - 1
     while True:
         page: Any = client.xrevrange(keys.events(table_id), max=upper, min="-", count=READ_PAGE)
         if not page:
             break
         for entry_id, fields in page:
             event = decode(fields)
-            if event.round < first_round - 1:
+            # A ``settled`` event carries its phase's round but is written whenever that
+            # phase settles (possibly rounds later): it never marks where a round is.
+            late = event.type == SETTLED
+            if not late and (
+                0 < event.round < previous
+                or (event.round == previous > 0 and event.type in ENDING_EVENTS)
+            ):
                 return out[::-1]
             out.append(StoredEvent(_text(entry_id), event))
         upper = "(" + _text(page[-1][0])

@@ -354,10 +354,11 @@ class Worker:
 
 
 def start_table_service(
-    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str
+    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str, name: str = "table", **extra: str
 ) -> tuple[Process, int]:
-    """A real ``kishpa serve table`` on ``worker``'s backend that enqueues to its queue;
-    returns the process and its port."""
+    """A real ``kishpa serve table`` on ``worker``'s backend that enqueues to its queue
+    (``extra``: more environment, e.g. ``ARCHIVE_DATABASE_URL``); returns the process and
+    its port."""
     port = free_port()
     env = worker.backend.env(
         KISHPA_TOKEN_SECRET=token_secret,
@@ -366,7 +367,8 @@ def start_table_service(
         KISHPA_METRICS_PORT=str(free_port()),
         KISHPA_WORKER_QUEUE=worker.queue,
         KISHPA_WALLET_ADDR=wallet.addr,
+        **extra,
     )
-    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
+    process = Process("table", [KISHPA, "serve", "table"], env, tmp / f"{name}.log").start()
     wait_for(lambda: port_open(port), 30, "the table service to listen")
     return process, port
