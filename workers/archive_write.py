@@ -13,9 +13,9 @@ player's game, all in one transaction. Writing it twice is a no-op.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
 import redis
@@ -42,13 +42,21 @@ class ArchiveRefused(Exception):
     """The archive holds other facts for this round: settling it cannot go on."""
 
 
-@cache
+_STORES: dict[str, ArchiveStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
 def archive_store(url: str) -> ArchiveStore:
     """The process's archive (one engine per URL); an embedded SQLite archive is created
     here, a PostgreSQL one must be migrated already (else this raises, and is tried again
-    at the next write)."""
-    prepare_archive(url)
-    return ArchiveStore(create_archive_engine(url))
+    at the next write). One thread prepares it; the others wait (Alembic is not
+    thread-safe, and SQLite would make them queue on its lock anyway)."""
+    with _STORES_LOCK:
+        store = _STORES.get(url)
+        if store is None:
+            prepare_archive(url)
+            store = _STORES[url] = ArchiveStore(create_archive_engine(url))
+        return store
 
 
 def _text(value: bytes | str) -> str:
