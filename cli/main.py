@@ -23,6 +23,7 @@ COMMAND_GROUPS = (
     "demo",
     "rules",
     "wallet",
+    "history",
     "admin",
     "serve",
     "worker",

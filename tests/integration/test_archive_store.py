@@ -4,6 +4,10 @@ wallet's), monthly partitions, idempotent keyed writes, conflicts refused, pagin
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,10 +18,13 @@ from archive.database import create_archive_engine
 from archive.migrate import current_revision, head_revision, upgrade
 from archive.schema import phases, player_games, rounds
 from archive.store import ArchiveConflict, ArchiveStore, PhaseRow, RoundRow
-from services.wallet.database import temporary_postgres_database
+from games.ledger import Posting
+from services.wallet.database import create_wallet_engine, temporary_postgres_database
+from services.wallet.ledger import Ledger
 from services.wallet.migrate import current_revision as wallet_revision
 from services.wallet.migrate import upgrade as wallet_upgrade
 from tests.conftest import TEST_DATABASE_URL
+from tests.integration.workers_support import KISHPA
 
 pytestmark = pytest.mark.integration
 
@@ -170,3 +177,71 @@ def test_postgres_keeps_each_month_in_its_own_partition(store: ArchiveStore) -> 
     row = store.round("t4", 2)
     assert row is not None
     assert row.results == {"ann": 3, "ben": -3}
+
+
+def test_prune_keeps_what_the_ledger_still_references_and_drops_whole_old_months(
+    url: str, store: ArchiveStore
+) -> None:
+    """``kishpa history prune`` (the CronJob's command) on the shared database: rounds past
+    retention go, except a table the ledger posted to within the period; on PostgreSQL a
+    month with nothing to keep is dropped whole."""
+    for table, at in (("kept", MARCH), ("gone", MARCH + 1), ("gone", APRIL)):
+        n = 1 if at != APRIL else 2
+        store.write_ending(
+            _end(table, n, at, f"{table}{n}"),
+            [_round(table, n, at)],
+            phase_rounds=(n, n),
+            now_ms=at,
+        )
+    recent = int(time.time() * 1000) - 1000
+    store.write_ending(
+        _end("new", 1, recent, "n1"), [_round("new", 1, recent)], phase_rounds=(1, 1), now_ms=recent
+    )
+    engine = create_wallet_engine(url, pool_size=1)
+    try:
+        ledger = Ledger(engine)
+        ledger.open_wallet("ann")
+        # A refund of table "kept" today: finance still follows it to its round.
+        ledger.apply_batch(
+            "late-refund",
+            [Posting("bank", "player:ann", 1, "bank_load", table_id="kept", round=1, phase="end")],
+        )
+    finally:
+        engine.dispose()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KISHPA_", "ARCHIVE_"))}
+    env["DATABASE_URL"] = url  # the archive defaults to the wallet's database
+    dry = subprocess.run(
+        [KISHPA, "history", "prune", "--retention-days", "30", "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["rounds_removed"] == 2
+    assert store.round("gone", 1) is not None  # a dry run removes nothing
+    done = subprocess.run(
+        [KISHPA, "history", "prune", "--retention-days", "30"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["rounds_removed"] == 2
+    assert report["tables_kept"] == ["kept"]
+    assert store.round("gone", 1) is None
+    assert store.round("gone", 2) is None
+    assert store.round("kept", 1) is not None
+    assert store.round("new", 1) is not None
+    assert store.player_games("ann", before=None, limit=10)[-1].table_id == "kept"
+    if store.engine.dialect.name == "postgresql":
+        assert report["months_dropped"] == ["2026-04"]  # March keeps "kept"
+        with store.engine.connect() as conn:
+            months = partitions.attached_months(conn)
+        assert (2026, 4) not in months
+        assert (2026, 3) in months
+        assert len(report["months_ahead"]) == partitions.MONTHS_AHEAD + 1

@@ -11,6 +11,7 @@ nets the reference settlement (tests/reference_settlement.py) computes from the 
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,12 +27,20 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import history_pb2, history_pb2_grpc, table_pb2, table_pb2_grpc
 from sdk.fairness import evidence_from_record, verify_round
 from services.common.auth import TokenAuthority, bearer_metadata
+from services.common.errors import error_reason
 from services.wallet.database import temporary_postgres_database
 from shared import keys
 from tests.conftest import TEST_DATABASE_URL
 from tests.e2e import test_hand_game as hand_e2e
 from tests.integration import test_workers_table_e2e as kishpa_e2e
-from tests.integration.workers_support import SHARED, Wallet, Worker, free_port, wait_for
+from tests.integration.workers_support import (
+    KISHPA,
+    SHARED,
+    Wallet,
+    Worker,
+    free_port,
+    wait_for,
+)
 from tests.integration.workers_support import start_table_service as table_service
 from tests.reference_settlement import add_movements, hand_movements, kishpa_movements
 
@@ -88,6 +97,84 @@ async def _history(port: int, secret: str, player: str, table_id: str) -> tuple[
 def _settled_batches(client: Any, table_id: str, fields: list[str]) -> list[str]:
     settled = {k.decode(): json.loads(v) for k, v in client.hgetall(keys.settled(table_id)).items()}
     return [settled[f]["batch_id"] for f in fields if settled[f]["batch_id"]]
+
+
+def _kishpa(env: dict[str, str], *args: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [KISHPA, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+async def _refusals(port: int, secret: str, players: list[str], table_id: str) -> None:
+    """Client input mistakes get the documented statuses, never INTERNAL."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = history_pb2_grpc.HistoryServiceStub(channel)
+        me = _md(secret, players[0])
+        stranger = _md(secret, f"stranger-{uuid.uuid4().hex[:6]}")
+        cases = [
+            (
+                stub.ListPlayerGames(history_pb2.ListPlayerGamesRequest(page_size=-1), metadata=me),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "INVALID_PAGE_SIZE",
+            ),
+            (
+                stub.ListPlayerGames(
+                    history_pb2.ListPlayerGamesRequest(page_token="x!"), metadata=me
+                ),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "BAD_PAGE_TOKEN",
+            ),
+            (
+                stub.ListPlayerGames(
+                    history_pb2.ListPlayerGamesRequest(player_id=players[1]), metadata=me
+                ),
+                grpc.StatusCode.PERMISSION_DENIED,
+                "NOT_YOURSELF",
+            ),
+            (
+                stub.ListTableRounds(
+                    history_pb2.ListTableRoundsRequest(table_id=table_id), metadata=stranger
+                ),
+                grpc.StatusCode.PERMISSION_DENIED,
+                "NOT_SEATED",
+            ),
+            (
+                stub.ListTableRounds(
+                    history_pb2.ListTableRoundsRequest(table_id="no-such-table"), metadata=me
+                ),
+                grpc.StatusCode.NOT_FOUND,
+                "TABLE_NOT_FOUND",
+            ),
+            (
+                stub.ListTableRounds(history_pb2.ListTableRoundsRequest(table_id=""), metadata=me),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "BAD_TABLE_ID",
+            ),
+        ]
+        # A token of one request is refused by another (the games of one player are not a
+        # table's rounds).
+        first = await stub.ListPlayerGames(
+            history_pb2.ListPlayerGamesRequest(page_size=1), metadata=me
+        )
+        cases.append(
+            (
+                stub.ListTableRounds(
+                    history_pb2.ListTableRoundsRequest(
+                        table_id=table_id, page_token=first.next_page_token
+                    ),
+                    metadata=me,
+                ),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "BAD_PAGE_TOKEN",
+            ),
+        )
+        for call, code, reason in cases:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await call
+            assert refused.value.code() == code, refused.value.details()
+            assert error_reason(refused.value) == reason
 
 
 async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_its_table(
@@ -187,6 +274,24 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
         ]
         assert games.games[0].net_tokens == h_net.get(h_players[0], 0)
         assert [r.round for r in rounds.rounds] == deals
+        await _refusals(k_port, k_secret, k_players, k_table)
+
+        # `kishpa history` as the player: his games, and the table's rounds verified from
+        # the archive (the table is gone from Redis).
+        cli_env = {
+            **SHARED.env(),
+            "KISHPA_TOKEN": TokenAuthority(k_secret).issue_player_token(k_players[0], "a").token,
+            "KISHPA_TABLE_ADDR": f"127.0.0.1:{k_port}",
+        }
+        games_out = _kishpa(cli_env, "history", "--json")
+        assert [(g["table_id"], g["round"]) for g in games_out] == [(k_table, 2), (k_table, 1)]
+        assert [g["net_tokens"] for g in games_out] == [
+            k_rows[1].results[k_players[0]],
+            k_rows[0].results[k_players[0]],
+        ]
+        rounds_out = _kishpa(cli_env, "history", "rounds", k_table, "--verify", "--json")
+        assert [r["round"] for r in rounds_out] == [1, 2]
+        assert all(r["verified"].startswith("table verified (") for r in rounds_out), rounds_out
     finally:
         engine.dispose()
         for process, _ in started:
