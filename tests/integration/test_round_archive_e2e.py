@@ -19,16 +19,19 @@ from typing import Any
 
 import grpc
 import pytest
+import sqlalchemy as sa
 
 from archive.database import create_archive_engine
 from archive.migrate import upgrade
 from archive.store import ArchiveStore
+from cli.wallet_explain import RULES
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import history_pb2, history_pb2_grpc, table_pb2, table_pb2_grpc
 from sdk.fairness import evidence_from_record, verify_round
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.wallet.database import temporary_postgres_database
+from services.wallet.schema import postings
 from shared import keys
 from tests.conftest import TEST_DATABASE_URL
 from tests.e2e import test_hand_game as hand_e2e
@@ -292,6 +295,32 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
         rounds_out = _kishpa(cli_env, "history", "rounds", k_table, "--verify", "--json")
         assert [r["round"] for r in rounds_out] == [1, 2]
         assert all(r["verified"].startswith("table verified (") for r in rounds_out), rounds_out
+
+        # Finance follows a posting of round 1's end to the round and the rule behind it.
+        end_batch = k_rows[0].batch_ids[-1]
+        ledger = sa.create_engine(wallet.url)
+        with ledger.connect() as conn:
+            transfer = conn.execute(
+                sa.select(postings.c.id, postings.c.reason)
+                .where(postings.c.batch_id == int(end_batch))
+                .order_by(postings.c.seq)
+            ).first()
+        ledger.dispose()
+        assert transfer is not None
+        finance_env = {**SHARED.env(), "DATABASE_URL": wallet.url, **archived}
+        (explained,) = _kishpa(finance_env, "wallet", "explain", str(transfer.id), "--json")
+        assert explained["phase"] == {
+            "table_id": k_table,
+            "round": 1,
+            "phase": "end",
+            "game": "kishpa",
+        }
+        assert explained["round"]["round"] == 1
+        assert explained["round"]["results"] == k_rows[0].results
+        assert explained["round"]["batch_ids"] == list(k_rows[0].batch_ids)
+        assert explained["transfer"]["reason"] == transfer.reason
+        assert explained["transfer"]["rule"] == RULES[transfer.reason]
+        assert transfer.id in [p["transfer_id"] for p in explained["batch"]["postings"]]
     finally:
         engine.dispose()
         for process, _ in started:
