@@ -345,6 +345,18 @@ class ArchiveStore:
             ).first()
         return None if found is None else _round_from(found)
 
+    def latest_phase_round(self, table_id: str, phase: str, at_most: int) -> int | None:
+        """The round of the table's latest archived ``phase`` at or before ``at_most``."""
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                sa.select(sa.func.max(phases.c.round_no)).where(
+                    phases.c.table_id == table_id,
+                    phases.c.phase == phase,
+                    phases.c.round_no <= at_most,
+                )
+            ).scalar()
+        return None if found is None else int(found)
+
     def last_round(self, table_id: str) -> int:
         """The table's highest archived round (0 when none)."""
         with self.engine.connect() as conn:

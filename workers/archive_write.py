@@ -140,15 +140,17 @@ def archive_phase(
 def _ended_rounds(
     client: redis.Redis, store: ArchiveStore, record: PhaseRecord
 ) -> tuple[list[RoundRow], tuple[int, int]]:
-    """The rounds an ending phase ends (Kishpa: its round; Hand: the game's deals not yet
-    archived) and the rounds whose phases settled them."""
+    """The rounds an ending phase ends (Kishpa: its round; Hand: the game's deals, from its
+    buy-in on) and the rounds whose phases settled them."""
     last = record.round_no
     if record.game == "hand":
-        first = store.last_round(record.table_id) + 1
-        phase_rounds = (0 if first == 1 else first - 1, last)
+        # The game's deals follow its buy-in (round = deals played before it): the same
+        # answer however often this runs, so a redelivery writes the same rows.
+        bought_in = store.latest_phase_round(record.table_id, "buy_in", last - 1)
+        start = 0 if bought_in is None else bought_in
+        first, phase_rounds = start + 1, (start, last)
     else:
-        first = last
-        phase_rounds = (last, last)
+        first, phase_rounds = last, (last, last)
     first = max(1, min(first, last))
     events = events_back_to(client, record.table_id, first)
     seeds = _sit_down_seeds(client, record.table_id)

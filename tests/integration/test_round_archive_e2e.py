@@ -32,7 +32,8 @@ from services.common.auth import TokenAuthority, bearer_metadata
 from services.common.errors import error_reason
 from services.wallet.database import temporary_postgres_database
 from services.wallet.schema import postings
-from shared import keys
+from shared import keys, stream
+from shared.phase_record import parse_phase_record
 from tests.conftest import TEST_DATABASE_URL
 from tests.e2e import test_hand_game as hand_e2e
 from tests.integration import test_workers_table_e2e as kishpa_e2e
@@ -46,6 +47,7 @@ from tests.integration.workers_support import (
 )
 from tests.integration.workers_support import start_table_service as table_service
 from tests.reference_settlement import add_movements, hand_movements, kishpa_movements
+from workers.archive_write import archive_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -100,6 +102,27 @@ async def _history(port: int, secret: str, player: str, table_id: str) -> tuple[
 def _settled_batches(client: Any, table_id: str, fields: list[str]) -> list[str]:
     settled = {k.decode(): json.loads(v) for k, v in client.hgetall(keys.settled(table_id)).items()}
     return [settled[f]["batch_id"] for f in fields if settled[f]["batch_id"]]
+
+
+def _redelivered(client: Any, store: ArchiveStore, table_id: str, field: str) -> bool:
+    """What a redelivered settlement task writes for an archived phase: the worker's own
+    archive step, with the batch and postings the phase was settled with."""
+    record = parse_phase_record(client.hget(keys.outbox(table_id), field))
+    settled = [
+        stream.decode(f)
+        for _, f in client.xrange(keys.events(table_id))
+        if f[b"type"] == b"settled"
+    ]
+    (event,) = [
+        e for e in settled if e.round == record.round_no and e.data["phase"] == record.phase
+    ]
+    return archive_phase(
+        client,
+        store,
+        record,
+        batch_id=str(event.data["batch_id"]),
+        postings=list(event.data["postings"]),
+    )
 
 
 def _kishpa(env: dict[str, str], *args: str) -> list[dict[str, Any]]:
@@ -243,6 +266,14 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
         for field in h_fields:
             add_movements(h_net, hand_movements(field[2:], outbox[h_table][field]["record"]))
         assert h_rows[-1].results == {p: h_net.get(p, 0) for p in h_players}
+
+        # A worker killed after the archive write and before settle.lua marked the phase
+        # runs it again: the same rows, nothing more, no conflict (both games' endings).
+        for table_id, field in ((k_table, "2:end"), (h_table, "7:payout")):
+            again = _redelivered(client, store, table_id, field)
+            assert again is False, (table_id, field)
+        assert store.table_rounds(k_table, after_round=0, limit=100) == k_rows
+        assert store.table_rounds(h_table, after_round=0, limit=100) == h_rows
 
         # The archive answers with the very bytes the live table serves.
         k_archived = await _records(k_port, k_secret, k_table, [1, 2], k_players)
