@@ -137,11 +137,12 @@ def build(url: str, rounds: int, players: int) -> float:
     blob = sample_record()
     step = SPAN_MS // rounds
     with engine.begin() as conn:
-        year, month = partitions.month_of(START_MS)
-        for _ in range(MONTHS + 1):
+        # From the month before (a round's start phase may fall in it) to a month after.
+        year, month = partitions.month_of(START_MS - 86_400_000)
+        for _ in range(MONTHS + 2):
             partitions.ensure_month(conn, year, month)
             year, month = partitions.next_month(year, month)
-    batch = 1_000_000
+    batch = 250_000
     for low in range(1, rounds + 1, batch):
         high = min(rounds, low + batch - 1)
         with engine.begin() as conn:
@@ -173,6 +174,19 @@ def build(url: str, rounds: int, players: int) -> float:
         conn.exec_driver_sql("ANALYZE archive_phases")
     engine.dispose()
     return time.perf_counter() - started
+
+
+def _complete(url: str, rounds: int) -> bool:
+    """Whether a kept database holds the whole archive of this size."""
+    engine = create_archive_engine(url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(sa.text("SELECT count(*) FROM archive_phases")).scalar()
+    except sa.exc.SQLAlchemyError:
+        return False
+    finally:
+        engine.dispose()
+    return int(found or 0) == 2 * rounds
 
 
 def bytes_per_round(url: str, rounds: int) -> dict[str, float]:
@@ -276,7 +290,12 @@ def main() -> int:
         exists = conn.execute(
             sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}
         ).scalar()
-        if not exists:
+    if exists and not _complete(url, args.rounds):  # a build that did not finish
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
+        exists = None
+    if not exists:
+        with admin.connect() as conn:
             conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     try:
         built = 0.0
