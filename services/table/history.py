@@ -12,7 +12,6 @@ import base64
 import hashlib
 import json
 from collections.abc import Callable
-from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -123,15 +122,20 @@ class History:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self._store: ArchiveStore | None = None
 
-    @cached_property
+    @property
     def store(self) -> ArchiveStore | None:
-        parsed = make_url(self.url)
-        if parsed.get_backend_name() == "sqlite":
-            path = parsed.database or ""
-            if path in ("", ":memory:") or not Path(path).exists():
-                return None  # no archive file yet: nothing was archived here
-        return ArchiveStore(create_archive_engine(self.url))
+        """The archive, once it exists (an embedded SQLite file is made by the first worker
+        or `kishpa migrate`: until then there is nothing archived to read)."""
+        if self._store is None:
+            parsed = make_url(self.url)
+            if parsed.get_backend_name() == "sqlite":
+                path = parsed.database or ""
+                if path in ("", ":memory:") or not Path(path).exists():
+                    return None
+            self._store = ArchiveStore(create_archive_engine(self.url))
+        return self._store
 
     async def _read(self, read: Callable[[ArchiveStore], T], empty: T) -> T:
         store = self.store
