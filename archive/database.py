@@ -14,13 +14,23 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+CONNECT_TIMEOUT_S = 5
 
 
 def create_archive_engine(url: str, *, pool_size: int = 4) -> Engine:
     """An engine for the archive at ``url`` (creates an SQLite file's directory)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+        # A database that does not answer fails the call in seconds (the worker retries,
+        # GetRoundRecord falls back to the live table) instead of hanging it.
+        return create_engine(
+            url,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_pre_ping=True,
+            pool_timeout=CONNECT_TIMEOUT_S,
+            connect_args={"connect_timeout": CONNECT_TIMEOUT_S},
+        )
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
