@@ -20,14 +20,14 @@ help: ## List the targets
 LOCK := requirements/dev.lock
 UV_VERSION := 0.13.9
 
-$(VENV)/.installed: $(LOCK) pyproject.toml
+$(VENV)/.installed: $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)
 	$(MAKE) --no-print-directory proto
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-install: $(VENV)/.installed web ## Create .venv with exactly the locked dependencies and generate the protobuf code
+install: $(VENV)/.installed proto web ## Create .venv with exactly the locked dependencies and generate the protobuf code
 
 lock: ## Remake requirements/*.lock from pyproject.toml (exact versions and hashes)
 	$(PYTHON) -m venv .venv-lock

@@ -56,6 +56,14 @@ class RoundRecord:
     moves: list[tuple[int, str, list[int], str]] = field(default_factory=list)
     """(seat, kind, tile ids, event id) of every public move, in stream order (the
     ``SeatMove`` kinds: draw, take, discard, meld, release, show, undo)."""
+    record_version: int = 0
+    """3 when the deal named its seats (the four lists below); 0 when it did not."""
+    bot_seats: list[int] = field(default_factory=list)
+    declared_seats: list[int] = field(default_factory=list)
+    awaited_seats: list[int] = field(default_factory=list)
+    autoplay_seats: list[int] = field(default_factory=list)
+    awaited_until_ms: int = 0
+    """The contribution deadline the deal waited until (0: it did not wait)."""
     ended: bool = False
     end_event_id: str = ""
     """The stream id of the event that ended it (its time is the round's end)."""
@@ -63,6 +71,11 @@ class RoundRecord:
     def seat_of(self, player_id: str) -> int:
         """The player's seat in this round, -1 when he did not sit in it."""
         return self.players.index(player_id) if player_id in self.players else -1
+
+
+RECORD_VERSION = 3
+"""The record format whose deals name their seats (docs/fairness.md, "Record versions")."""
+SEAT_MARKS = ("bot_seats", "declared_seats", "awaited_seats", "autoplay_seats")
 
 
 @dataclass(slots=True)
@@ -108,6 +121,7 @@ def fold_round(
         elif record is not None:
             _observe(record, event, stored.id)
         if event.type in (KISHPA_START, HAND_START) and record is not None:
+            _seat_marks(record, event.data)
             record.deal_event_id = stored.id
             record.precommitment = before.precommitment
             record.precommitment_event_id = before.precommitment_event_id
@@ -134,6 +148,18 @@ def _before_deal(before: _Before, stored: StoredEvent) -> None:
         player = str(event.data.get("player_id") or "")
         text = str(event.data.get("contribution") or "")
         before.contributions.append((player, event.seat, text, stored.id))
+
+
+def _seat_marks(record: RoundRecord, data: Mapping[str, Any]) -> None:
+    """What the deal's start event says of its seats (absent before record version 3)."""
+    if not all(key in data for key in SEAT_MARKS):
+        return
+    record.record_version = RECORD_VERSION
+    record.bot_seats = sorted(int(s) for s in data["bot_seats"])
+    record.declared_seats = sorted(int(s) for s in data["declared_seats"])
+    record.awaited_seats = sorted(int(s) for s in data["awaited_seats"])
+    record.autoplay_seats = sorted(int(s) for s in data["autoplay_seats"])
+    record.awaited_until_ms = int(data.get("awaited_until_ms") or 0)
 
 
 def _seated(

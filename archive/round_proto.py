@@ -9,6 +9,8 @@ through :func:`for_player`, so the two answers are the same bytes.
 
 from __future__ import annotations
 
+from google.protobuf import timestamp_pb2
+
 from archive.round_fold import RoundRecord
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
@@ -62,7 +64,19 @@ def public_proto(record: RoundRecord) -> table_pb2.RoundRecord:
             table_pb2.SeatMove(seat=seat, kind=kind, tile_ids=tiles, event_id=event_id)
             for seat, kind, tiles, event_id in record.moves
         ],
+        record_version=record.record_version,
+        bot_seats=record.bot_seats,
+        declared_seats=record.declared_seats,
+        awaited_seats=record.awaited_seats,
+        autoplay_seats=record.autoplay_seats,
+        awaited_until=_timestamp(record.awaited_until_ms) if record.awaited_until_ms else None,
     )
+
+
+def _timestamp(ms: int) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromMilliseconds(ms)
+    return stamp
 
 
 def public_bytes(record: RoundRecord) -> bytes:

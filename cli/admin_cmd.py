@@ -1,8 +1,11 @@
 """``kishpa admin``: the audited operator commands (kishpa.admin.v1 on the wallet service).
 
-Every command signs in as an operator: ``--token`` or ``KISHPA_ADMIN_TOKEN`` (an admin token,
-e.g. from the identity provider with the admin role), else an admin token minted here from
-``KISHPA_SERVICE_SECRET`` in the name of ``--as`` (default: the login name). Money moves only
+Every command signs in as an operator: ``--token`` or ``KISHPA_ADMIN_TOKEN`` (the identity
+provider's token with the operator's roles: production), else a token of a development
+issuer minted here in the name of ``--as`` (default: the login name) with ``--role``: the
+``kishpa run --tls`` issuer's key (``KISHPA_DEV_ISSUER_KEY_FILE``, from ``var/tls/
+operator.env``), or under plain ``make run`` the shared ``KISHPA_SERVICE_SECRET``. Production
+services accept neither development issuer. Money moves only
 as wallet batches of their own reason, and each action is written to the audit log with its
 reason and ticket (``kishpa admin audit`` lists it). A mutation prints its request id: run
 it again with ``--request-id`` to retry it without doing it twice.
@@ -90,7 +93,9 @@ def register(subparsers: Any) -> None:
     audit.add_argument("--limit", type=int, default=50)
     audit.set_defaults(handler=_handler(_audit))
 
-    token = commands.add_parser("token", help="print an admin token (needs the service key)")
+    token = commands.add_parser(
+        "token", help="print a development operator token (needs a development issuer's key)"
+    )
     token.set_defaults(handler=_print_token)
 
 
@@ -102,16 +107,25 @@ def _token(args: argparse.Namespace) -> str:
     token: str = args.token or os.environ.get("KISHPA_ADMIN_TOKEN", "")
     if token:
         return token
+    operator = args.operator or getpass.getuser()
+    roles = args.roles or [NEEDED_ROLE.get(args.admin_command, "support")]
+    issuer_key = os.environ.get("KISHPA_DEV_ISSUER_KEY_FILE", "")
+    if issuer_key:
+        from pathlib import Path
+
+        from cli.devpki import DEV_AUDIENCE, dev_operator_token
+
+        audience = os.environ.get("KISHPA_OIDC_AUDIENCE", "") or DEV_AUDIENCE
+        return dev_operator_token(Path(issuer_key), operator, roles, audience=audience)
     secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
     if not secret:
         raise _NoToken(
-            "no admin token: pass --token, set KISHPA_ADMIN_TOKEN, or run where "
-            "KISHPA_SERVICE_SECRET is set (with --as <your id>)"
+            "no operator token: pass --token or set KISHPA_ADMIN_TOKEN (your identity "
+            "provider's token); for development, source var/tls/operator.env (kishpa run "
+            "--tls) or run where KISHPA_SERVICE_SECRET is set (make run), with --as <your id>"
         )
     from services.common.auth import TokenAuthority
 
-    operator = args.operator or getpass.getuser()
-    roles = args.roles or [NEEDED_ROLE.get(args.admin_command, "support")]
     return TokenAuthority(None, secret).issue_admin_token(operator, operator, roles=roles).token
 
 

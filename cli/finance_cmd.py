@@ -120,17 +120,27 @@ def month_after(start: dt.datetime) -> dt.datetime:
 
 def _token(args: argparse.Namespace) -> str:
     token: str = args.token or os.environ.get("KISHPA_WALLET_TOKEN", "")
-    if token:
-        return token
-    secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
-    if not secret:
-        raise LookupError(
-            "no token: pass --token, set KISHPA_WALLET_TOKEN, or run where "
-            "KISHPA_SERVICE_SECRET is set"
-        )
-    from services.common.auth import TokenAuthority
+    return token or _jobs_credential()
 
-    return TokenAuthority(None, secret).issue_service_token("worker").token
+
+def _jobs_credential() -> str:
+    """The jobs' (``worker``'s) credential: under mutual TLS nothing ("": the workload's
+    client certificate says who calls), else a service token from the shared key."""
+    from shared.tls import client_tls_from_env
+
+    secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
+    if secret:
+        from services.common.auth import TokenAuthority
+
+        return TokenAuthority(None, secret).issue_service_token("worker").token
+    tls = client_tls_from_env()
+    if tls is not None and tls.cert_file is not None:
+        return ""
+    raise LookupError(
+        "no credential: pass --token, set KISHPA_WALLET_TOKEN, run with the worker's "
+        "certificate (KISHPA_TLS_CERT_FILE, KISHPA_TLS_KEY_FILE, KISHPA_TLS_CA_FILE) or where "
+        "KISHPA_SERVICE_SECRET is set"
+    )
 
 
 Call = Callable[[Any, argparse.Namespace, Any], Awaitable[int]]
@@ -464,15 +474,12 @@ def _drift(args: argparse.Namespace) -> int:
 
 def record_via_wallet(run: Any) -> int:
     """Store a :class:`services.wallet.runs.Run` through the wallet's RecordReconciliationRun
-    (service credential from ``KISHPA_SERVICE_SECRET``); the stored run's id."""
+    (the worker's certificate under mutual TLS, else a service credential from
+    ``KISHPA_SERVICE_SECRET``); the stored run's id."""
 
     from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-    from services.common.auth import TokenAuthority
 
-    secret = os.environ.get("KISHPA_SERVICE_SECRET", "")
-    if not secret:
-        raise LookupError("KISHPA_SERVICE_SECRET is needed to record through the wallet")
-    token = TokenAuthority(None, secret).issue_service_token("worker").token
+    token = _jobs_credential()
     pb = wallet_pb2.ReconciliationRun(
         kind=run.kind,
         scope=run.scope,

@@ -22,8 +22,15 @@ def register(subparsers: Any) -> None:
         default="var",
         help="where the embedded Redis data, the SQLite wallet and dev secrets live (default: var)",
     )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="the production identity model: a development CA in VAR_DIR/tls, one "
+        "certificate per workload, mutual TLS, no shared service key, operators from a "
+        "development issuer (docs/operations.md)",
+    )
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    return run_stack(Path(args.var_dir).resolve())
+    return run_stack(Path(args.var_dir).resolve(), tls=args.tls)

@@ -5,6 +5,12 @@ set), applies the wallet's and the round archive's migrations (SQLite unless
 ``DATABASE_URL`` is set), then the three gRPC services, a Celery worker, Celery beat and
 the browser edge (gRPC-Web and the web client). Every child's output is prefixed with its name.
 
+With ``--tls`` (:func:`run_stack` ``tls=True``) it runs the production identity model: a
+development CA and one certificate per workload (``cli.devpki``, in ``var/tls``), mutual TLS
+on every gRPC port, no shared service key (each child gets its own certificate and only the
+secrets its workload needs), and operators from a development OpenID Connect issuer whose
+key only ``var/tls/operator.env`` holds.
+
 It supervises them the way Kubernetes restarts a pod's container: a child that exits (or is
 killed) is started again after a backoff (1 s, doubling to 30 s; back to 1 s once it has run
 for a minute), with one clear line saying what happened. The embedded Redis is restarted the
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -26,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TextIO
 
+from cli.devpki import CLI, DEV_AUDIENCE, DevPki
 from cli.embedded_redis import free_port, start_embedded_redis
+from services.common.settings import REQUIRED_SECRETS, SERVICE_SECRET_ENV, TOKEN_SECRET_ENV
 
 COLOURS = ("\033[36m", "\033[35m", "\033[33m", "\033[32m", "\033[34m", "\033[31m", "\033[37m")
 RESET = "\033[0m"
@@ -71,6 +80,15 @@ def _kishpa() -> str:
     return str(candidate) if candidate.exists() else "kishpa"
 
 
+SHARED_KEY_VARIABLES = (
+    "KISHPA_SERVICE_SECRET",
+    "KISHPA_SERVICE_SECRET_FILE",
+    "KISHPA_SERVICE_SECRET_PREVIOUS",
+    "KISHPA_SERVICE_SECRET_PREVIOUS_FILE",
+)
+"""Never in a child's environment under ``--tls``: certificates say who a workload is."""
+
+
 def _load_or_create_secrets(var_dir: Path) -> dict[str, str]:
     """Development secrets, kept in var/ so tokens stay valid across restarts of the stack."""
     path = var_dir / "dev-secrets.env"
@@ -107,9 +125,11 @@ def _pump(
 
 
 class Stack:
-    def __init__(self, var_dir: Path, out: TextIO) -> None:
+    def __init__(self, var_dir: Path, out: TextIO, *, tls: bool = False) -> None:
         self.var_dir = var_dir
         self.out = out
+        self.tls = tls
+        self.pki: DevPki | None = None
         self.lock = threading.Lock()
         self.children: list[Child] = []
         self.redis: subprocess.Popen[bytes] | None = None
@@ -140,7 +160,52 @@ class Stack:
             env.setdefault(key, value)
         env.setdefault("KISHPA_LOG_FORMAT", "console")
         env["PYTHONUNBUFFERED"] = "1"
+        if self.tls:
+            for key in SHARED_KEY_VARIABLES:
+                env.pop(key, None)
+            self.pki = DevPki(self.var_dir / "tls")
+            env.update(self.pki.oidc_environment())
         return env
+
+    def child_environment(self, name: str, env: dict[str, str]) -> dict[str, str]:
+        """``name``'s own environment: under ``--tls`` its certificate and only the secrets
+        its workload needs (the player-token key for the three services)."""
+        if self.pki is None:
+            return dict(env)
+        own = {k: v for k, v in env.items() if k not in (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV)}
+        if TOKEN_SECRET_ENV in REQUIRED_SECRETS.get(name, ()):
+            own[TOKEN_SECRET_ENV] = env[TOKEN_SECRET_ENV]
+        files = self.pki.issue(name)
+        own.update(
+            KISHPA_TLS_CERT_FILE=str(files.cert),
+            KISHPA_TLS_KEY_FILE=str(files.key),
+            KISHPA_TLS_CA_FILE=str(self.pki.ca_file),
+        )
+        return own
+
+    def write_client_environments(self) -> list[Path]:
+        """``var/tls/client.env`` (players' tools: the CA and the ``cli`` certificate) and
+        ``operator.env`` (that, plus the development issuer's key for ``kishpa admin``)."""
+        if self.pki is None:
+            return []
+        files = self.pki.issue(CLI)
+        client = {
+            "KISHPA_TLS_CA_FILE": str(self.pki.ca_file),
+            "KISHPA_TLS_CERT_FILE": str(files.cert),
+            "KISHPA_TLS_KEY_FILE": str(files.key),
+        }
+        operator = {
+            **client,
+            "KISHPA_DEV_ISSUER_KEY_FILE": str(self.pki.issuer_key_file),
+            "KISHPA_OIDC_AUDIENCE": DEV_AUDIENCE,
+        }
+        written = []
+        for filename, values in (("client.env", client), ("operator.env", operator)):
+            path = self.pki.root / filename
+            path.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in values.items()))
+            path.chmod(0o600)
+            written.append(path)
+        return written
 
     def start(self, child: Child, env: dict[str, str], colour: str) -> None:
         child.env, child.colour = env, colour
@@ -245,9 +310,9 @@ class Stack:
                 self.redis.kill()
 
 
-def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
+def run_stack(var_dir: Path, out: TextIO = sys.stdout, *, tls: bool = False) -> int:
     """Start everything, print the addresses, and supervise (restart what dies) until Ctrl-C."""
-    stack = Stack(var_dir, out)
+    stack = Stack(var_dir, out, tls=tls)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     kishpa = _kishpa()
     try:
@@ -278,7 +343,8 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
                 "running? Stop it, or choose ports with KISHPA_<SERVICE>_PORT"
             )
         for index, child in enumerate(children):
-            child_env = dict(env, KISHPA_METRICS_PORT=str(metrics.get(child.name, 0)))
+            child_env = stack.child_environment(child.name, env)
+            child_env["KISHPA_METRICS_PORT"] = str(metrics.get(child.name, 0))
             if child.name == "edge":
                 child_env["KISHPA_EDGE_PORT"] = str(edge_port)
                 child_env.setdefault("KISHPA_EDGE_HOST", "127.0.0.1")
@@ -288,9 +354,11 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
                 child_env.setdefault(f"KISHPA_{name.upper()}_ADDR", f"127.0.0.1:{port}")
             stack.start(child, child_env, COLOURS[index % len(COLOURS)])
             stack.wait_ready(child)
+        client_files = stack.write_client_environments()
+        scheme = "https" if tls else "http"
         stack.say(
             "\nKishpa is running. Ctrl-C stops it.\n"
-            f"  web client           http://127.0.0.1:{edge_port}/   <- open it in a browser\n"
+            f"  web client           {scheme}://127.0.0.1:{edge_port}/   <- open it in a browser\n"
             f"  login + matchmaking  127.0.0.1:{ports['matchmaking']}\n"
             f"  table                127.0.0.1:{ports['table']}\n"
             f"  wallet               127.0.0.1:{ports['wallet']}\n"
@@ -301,6 +369,13 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout) -> int:
             + " ".join(f"{n}=:{p}" for n, p in metrics.items())
             + "\n\nIn another terminal:  .venv/bin/kishpa play --bots 3"
             "   or   .venv/bin/kishpa bots --tables 5\n"
+            + (
+                f"Mutual TLS: first `. {client_files[0]}` (players' tools) or "
+                f"`. {client_files[1]}` (kishpa admin --as <you>); the CA is "
+                f"{client_files[0].parent / 'ca.crt'}\n"
+                if client_files
+                else ""
+            )
         )
         while True:
             stack.supervise(time.monotonic())

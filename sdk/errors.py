@@ -45,6 +45,11 @@ def retry_after_s(error: grpc.RpcError) -> float | None:
         return None
 
 
+EVENTS_TRIMMED = "EVENTS_TRIMMED"
+"""The reason a WatchTable resumed from an event the table no longer keeps is refused with
+(``FAILED_PRECONDITION``; docs/api.md, *Resuming a watch*): load the view again."""
+
+
 class KishpaError(Exception):
     """A call the server refused (or could not answer).
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -61,6 +61,12 @@ DOLLS_MISMATCH = "DOLLS_MISMATCH"
 COMMITMENT_LATE = "COMMITMENT_LATE"
 CONTRIBUTION_MISMATCH = "CONTRIBUTION_MISMATCH"
 MOVE_MISMATCH = "MOVE_MISMATCH"
+SEATS_MISMATCH = "SEATS_MISMATCH"
+RECORD_VERSION_SEATS = 3
+"""The record version from which a deal names its seats (bots, declared, awaited)."""
+DEADLINE_SLACK_MS = 1_000
+"""How much earlier than its contribution deadline a deal with a silent awaited seat may be
+stamped: the deadline is on the table service's clock, stream ids on Redis's."""
 
 
 # --- the algorithm (docs/fairness.md) ---------------------------------------------------
@@ -262,6 +268,23 @@ class RoundEvidence:
     """Every public move by any seat, in stream order (None: not known, not checked)."""
     cards_left: dict[int, list[int]] | None = None
     """Hand: each seat's cards when the deal ended, as shown (None: not checked)."""
+    # ---- the deal's seats (record version 3) ------------------------------------------
+    record_version: int = 0
+    """3 when the record names the deal's seats below; lower: they are not checked."""
+    bot_seats: list[int] = field(default_factory=list)
+    declared_seats: list[int] = field(default_factory=list)
+    awaited_seats: list[int] = field(default_factory=list)
+    autoplay_seats: list[int] = field(default_factory=list)
+    awaited_until_ms: int = 0
+    """The contribution deadline the deal waited until (0: it did not wait)."""
+    my_contribution: str | None = None
+    """The contribution this player's client made to this deal, if it knows (None: none
+    known); a verifier names it when it is in the deal and fails when it is not."""
+    i_declared: bool | None = None
+    """Whether this player's client declared it contributes when it sat down (None: not
+    known); a record that says otherwise of his seat fails."""
+    seat_problems: list[str] = field(default_factory=list)
+    """Where the record's seat marks differ from what the deal showed live."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +305,13 @@ class Verification:
     """Every seat and every public fact was checked (not only the caller's own tiles)."""
     contributed: bool = False
     """At least one seat contributed after the commitment (the server could not choose)."""
+    my_contribution: str = ""
+    """The caller's seat's contribution, when it is in the deal ("" none)."""
+    bots_only: bool = False
+    """Every other seat is a house bot (record version 3)."""
+    notes: tuple[str, ...] = ()
+    """What the verdict says beyond the checks: whose contributions are in the deal, seats
+    that were not waited for and why."""
 
     @property
     def ok(self) -> bool:
@@ -292,9 +322,11 @@ class Verification:
         tiles only) or what failed."""
         scope = "table" if self.whole_table else "deal"
         if self.ok:
-            note = ""
+            notes = list(self.notes)
             if self.whole_table and not self.contributed:
-                note = "; no contribution: the server alone chose this deal"
+                alone = "bots only, " if self.bots_only else ""
+                notes.append(f"{alone}no contribution: the server alone chose this deal")
+            note = "".join(f"; {n}" for n in notes)
             return f"{scope} verified (" + ", ".join(self.checked) + note + ")"
         return f"{scope} NOT verified: " + "; ".join(
             f"{f.check}: {f.message}" for f in self.failures
@@ -450,10 +482,18 @@ def _with_table(
         return Verification(tuple(failures), tuple(checked))
     _check_order(e, failures, checked)
     _check_contributions(e, seeds, failures, checked)
+    notes: list[str] = []
+    mine = _check_my_contribution(e, seeds, failures, checked, notes)
+    _check_seats(e, failures, checked, notes)
     if e.game == "hand":
         dealt_h = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
         _check_hands(e, dealt_h.hands, card_text, DEALT_CARDS_MISMATCH, failures, checked)
         _check_draws(e, len(dealt_h.stock), dealt_h.stock_card, card_text, failures, checked)
+        if e.record_version >= RECORD_VERSION_SEATS and e.cards_left is None:
+            # Every Hand deal ends with deal_ended (the cards left, the penalties' basis).
+            failures.append(
+                Failure(RECORD_INCOMPLETE, "the record does not show the cards left at the end")
+            )
         _check_moves(e, dealt_h.hands, [dealt_h.top_discard], card_text, failures, checked)
     else:
         dealt_k = deal(
@@ -472,8 +512,139 @@ def _with_table(
         )
         _check_moves(e, dealt_k.hands, [], face, failures, checked)
     return Verification(
-        tuple(failures), tuple(checked), whole_table=True, contributed=bool(e.contributions)
+        tuple(failures),
+        tuple(checked),
+        whole_table=True,
+        contributed=bool(e.contributions),
+        my_contribution=mine,
+        bots_only=_bots_only(e),
+        notes=tuple(notes),
     )
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 12 else text[:12] + "…")
+
+
+def _seats_text(seats: Sequence[int]) -> str:
+    return ", ".join(str(s + 1) for s in seats)
+
+
+def _bots_only(e: RoundEvidence) -> bool:
+    """Every seat but the caller's is a house bot (only a version 3 record says)."""
+    if e.record_version < RECORD_VERSION_SEATS:
+        return False
+    return set(e.bot_seats) == set(range(e.seats)) - {e.my_seat}
+
+
+def _check_my_contribution(
+    e: RoundEvidence,
+    seeds: list[str | None],
+    failures: list[Failure],
+    checked: list[str],
+    notes: list[str],
+) -> str:
+    """The caller's own contribution is his seat's entry: named when it is in the deal,
+    failed (``CONTRIBUTION_MISMATCH``) when his client made one the deal left out."""
+    given = {c.seat: c.contribution for c in e.contributions}
+    in_deal = given.get(e.my_seat, "")
+    if e.my_contribution is not None:
+        if in_deal != e.my_contribution or seeds[e.my_seat] != e.my_contribution:
+            failures.append(
+                Failure(
+                    CONTRIBUTION_MISMATCH,
+                    f"your contribution {_short(e.my_contribution)} was accepted, but the deal "
+                    f"mixed {seeds[e.my_seat]!r} for your seat",
+                )
+            )
+            return ""
+        checked.append(f"your contribution {_short(in_deal)}")
+    if not in_deal:
+        return ""
+    others = len(e.contributions) - 1
+    also = f" with {_count(others, 'other contribution')}" if others else ""
+    notes.append(f"your contribution is in this deal{also}")
+    return in_deal
+
+
+def _check_seats(
+    e: RoundEvidence, failures: list[Failure], checked: list[str], notes: list[str]
+) -> None:
+    """What a version 3 record says of the deal's seats holds together (docs/fairness.md,
+    "The deal's seats"): bots never contribute and are never declared or awaited; every
+    awaited seat declared (or is a creator alone with bots on the first deal); every
+    declared seat not on auto-play was awaited; the caller's own seat is as he knows it."""
+    before = len(failures)
+
+    def fail(message: str) -> None:
+        failures.append(Failure(SEATS_MISMATCH, message))
+
+    for problem in e.seat_problems:
+        fail(problem)
+    if e.record_version < RECORD_VERSION_SEATS:
+        return
+
+    lists = {
+        "bot": e.bot_seats,
+        "declared": e.declared_seats,
+        "awaited": e.awaited_seats,
+        "auto-play": e.autoplay_seats,
+    }
+    for name, seats in lists.items():
+        if len(set(seats)) != len(seats) or any(not 0 <= s < e.seats for s in seats):
+            fail(f"the {name} seats {list(seats)} are not seats of this {e.seats}-seat deal")
+    bots = set(e.bot_seats)
+    for name in ("declared", "awaited", "auto-play"):
+        for seat in sorted(bots & set(lists[name])):
+            fail(f"seat {seat + 1} is marked both a house bot and {name}")
+    for c in e.contributions:
+        if c.seat in bots:
+            fail(f"seat {c.seat + 1} is marked a house bot but contributed: bots never do")
+    if e.my_seat in bots:
+        fail(f"the record marks your seat ({e.my_seat + 1}) a house bot")
+    humans = [s for s in range(e.seats) if s not in bots]
+    lone = len(humans) == 1 and e.round_no <= 1
+    declared, autoplay = set(e.declared_seats), set(e.autoplay_seats)
+    for seat in e.awaited_seats:
+        if seat in autoplay:
+            fail(f"seat {seat + 1} was awaited while on auto-play")
+        elif seat not in declared and not lone:
+            fail(f"seat {seat + 1} was awaited but never declared it contributes")
+    for seat in sorted(declared - set(e.awaited_seats)):
+        if seat in autoplay:
+            notes.append(f"declared seat {seat + 1} was not waited for: it was on auto-play")
+        else:
+            fail(f"declared seat {seat + 1} was not waited for")
+    if e.i_declared and e.my_seat not in declared:
+        fail("you declared that your client contributes; the record says your seat did not")
+    if len(failures) != before:
+        return
+    given = {c.seat for c in e.contributions}
+    silent = [s for s in e.awaited_seats if s not in given]
+    dealt_ms = _event_order(e.deal_event_id)[0]
+    if silent and not e.awaited_until_ms:
+        which = "declared seat" if set(silent) <= declared else "seat"
+        fail(
+            f"{which} {_seats_text(silent)} was not waited for: dealt without its "
+            "contribution and without a contribution deadline"
+        )
+    elif silent and 0 <= dealt_ms < e.awaited_until_ms - DEADLINE_SLACK_MS:
+        fail(
+            f"dealt at {dealt_ms} ms, before its contribution deadline "
+            f"({e.awaited_until_ms} ms), without seat {_seats_text(silent)}'s contribution"
+        )
+    elif silent:
+        notes.append(
+            f"awaited seat {_seats_text(silent)} sent nothing: dealt at the deadline with "
+            "its default"
+        )
+    if len(failures) != before:
+        return
+    marks = [f"{_count(len(bots), 'house bot')}"]
+    if bots:
+        marks[0] += f" (seat {_seats_text(sorted(bots))})"
+    marks.append(f"{len(e.awaited_seats)} awaited")
+    checked.append("the seats' marks: " + ", ".join(marks))
 
 
 def _check_moves(
@@ -497,7 +668,8 @@ def _check_moves(
     before = len(failures)
     held = [set(hand) for hand in dealt]
     pile = list(discards)
-    undo: dict[int, tuple[set[int], list[int]]] = {}
+    melded: set[int] = set()  # Hand: the cards on the table, where a released joker comes from
+    undo: dict[int, tuple[set[int], list[int], set[int]]] = {}
     draws = iter(e.draws)
 
     def fail(move: SeatMove, n: int, what: str) -> None:
@@ -516,7 +688,7 @@ def _check_moves(
                 fail(move, n, f"drew {_texts(tiles, text)}, not the record's next draw")
             hand.update(tiles)
         elif move.kind == "take":
-            undo[move.seat] = (set(hand), list(pile))
+            undo[move.seat] = (set(hand), list(pile), set(melded))
             top = pile[-1] if pile else None
             if len(tiles) != 1 or top != tiles[0]:
                 shown = "nothing" if top is None else _texts([top], text)
@@ -535,15 +707,22 @@ def _check_moves(
                 )
             if move.kind != "show":
                 hand.difference_update(tiles)
+            if move.kind == "meld":
+                melded.update(tiles)
             if move.kind == "discard":
                 pile.extend(tiles)
+                undo.pop(move.seat, None)  # a discard ends the turn: nothing to take back
         elif move.kind == "release":
+            loose = [t for t in tiles if t not in melded]
+            if loose:
+                fail(move, n, f"released {_texts(loose, text)}, which no meld on the table held")
+            melded.difference_update(tiles)
             hand.update(tiles)
         elif move.kind == "undo":
             if move.seat not in undo:
                 fail(move, n, "a turn taken back that did not begin from the discards")
             else:
-                restored, pile = undo.pop(move.seat)
+                restored, pile, melded = undo.pop(move.seat)
                 held[move.seat] = set(restored)
         else:
             fail(move, n, f"unknown move kind {move.kind!r}")
@@ -592,6 +771,12 @@ def _check_order(e: RoundEvidence, failures: list[Failure], checked: list[str]) 
         )
     committed_at = _event_order(e.precommitment_event_id)
     dealt_at = _event_order(e.deal_event_id)
+    ids = [e.precommitment_event_id, e.deal_event_id, *(c.event_id for c in e.contributions)]
+    for event_id in ids:
+        if event_id and _event_order(event_id) == (-1, -1):
+            failures.append(
+                Failure(COMMITMENT_LATE, f"{event_id!r} is not a stream id (<ms>-<seq>)")
+            )
     if pre and e.precommitment_event_id and e.deal_event_id and not committed_at < dealt_at:
         failures.append(Failure(COMMITMENT_LATE, "the commitment came after the deal"))
     for c in e.contributions:
@@ -925,8 +1110,17 @@ class RoundWitness:
     private ``dealt`` / ``drew`` parts that only this player receives.
     """
 
-    def __init__(self, my_client_seed: str | None = None) -> None:
+    def __init__(
+        self,
+        my_client_seed: str | None = None,
+        *,
+        contributions: Callable[[int], str | None] | None = None,
+    ) -> None:
+        """``contributions(deal)``: what this client contributed to a deal, when it sends
+        contributions by itself (``KishpaClient.my_contribution``): read at the deal's end,
+        when the answer to the contribution has surely arrived."""
         self.my_client_seed = my_client_seed
+        self._lookup = contributions
         self._rounds: dict[int, RoundEvidence] = {}
         self._coming: dict[int, _Coming] = {}
         self._mine: dict[int, str] = {}
@@ -937,6 +1131,10 @@ class RoundWitness:
         return self._done.get(round_no)
 
     def _ended(self, evidence: RoundEvidence) -> None:
+        if evidence.my_contribution is None and self._lookup is not None:
+            mine = self._lookup(evidence.round_no)
+            if mine is not None:
+                evidence.my_contribution = evidence.my_client_seed = mine
         self._done[evidence.round_no] = evidence
         for old in [r for r in self._done if r < evidence.round_no - 4]:
             del self._done[old]
@@ -963,6 +1161,7 @@ class RoundWitness:
         mine = self._mine.pop(evidence.round_no, None)
         if mine is not None:
             evidence.my_client_seed = mine
+            evidence.my_contribution = mine
         if coming is None:
             return
         evidence.order_failures = list(coming.problems)
@@ -1002,6 +1201,7 @@ class RoundWitness:
                 my_client_seed=self.my_client_seed,
                 round_no=round_no,
             )
+            _live_seats(self._rounds[round_no], data)
             self._opened(self._rounds[round_no])
             return None
         if kind == "deal_started":  # Hand
@@ -1022,6 +1222,7 @@ class RoundWitness:
                 game="hand",
                 top_discard=None if data.get("top_discard") is None else int(data["top_discard"]),
             )
+            _live_seats(self._rounds[round_no], data)
             self._opened(self._rounds[round_no])
             return None
         evidence = self._rounds.get(round_no)
@@ -1098,6 +1299,7 @@ class RoundWitness:
                 "starter": started.starter_seat,
                 "commitment": started.shuffle_commitment,
                 "kishpa": started.kishpa.face,
+                **_seats_data(started),
             }
         elif kind == "dealt" and event.dealt.tiles:
             private = {"hand": [{"id": t.id} for t in event.dealt.tiles]}
@@ -1116,6 +1318,7 @@ class RoundWitness:
                 "hand_sizes": list(started.hand_sizes),
                 "commitment": started.shuffle_commitment,
                 "top_discard": started.top_discard.id if started.HasField("top_discard") else None,
+                **_seats_data(started),
             }
         elif kind == "card_drawn" and event.card_drawn.HasField("tile"):
             private = {"tile_id": event.card_drawn.tile.id}
@@ -1146,8 +1349,57 @@ class RoundWitness:
         return self.observe(kind, event.round, seat, data, private)
 
 
-def evidence_from_record(record: Any, my_client_seed: str | None = None) -> RoundEvidence:
-    """The evidence in a ``kishpa.table.v1.RoundRecord`` (``KishpaClient.round_record``)."""
+SEAT_MARKS = ("bot_seats", "declared_seats", "awaited_seats", "autoplay_seats")
+
+
+def _seats_data(started: Any) -> dict[str, Any]:
+    """A start event's ``DealSeats`` as the stream's data keys (nothing when unset)."""
+    if not started.HasField("seats"):
+        return {}
+    seats = started.seats
+    until = seats.awaited_until.ToMilliseconds() if seats.HasField("awaited_until") else 0
+    out: dict[str, Any] = {name: list(getattr(seats, name)) for name in SEAT_MARKS}
+    out["awaited_until_ms"] = until
+    return out
+
+
+def _live_seats(evidence: RoundEvidence, data: Mapping[str, Any]) -> None:
+    """What the deal's start said of its seats, as it was shown live."""
+    if not all(name in data for name in SEAT_MARKS):
+        return
+    evidence.record_version = RECORD_VERSION_SEATS
+    evidence.bot_seats = sorted(int(s) for s in data["bot_seats"])
+    evidence.declared_seats = sorted(int(s) for s in data["declared_seats"])
+    evidence.awaited_seats = sorted(int(s) for s in data["awaited_seats"])
+    evidence.autoplay_seats = sorted(int(s) for s in data["autoplay_seats"])
+    evidence.awaited_until_ms = int(data.get("awaited_until_ms") or 0)
+
+
+def _marks(e: RoundEvidence) -> tuple[Any, ...]:
+    return (
+        e.record_version >= RECORD_VERSION_SEATS,
+        sorted(e.bot_seats),
+        sorted(e.declared_seats),
+        sorted(e.awaited_seats),
+        sorted(e.autoplay_seats),
+        e.awaited_until_ms,
+    )
+
+
+def evidence_from_record(
+    record: Any,
+    my_client_seed: str | None = None,
+    *,
+    my_contribution: str | None = None,
+    i_declared: bool | None = None,
+) -> RoundEvidence:
+    """The evidence in a ``kishpa.table.v1.RoundRecord`` (``KishpaClient.round_record``);
+    ``my_contribution``: what this client contributed to the deal, if it knows (it is then
+    also the seat's expected client seed, in place of a sit-down ``my_client_seed``: a seat's
+    entry is its contribution, else its sit-down seed); ``i_declared``: whether it declared
+    at sit-down."""
+    if my_contribution is not None:
+        my_client_seed = my_contribution
     from kishpa.common.v1 import common_pb2  # the generated contract, only here
 
     hand = record.game == common_pb2.GAME_HAND
@@ -1196,6 +1448,16 @@ def evidence_from_record(record: Any, my_client_seed: str | None = None) -> Roun
         cards_left=(
             {d.seat: list(d.tile_ids) for d in record.cards_left} if record.cards_left else None
         ),
+        record_version=record.record_version,
+        bot_seats=list(record.bot_seats),
+        declared_seats=list(record.declared_seats),
+        awaited_seats=list(record.awaited_seats),
+        autoplay_seats=list(record.autoplay_seats),
+        awaited_until_ms=(
+            record.awaited_until.ToMilliseconds() if record.HasField("awaited_until") else 0
+        ),
+        my_contribution=my_contribution,
+        i_declared=i_declared,
     )
 
 
@@ -1226,6 +1488,9 @@ def with_record(live: RoundEvidence | None, record: RoundEvidence) -> RoundEvide
         ),
         top_discard=live.top_discard if live.top_discard is not None else record.top_discard,
         order_failures=[*record.order_failures, *live.order_failures],
+        my_contribution=(
+            live.my_contribution if live.my_contribution is not None else record.my_contribution
+        ),
     )
     if live.precommitment and live.precommitment != record.precommitment:
         merged.order_failures.append(
@@ -1233,6 +1498,12 @@ def with_record(live: RoundEvidence | None, record: RoundEvidence) -> RoundEvide
         )
     if live.my_seat != record.my_seat:
         merged.order_failures.append("the record puts you in another seat")
+    if live.record_version >= RECORD_VERSION_SEATS and _marks(live) != _marks(record):
+        merged.seat_problems = [
+            *record.seat_problems,
+            "the record's bots, declared, awaited or auto-play seats are not the ones the deal"
+            " showed live",
+        ]
     return merged
 
 
@@ -1242,6 +1513,9 @@ def verification_to_dict(result: Verification) -> dict[str, Any]:
         "verified": result.ok,
         "whole_table": result.whole_table,
         "contributed": result.contributed,
+        "my_contribution": result.my_contribution,
+        "bots_only": result.bots_only,
+        "notes": list(result.notes),
         "checked": list(result.checked),
         "failures": [{"check": f.check, "message": f.message} for f in result.failures],
     }

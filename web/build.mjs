@@ -87,6 +87,16 @@ await build({
   logLevel: "warning",
 });
 await build({
+  entryPoints: ["src/trimmed.ts"],
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  outfile: "test/dist/trimmed.mjs",
+  // The test makes its errors with the same ConnectError class the module checks.
+  external: ["@connectrpc/connect"],
+  logLevel: "warning",
+});
+await build({
   entryPoints: ["src/fair.ts"],
   bundle: true,
   format: "esm",

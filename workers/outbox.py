@@ -24,6 +24,12 @@ from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef, parse_pha
 
 SETTLE_SCRIPT = (Path(__file__).with_name("settle.lua")).read_text(encoding="utf-8")
 
+TRIMMED_FIELD = "_trimmed"
+"""Settled-hash field: the last round whose settled phases settle.lua removed (with the
+records and the stream's older events) once its ending phase was settled."""
+EVENTS_FROM_FIELD = "_events_from"
+"""Settled-hash field: the oldest event id the stream keeps after its last trim."""
+
 # Order of the phases inside one round, per game's vocabulary.
 PHASE_RANK = {"start": 0, "buy_in": 0, "end": 1, "payout": 1}
 ROUND_ORDER_STRIDE = 16
@@ -351,9 +357,12 @@ def phase_state(
     pipe.hkeys(keys.outbox(ref.table_id))
     pipe.hkeys(keys.settled(ref.table_id))
     pipe.hexists(dead_letter_index, field)
-    raw, outbox_fields, settled_fields, dead = pipe.execute()
+    pipe.hget(keys.settled(ref.table_id), TRIMMED_FIELD)
+    raw, outbox_fields, settled_fields, dead, trimmed = pipe.execute()
+    # Settled, then trimmed with its round (settle.lua): a redelivery, never a new phase.
+    gone = raw is None and trimmed is not None and ref.round_no <= int(trimmed)
     return PhaseState(
-        settled=ref.field in {_text(f) for f in settled_fields},
+        settled=gone or ref.field in {_text(f) for f in settled_fields},
         dead_lettered=bool(dead),
         raw_record=raw,
         earlier_unsettled=earlier_unsettled(ref, outbox_fields, settled_fields),

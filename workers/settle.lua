@@ -26,9 +26,48 @@ retry of an old phase never overwrites newer balances.
 Once a closed table (its state expiring) has every outbox phase settled, the outbox, the
 settled and the balances hashes get the state's remaining TTL: they go with the table, and
 the sweeper stops reading them.
+
+Redis holds only live play. When the phase that ENDS round R (rank 1 in ARGV[3]: `end`,
+`payout`) of a table that plays on is settled here, the round is archived (the workers write the archive before this
+script runs) and what only history needs goes, in the same atomic step:
+- the events before round R's first one (XTRIM MINID; round R's seed commitment and
+  contributions, sent before it, count as its own): the stream keeps round R (the previous
+  round, once the next starts) and what follows. The settled hash's
+  `_events_from` says where it starts now; a watcher resuming from before it is told
+  EVENTS_TRIMMED (docs/api.md) and reloads the view;
+- the phase records and settled marks of the rounds before R that are settled (both
+  hashes; round R's stay with its events); a phase still unsettled (dead-lettered) keeps its
+  record. `_trimmed` = R - 1 remembers it, so a redelivered task of a trimmed phase is
+  answered "settled already" (its record is gone), never settled twice.
 ]]
+local function round_of(order)
+  return math.floor(tonumber(order) / 16)
+end
+
+-- Whether a stream entry (flat fields) is part of round `round` or later: its own round, or
+-- a deal's seed commitment or contribution, sent before the deal (with the round before)
+-- and needed to verify it (games/contributions.py).
+local function belongs_to(fields, round)
+  local entry = {}
+  for j = 1, #fields, 2 do
+    entry[fields[j]] = fields[j + 1]
+  end
+  if tonumber(entry['round'] or '0') >= round then
+    return true
+  end
+  if entry['type'] == 'seed_committed' or entry['type'] == 'contribution_accepted' then
+    local ok, data = pcall(cjson.decode, entry['data'] or '{}')
+    return ok and type(data) == 'table' and tonumber(data['deal'] or 0) >= round
+  end
+  return false
+end
+
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return {0, ''}
+end
+local trimmed_round = tonumber(redis.call('HGET', KEYS[1], '_trimmed') or '-1')
+if round_of(ARGV[3]) <= trimmed_round and redis.call('HEXISTS', KEYS[5], ARGV[1]) == 0 then
+  return {0, ''}  -- settled, then trimmed: a redelivery
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 
@@ -50,6 +89,41 @@ end
 
 local id = redis.call('XADD', KEYS[3], '*', unpack(entry))
 redis.call('PUBLISH', KEYS[3], id)
+
+-- Only while the table plays on (its state has no expiry): a closing table's keys all go
+-- with it, and a Hand table's only ending phase is its last (its deals stay verifiable).
+if tonumber(ARGV[3]) % 16 >= 1 and redis.call('PTTL', KEYS[4]) == -1 then
+  local round = round_of(ARGV[3])
+  -- The first event of round R: the stream holds about two rounds, so this reads little.
+  local keep_from = nil
+  local from = '-'
+  while keep_from == nil do
+    local page = redis.call('XRANGE', KEYS[3], from, '+', 'COUNT', 100)
+    if #page == 0 then
+      break
+    end
+    for _, item in ipairs(page) do
+      if belongs_to(item[2], round) then
+        keep_from = item[1]
+        break
+      end
+    end
+    from = '(' .. page[#page][1]
+  end
+  if keep_from and redis.call('XTRIM', KEYS[3], 'MINID', keep_from) > 0 then
+    redis.call('HSET', KEYS[1], '_events_from', keep_from)
+  end
+  for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
+    local r = tonumber(string.match(field, '^(%d+):'))
+    if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 1 then
+      redis.call('HDEL', KEYS[5], field)
+      redis.call('HDEL', KEYS[1], field)
+    end
+  end
+  if round - 1 > trimmed_round then
+    redis.call('HSET', KEYS[1], '_trimmed', round - 1)
+  end
+end
 
 local ttl = redis.call('PTTL', KEYS[4])
 if ttl > 0 then

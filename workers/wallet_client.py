@@ -29,7 +29,7 @@ from google.rpc import error_details_pb2, status_pb2
 
 from games.ledger import Posting
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.auth import ServiceCredentials
 from services.common.settings import Settings
 from services.common.tls import ClientTls, client_tls_from_settings, sync_channel
 
@@ -139,8 +139,7 @@ class WalletClient:
     ) -> WalletClient:
         """A client of the wallet at ``KISHPA_WALLET_ADDR`` with a credential for ``worker``;
         every call gives up after ``timeout_s`` (DEADLINE_EXCEEDED)."""
-        authority = TokenAuthority.from_settings(settings)
-        credentials = ServiceCredentials(authority, SERVICE_NAME)
+        credentials = ServiceCredentials.for_process(settings, SERVICE_NAME)
         return cls(
             settings.wallet_addr,
             credentials,

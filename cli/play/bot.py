@@ -48,6 +48,8 @@ class BotStats:
     rounds_ended: int = 0
     wins: int = 0
     closed: bool = False
+    caught_up: int = 0
+    """Times the seat was away for more than a round and reloaded the table (EVENTS_TRIMMED)."""
 
 
 class BotSeat:
@@ -79,7 +81,19 @@ class BotSeat:
         adapter = self.adapter
         view = await self.client.get_table(self.table_id)
         await self._act(view)
-        async for event in self.client.watch_table(self.table_id, view.last_event_id):
+
+        async def caught_up() -> str:
+            # Away for more than a round (the table keeps no older events): play on from
+            # the table as it is now.
+            nonlocal view
+            view = await self.client.get_table(self.table_id)
+            self.stats.caught_up += 1
+            await self._act(view)
+            return view.last_event_id
+
+        async for event in self.client.watch_table(
+            self.table_id, view.last_event_id, on_trimmed=caught_up
+        ):
             kind, seat = events.kind(event), events.seat(event)
             if kind == adapter.round_end_kind:
                 self.stats.rounds_ended += 1
@@ -144,7 +158,8 @@ class BotPlayer:
         seed: bytes,
         adapter: GameAdapter = KISHPA,
     ) -> None:
-        self.client = KishpaClient.over_channel(channel, retry=NO_RETRY)
+        # A bot neither declares nor contributes (games/contributions.py: bots never do).
+        self.client = KishpaClient.over_channel(channel, retry=NO_RETRY, contribute=False)
         self.client.use_token(token)
         self.adapter = adapter
         self.stream = FairStream(seed, (), adapter.bot_tag)

@@ -23,8 +23,9 @@ def bot_name(index: int) -> str:
 async def logged_in_bots(
     names: Sequence[str], matchmaking_addr: str, table_addr: str
 ) -> list[KishpaClient]:
-    """One signed-in client per name (closed by the caller)."""
-    clients = [KishpaClient(matchmaking_addr, table_addr) for _ in names]
+    """One signed-in client per name (closed by the caller). Bots do not contribute to the
+    shuffle (``contribute=False``): their deals wait only for the humans' contributions."""
+    clients = [KishpaClient(matchmaking_addr, table_addr, contribute=False) for _ in names]
     try:
         await asyncio.gather(*(c.login(n) for c, n in zip(clients, names, strict=True)))
     except BaseException:

@@ -194,7 +194,9 @@ def board(view: table_pb2.TableView, names: Mapping[str, str]) -> RenderableType
         elif (
             r.phase == table_pb2.ROUND_PHASE_ENDED and view.status == table_pb2.TABLE_STATUS_PLAYING
         ):
-            parts.append(Text("Round over: the next one is dealt shortly", style="cyan"))
+            parts.append(
+                Text("Round over: the next one is dealt once everyone is ready", style="cyan")
+            )
     title = f"Round {r.round}" if r is not None and r.round else "Waiting for players"
     return Panel(RichGroup(*parts), title=title, title_align="left", expand=False)
 

@@ -119,6 +119,7 @@ class LineReader:
 
 
 RECONNECTING = "reconnecting…"
+CAUGHT_UP = "You were away for more than a round: here is the table as it is now."
 """What the player sees while the client retries an unreachable server."""
 
 
@@ -143,7 +144,7 @@ class PlaySession:
         self.stream = FairStream(os.urandom(SERVER_SEED_BYTES), (), ui.adapter.bot_tag)
         self._reader: LineReader | None = None
         self._told: tuple[object, ...] = ()
-        self.witness = RoundWitness()
+        self.witness = RoundWitness(contributions=self._my_contribution)
         self.client_seed: str | None = None
         self._sent: set[int] = set()
         """Deals this session contributed to (or tried to)."""
@@ -202,6 +203,16 @@ class PlaySession:
         self.view = await self.client.get_table(self.table_id)
         return self.view
 
+    async def caught_up(self) -> str:
+        """The table no longer keeps what happened while the player was away (more than a
+        round, docs/api.md): show the table as it is now and follow it from there."""
+        await self.refresh()
+        self.console.print(CAUGHT_UP, style="yellow")
+        self.show_board()
+        self.tell_what_to_do()
+        self._reprompt()
+        return self.view.last_event_id
+
     def show_board(self) -> None:
         """Draw the table."""
         self.console.print(self.ui.board(self))
@@ -251,21 +262,33 @@ class PlaySession:
     def use_client_seed(self, seed: str) -> None:
         """The client seed this player handed in: each round's check includes it."""
         self.client_seed = seed
-        self.witness = RoundWitness(seed)
+        self.witness = RoundWitness(seed, contributions=self._my_contribution)
+
+    def _my_contribution(self, deal: int) -> str | None:
+        """What this client contributed to ``deal`` (the SDK keeps it)."""
+        return self.client.my_contribution(self.table_id, deal)
 
     async def contribute(self, deal: int) -> None:
-        """Send this player's random contribution to the coming deal, once its commitment
-        is out (docs/fairness.md): a deal he contributed to is one the server could not
-        choose. Too late (already dealt) is no error: that deal is checked all the same."""
+        """Make sure this player's random contribution to the coming deal is sent once its
+        commitment is out (docs/fairness.md): a deal he contributed to is one the server
+        could not choose. The SDK sends it at once by itself (sdk/contributing.py); this
+        covers a deal it has not tried yet. Too late (already dealt) is no error: that deal
+        is checked all the same, and the verdict names the contribution that is in it."""
         if deal <= 0 or deal in self._sent or my_seat(self.view) is None:
             return
         self._sent.add(deal)
-        try:
-            text, view = await self.client.contribute(self.table_id, deal)
-        except KishpaError:
+        with contextlib.suppress(KishpaError):
+            await self.client.contribute_once(self.table_id, deal)
+
+    async def ready(self, round_no: int) -> None:
+        """The round's summary is printed (it stays in the terminal): ready for the next
+        deal, so the table need not wait out its pause for this player."""
+        if my_seat(self.view) is None or self.view.status != table_pb2.TABLE_STATUS_PLAYING:
             return
-        self.witness.contributed(deal, text)
-        self.view = view
+        try:
+            self.view = await self.client.ready(self.table_id, round_no)
+        except KishpaError:
+            return  # the round is not over yet for the server, or the next was dealt
 
     async def say_verdict(self, round_no: int, verdict: Verification | None) -> None:
         """Whether the round's deal matches its seeds, the whole table (docs/fairness.md):
@@ -281,7 +304,12 @@ class PlaySession:
                 self.console.print(Text(f"Round {round_no}: not checked ({exc.message})"))
                 return
         else:
-            evidence = evidence_from_record(record, self.client_seed)
+            evidence = evidence_from_record(
+                record,
+                self.client_seed,
+                my_contribution=self._my_contribution(round_no),
+                i_declared=True,  # this client declares at every seat it takes
+            )
             verdict = verify_round(with_record(self.witness.ended(round_no), evidence))
         line = Text(
             f"Round {round_no}: {verdict.summary()}",
@@ -342,7 +370,9 @@ class PlaySession:
 
     async def _watch(self, after: str) -> None:
         try:
-            async for event in self.client.watch_table(self.table_id, after):
+            async for event in self.client.watch_table(
+                self.table_id, after, on_trimmed=self.caught_up
+            ):
                 await self.on_event(event)
         except KishpaError as exc:
             self.console.print(f"Lost the table: {exc.message}", style="red")
@@ -421,5 +451,6 @@ class PlaySession:
             attention = await self.ui.narrate(self, event)
         if kind in ("round_ended", "seed_revealed"):  # a Kishpa round, a Hand deal
             await self.say_verdict(event.round, verdict)
+            await self.ready(event.round)
         if attention:
             self.tell_what_to_do()

@@ -37,7 +37,7 @@ from games.hand.autoplay import TIMEOUTS_BEFORE_AUTOPLAY, autoplay_action, house
 from games.hand.cards import CARD_COUNT, card_text
 from games.hand.deal_state import DealState, Phase
 from games.hand.events import Event
-from games.hand.flow import PhaseRecord, close_deal, open_game
+from games.hand.flow import PhaseRecord, abandon, close_deal, open_game
 from games.hand.game import (
     GameState,
     available_actions,
@@ -82,6 +82,7 @@ __all__ = [
     "SeatView",
     "TimeOut",
     "UndoTurn",
+    "abandon",
     "advice_for",
     "apply",
     "autoplay_action",

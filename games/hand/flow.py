@@ -14,7 +14,15 @@ from typing import Any
 
 from games.hand.deal_state import DealState
 from games.hand.events import Event
-from games.hand.game import GameState, record_deal, seed_revealed_event, start_game, started_event
+from games.hand.game import (
+    GameState,
+    end_early,
+    game_ended_event,
+    record_deal,
+    seed_revealed_event,
+    start_game,
+    started_event,
+)
 from games.hand.record import BUY_IN, PAYOUT, buy_in_record, payout_record
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
 
@@ -52,3 +60,17 @@ def close_deal(
     events = [seed_revealed_event(server_seed_hex, deal.commitment, client_seeds), *scored]
     phases = [PhaseRecord(PAYOUT, new.deals_played, payout_record(new))] if new.finished else []
     return new, events, phases
+
+
+def abandon(game: GameState, deal_ended: bool) -> tuple[GameState, list[Event], list[PhaseRecord]]:
+    """Every player left a table where only bots remain (``RuleSet.abandoned_ends_with_deal``):
+    the game ends with the deal in progress, or at once between deals (``deal_ended``) with
+    ``game_ended`` and the ``payout`` phase by the totals so far."""
+    new = end_early(game, deal_ended)
+    if new.finished and not game.finished:
+        return (
+            new,
+            [game_ended_event(new)],
+            [PhaseRecord(PAYOUT, new.deals_played, payout_record(new))],
+        )
+    return new, [], []

@@ -61,6 +61,9 @@ class GameState:
     rules: RuleSet = DEFAULT_RULES
     first_starter: int = 0
     results: tuple[DealResult, ...] = field(default=())
+    ends_after: int = 0
+    """The game ends after this many deals instead of ``rules.deals_per_game`` (0: it
+    does not): every player left a table where only bots remain (:func:`end_early`)."""
 
     @property
     def seats(self) -> int:
@@ -75,8 +78,13 @@ class GameState:
         return len(self.results)
 
     @property
+    def deals(self) -> int:
+        """How many deals this game has: the rules' number, or fewer once it ended early."""
+        return min(self.ends_after or self.rules.deals_per_game, self.rules.deals_per_game)
+
+    @property
     def finished(self) -> bool:
-        return self.deals_played >= self.rules.deals_per_game
+        return self.deals_played >= self.deals
 
     @property
     def totals(self) -> list[int]:
@@ -105,6 +113,7 @@ class GameState:
             "rules": self.rules.to_dict(),
             "first_starter": self.first_starter,
             "results": [r.to_dict() for r in self.results],
+            **({"ends_after": self.ends_after} if self.ends_after else {}),
         }
 
     @classmethod
@@ -116,6 +125,7 @@ class GameState:
                 RuleSet.from_dict(dict(data["rules"])),
                 first_starter=int(data["first_starter"]),
                 results=[DealResult.from_dict(r) for r in data["results"]],
+                ends_after=int(data.get("ends_after") or 0),
             )[0]
         except (KeyError, TypeError, ValueError) as exc:
             raise HandMoveError(f"malformed game state: {exc}", Reason.INVALID_STATE) from exc
@@ -128,6 +138,7 @@ def start_game(
     *,
     first_starter: int = 0,
     results: Sequence[DealResult] = (),
+    ends_after: int = 0,
 ) -> tuple[GameState, list[Posting]]:
     """A new game and its buy-in postings (every player pays the stake into the pot)."""
     if not rules.min_seats <= len(players) <= rules.max_seats:
@@ -139,7 +150,7 @@ def start_game(
     postings = buy_in_postings(players, stake)
     if len(results) > rules.deals_per_game or any(len(r.scores) != len(players) for r in results):
         raise ValueError("deal results do not fit this game")
-    game = GameState(tuple(players), stake, rules, first_starter, tuple(results))
+    game = GameState(tuple(players), stake, rules, first_starter, tuple(results), ends_after)
     return game, postings
 
 
@@ -179,18 +190,30 @@ def record_deal(game: GameState, deal: DealState) -> tuple[GameState, list[Event
     new = replace(game, results=(*game.results, result))
     events = [Event("deal_scored", data={**result.to_dict(), "totals": new.totals})]
     if new.finished:
-        events.append(
-            Event(
-                "game_ended",
-                data={
-                    "totals": new.totals,
-                    "winners": new.leaders(),
-                    "pot": new.pot,
-                    "payouts": new.payouts(),
-                },
-            )
-        )
+        events.append(game_ended_event(new))
     return new, events
+
+
+def game_ended_event(game: GameState) -> Event:
+    """``game_ended``: the final totals, the leaders and the pot's payout."""
+    data: dict[str, Any] = {
+        "totals": game.totals,
+        "winners": game.leaders(),
+        "pot": game.pot,
+        "payouts": game.payouts(),
+    }
+    if game.deals < game.rules.deals_per_game:
+        data["ended_early"] = True
+    return Event("game_ended", data=data)
+
+
+def end_early(game: GameState, deal_ended: bool) -> GameState:
+    """Every player left a table where only bots remain: with ``abandoned_ends_with_deal``
+    the game ends with the deal in progress (``deal_ended``: between deals, with the deal
+    just played). Unchanged when the ruling is off or the game is over already."""
+    if game.finished or not game.rules.abandoned_ends_with_deal:
+        return game
+    return replace(game, ends_after=game.deals_played + (0 if deal_ended else 1))
 
 
 def game_payout_postings(game: GameState) -> list[Posting]:
@@ -239,7 +262,7 @@ def seed_revealed_event(
 
 def is_last_deal(game: GameState, deal_ended: bool) -> bool:
     """Is the deal being played (or, once ended, the one just played) the game's last?"""
-    return game.deals_played + (0 if deal_ended else 1) >= game.rules.deals_per_game
+    return game.deals_played + (0 if deal_ended else 1) >= game.deals
 
 
 def available_actions(deal: Mapping[str, Any], seat: int | None) -> list[str]:

@@ -52,6 +52,10 @@ class RuleSet:
     hand_win_score: int = 100
     hand_penalty_multiplier: int = 2
     deals_per_game: int = 7
+    abandoned_ends_with_deal: bool = True
+    """Ruling (docs/rules/hand.md, "leaving the table"): when the last player leaves a table
+    where only bots remain, the game ends with the deal in progress (at once between deals)
+    and the pot is paid out by the totals at that point. False: the bots play every deal."""
 
     # The pot.
     winner_min_percent: int = 75

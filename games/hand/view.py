@@ -83,7 +83,7 @@ def view_for(
     scores = deal["scores"]
     public: dict[str, Any] = {
         "deal_no": int(deal["deal_no"]) + 1,
-        "deals": game.rules.deals_per_game,
+        "deals": game.deals,
         "starter": int(deal["starter"]),
         "drew": deal["phase"] == Phase.PLAY.value,
         "pile": len(deal["stock"]),

@@ -276,6 +276,26 @@ def _turn_of(state: kround.RoundState) -> int | None:
     return state.turn if state.phase in (kround.FIRST_DISCARD, kround.TURNS) else None
 
 
+def abandon(game: GameState) -> tuple[GameState, list[kround.Event]]:
+    """Every player left (only bots remain): with ``abandoned_ends_with_round`` the round in
+    progress becomes the last one (``last_round_pressed`` for it, reason ``abandoned``);
+    between rounds, or with the ruling off, nothing changes here and :func:`start_round`
+    presses last round for the next round."""
+    state = game.round
+    if (
+        game.closed
+        or state is None
+        or not game.round_in_progress
+        or state.last_round
+        or not game.ruleset.abandoned_ends_with_round
+    ):
+        return game, []
+    new = _copy(game, replace(state, last_round=True))
+    new.last_round_pressed = True
+    data = {"next_round": new.round_no, "reason": ABANDONED}
+    return new, [kround.Event("last_round_pressed", data=data)]
+
+
 def press_last_round(game: GameState) -> tuple[GameState, list[kround.Event]]:
     """The next round to start is the final one (pressing it twice is refused)."""
     if game.closed:

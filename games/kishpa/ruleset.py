@@ -43,6 +43,11 @@ class RuleSet:
     bowl_contribution: int = 1
     bowl_contribution_kishpa_one: int = 2
     bowl_streak_to_win: int = 2
+    abandoned_ends_with_round: bool = True
+    """Ruling (docs/rules/kishpa.md, "leaving the table"): when the last player leaves a table
+    where only bots remain, the round in progress becomes the table's last round (its end
+    pays the bowl as a last round does, then the table closes), so he pays nothing for a
+    round dealt after he left. False: the next round to start is the last one."""
 
     # Bonuses (section 6).
     doll_bonus: int = 1

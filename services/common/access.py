@@ -1,7 +1,8 @@
 """Who may call which RPC: the one declaration every server enforces.
 
-A caller has one or more *identities*: ``player``; ``service:<workload>`` for a service
-credential (with mutual TLS, of the workload whose certificate the connection shows);
+A caller has one or more *identities*: ``player``; ``service:<workload>`` for a workload
+(under mutual TLS, the one its client certificate names; in development, a service credential,
+which on a TLS port must match that certificate);
 ``admin:<role>`` for each role of an operator (``support`` reads, ``finance`` credits and
 debits and approves, ``ops`` closes tables). :data:`ACCESS` maps every RPC of the Kishpa
 contract to the identities that may call it; ``anyone`` marks the public ones (health,
@@ -28,6 +29,11 @@ OPERATOR_ROLES: Final = ("support", "finance", "ops")
 
 WORKLOADS: Final = ("wallet", "table", "matchmaking", "worker", "beat", "edge")
 """Every workload with an identity of its own (a certificate, docs/operations.md)."""
+
+PROXIES: Final = frozenset({"edge"})
+"""Workloads that only forward other callers' calls (with their tokens): a call over their
+certificate without a token is nobody (``TOKEN_MISSING``), so a browser that lost its token
+hears it must sign in again, not that the edge may not call."""
 
 
 def service(name: str) -> str:
@@ -104,6 +110,8 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
                 "UndoTurn",
                 "GetRoundRecord",
                 "Contribute",
+                "Ready",
+                "PlayAgain",
             )
         ),
         PLAYER,
@@ -168,24 +176,41 @@ def allowed(method: str, identities: Iterable[str]) -> bool | None:
     return ANYONE in declared or not declared.isdisjoint(identities)
 
 
+def caller_kind(identities: Iterable[str]) -> str:
+    """``player``, ``service`` or ``operator``: the kind of caller ``identities`` make."""
+    who = set(identities)
+    if PLAYER in who:
+        return "player"
+    if any(i.startswith("admin:") for i in who):
+        return "operator"
+    return "service"
+
+
 def refusal(method: str, identities: frozenset[str]) -> tuple[str, str]:
-    """The reason and message of refusing ``identities`` on ``method`` (stable per kind)."""
+    """The reason and message of refusing ``identities`` on ``method``.
+
+    One rule for every kind of caller (docs/api.md, *Who may call what*): a caller of the
+    right kind who lacks the grant hears what he lacks (an operator ``ROLE_REQUIRED``, a
+    service ``SERVICE_NOT_ALLOWED``); a caller of the wrong kind hears which kind may call
+    (``PLAYER_REQUIRED`` before ``SERVICE_REQUIRED`` before ``ADMIN_REQUIRED``).
+    """
     declared = ACCESS.get(method, frozenset())
     name = method.rsplit("/", 1)[-1]
-    services = sorted(d for d in declared if d.startswith("service:"))
+    services = sorted(d.removeprefix("service:") for d in declared if d.startswith("service:"))
+    roles = sorted(d.removeprefix("admin:") for d in declared & OPERATORS)
     if not declared:
         return "METHOD_NOT_DECLARED", f"{name} is not open to any caller"
-    if any(i.startswith("admin:") for i in identities) and declared & OPERATORS:
-        roles = ", ".join(sorted(d.removeprefix("admin:") for d in declared & OPERATORS))
-        return "ROLE_REQUIRED", f"{name} needs the operator role {roles}"
-    if declared <= OPERATORS:
-        return "ADMIN_REQUIRED", f"only an operator may call {name}"
-    if PLAYER in identities:
-        return "SERVICE_REQUIRED", f"only an internal service may call {name}"
-    if PLAYER in declared and not services:
+    kind = caller_kind(identities)
+    if kind == "operator" and roles:
+        return "ROLE_REQUIRED", f"{name} needs the operator role {', '.join(roles)}"
+    if kind == "service" and services:
+        return "SERVICE_NOT_ALLOWED", f"{name} may be called only by {', '.join(services)}"
+    if PLAYER in declared:
         return "PLAYER_REQUIRED", f"{name} must be called by a player"
-    who = ", ".join(s.removeprefix("service:") for s in services)
-    return "SERVICE_NOT_ALLOWED", f"{name} may be called only by {who or 'players'}"
+    if services:
+        also = " (or an operator with its role)" if roles else ""
+        return "SERVICE_REQUIRED", f"only an internal service{also} may call {name}"
+    return "ADMIN_REQUIRED", f"only an operator may call {name}"
 
 
 def markdown_table(access: Mapping[str, frozenset[str]] = ACCESS) -> str:

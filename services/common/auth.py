@@ -1,4 +1,11 @@
-"""Player tokens, service credentials and the gRPC interceptor that checks them.
+"""Who calls: player tokens, workload certificates, operators, and the interceptor.
+
+Under mutual TLS a *workload* is who its verified client certificate says (a call without a
+token over the ``table`` certificate is the table service): no secret is shared between
+workloads, and production (``KISHPA_PRODUCTION=1``) holds none. *Operators* are who the
+identity provider says (``services.common.oidc``). What follows about service credentials
+and admin tokens is the development model (plain ``make run``), refused where no shared key
+is configured.
 
 Tokens are HS256 JWTs. A *player token* (signed with ``KISHPA_TOKEN_SECRET``) names the
 player: ``sub`` is the player id, ``name`` the display name, ``typ`` is ``"player"``. A
@@ -6,7 +13,8 @@ player: ``sub`` is the player id, ``name`` the display name, ``typ`` is ``"playe
 player key cannot mint one) has ``sub = "service:<name>"``, ``typ`` and ``role`` ``"service"``.
 Both carry ``iss = "kishpa"``, ``iat`` and ``exp``. An *admin token* (also signed with
 ``KISHPA_SERVICE_SECRET``; ``typ`` and ``role`` ``"admin"``, ``sub = "admin:<operator>"``)
-makes an :class:`Admin` caller, separate from players and services. Tokens of an external
+makes an :class:`Admin` caller, separate from players and services: the *development
+operator issuer*, accepted only where the shared key is. Tokens of an external
 OpenID Connect provider (``services.common.oidc``, when configured) are accepted too: they
 name a player, or an admin when they carry the admin role.
 
@@ -17,6 +25,7 @@ servicers ask :func:`current_player` or :func:`require_service`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import threading
@@ -30,6 +39,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -39,7 +49,7 @@ import jwt
 import structlog
 from pydantic import SecretStr
 
-from services.common.access import OPERATOR_ROLES, allowed, refusal
+from services.common.access import OPERATOR_ROLES, PROXIES, WORKLOADS, allowed, refusal
 from services.common.errors import PermissionDenied, Unauthenticated, Unavailable, abort_with
 from services.common.handlers import wrap_handler
 from services.common.oidc import OidcVerifier, oidc_verifier_from_settings
@@ -64,6 +74,14 @@ MAX_NUMERIC_DATE: Final = 10**11
 MAX_NAME_LENGTH: Final = 64
 VERIFIED_CACHE_SIZE: Final = 10_000
 ADMIN_OIDC_PREFIX: Final = "oidc:"
+DEV_OPERATOR_TOKEN_SECONDS: Final = 900
+"""How long a token of the development operator issuer (``kishpa admin``) lives."""
+KEY_FETCH_THREADS: Final = 4
+"""Threads that verify identity-provider tokens (and so may wait on its key endpoint)."""
+
+_key_fetchers = ThreadPoolExecutor(KEY_FETCH_THREADS, thread_name_prefix="kishpa-oidc")
+"""Verification that may fetch the provider's keys runs here, never on the event loop: a
+slow key endpoint delays only calls carrying a provider token not seen before."""
 
 DEFAULT_PUBLIC_METHODS: Final[frozenset[str]] = frozenset(
     {
@@ -134,8 +152,10 @@ class TokenAuthority:
         previous_token_secret: str | None = None,
         previous_service_secret: str | None = None,
         external: OidcVerifier | None = None,
+        operator_token_ttl_seconds: int = 3600,
     ) -> None:
         self._external = external
+        self.operator_token_ttl_seconds = operator_token_ttl_seconds
         self._token_secret = token_secret
         self._service_secret = service_secret
         # Verification-only keys during a rotation; new tokens are always signed with the
@@ -152,16 +172,29 @@ class TokenAuthority:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TokenAuthority:
-        """The authority for this process; keys it has no use for may be absent."""
+        """The authority for this process; keys it has no use for may be absent.
+
+        In production (``KISHPA_PRODUCTION=1``) the shared service key is never used, even if
+        one is configured (the settings refuse to start with one): workloads are who their
+        certificates say, operators who the identity provider says.
+        """
+        shared = None if settings.production else settings.service_secret
+        previous = None if settings.production else settings.service_secret_previous
         return cls(
             settings.token_secret.get_secret_value() if settings.token_secret else None,
-            settings.service_secret.get_secret_value() if settings.service_secret else None,
+            shared.get_secret_value() if shared else None,
             token_ttl_seconds=settings.token_ttl_seconds,
             service_token_ttl_seconds=settings.service_token_ttl_seconds,
             previous_token_secret=_revealed(settings.token_secret_previous),
-            previous_service_secret=_revealed(settings.service_secret_previous),
+            previous_service_secret=_revealed(previous),
             external=oidc_verifier_from_settings(settings),
+            operator_token_ttl_seconds=settings.operator_token_ttl_seconds,
         )
+
+    @property
+    def shared_service_key(self) -> bool:
+        """Whether this authority signs and accepts service credentials (the shared key)."""
+        return bool(self._service_secret)
 
     # -- player tokens -------------------------------------------------------------------
 
@@ -229,9 +262,18 @@ class TokenAuthority:
     # -- admin tokens --------------------------------------------------------------------
 
     def issue_admin_token(
-        self, admin_id: str, name: str = "", *, roles: Collection[str] = ("support",)
+        self,
+        admin_id: str,
+        name: str = "",
+        *,
+        roles: Collection[str] = ("support",),
+        ttl_seconds: int = DEV_OPERATOR_TOKEN_SECONDS,
     ) -> IssuedToken:
-        """Sign a short-lived admin token for the operator ``admin_id`` with his ``roles``."""
+        """Sign a short-lived admin token for the operator ``admin_id`` with his ``roles``.
+
+        This is the *development operator issuer*: the shared service key signs it, so only
+        a process holding that key accepts it, and production never does.
+        """
         if not admin_id:
             raise ValueError("admin id must not be empty")
         unknown = set(roles) - set(OPERATOR_ROLES)
@@ -246,7 +288,7 @@ class TokenAuthority:
                 "roles": sorted(set(roles)),
             },
             self._key(self._service_secret, "admin tokens"),
-            self.service_token_ttl_seconds,
+            min(ttl_seconds, self.operator_token_ttl_seconds),
         )
 
     def _admin(self, token: str) -> tuple[Admin, int]:
@@ -254,7 +296,7 @@ class TokenAuthority:
             token,
             self._key(self._service_secret, "admin tokens"),
             ADMIN_TYP,
-            self.service_token_ttl_seconds,
+            self.operator_token_ttl_seconds,
         )
         subject = str(claims["sub"])
         if not subject.startswith(ADMIN_SUBJECT_PREFIX) or claims.get("role") != ADMIN_TYP:
@@ -273,15 +315,18 @@ class TokenAuthority:
         assert self._external is not None
         who = self._external.verify(token)
         if who.roles:
+            # An operator's token is bounded like ours: a provider misconfigured to hand out
+            # day-long tokens must not give an operator a day-long session here.
+            if who.lifetime > self.operator_token_ttl_seconds + LEEWAY_SECONDS:
+                raise Unauthenticated(
+                    "TOKEN_LIFETIME_TOO_LONG",
+                    f"an operator token may live at most {self.operator_token_ttl_seconds} s "
+                    "from iat to exp",
+                )
             return Admin(ADMIN_OIDC_PREFIX + who.subject, who.name, who.roles), who.expires_at
         return Player(player_id=who.player_id, name=who.name), who.expires_at
 
-    def verify(self, token: str) -> Caller:
-        """Verify a token of either kind, choosing the key by its (then verified) ``typ``.
-
-        A token verified before is answered from a bounded cache until it expires: the same
-        string carries the same signature, and re-verifying it costs more than the RPC.
-        """
+    def _cached(self, token: str) -> Caller | None:
         if len(token) > MAX_TOKEN_CHARS:
             raise Unauthenticated(
                 "TOKEN_TOO_LARGE", f"the token is over {MAX_TOKEN_CHARS} characters"
@@ -289,23 +334,69 @@ class TokenAuthority:
         hit = self._verified.get(token)
         if hit is not None and self._clock() - LEEWAY_SECONDS < hit[1]:
             return hit[0]
+        return None
+
+    def _is_external(self, token: str) -> bool:
+        """Whether ``token`` claims (unverified) to come from the identity provider."""
+        if self._external is None:
+            return False
+        try:
+            unverified = jwt.decode(token, options={"verify_signature": False})
+        except (jwt.PyJWTError, ValueError, OverflowError, TypeError):
+            return False
+        return isinstance(unverified, dict) and unverified.get("iss") == self._external.issuer
+
+    async def verify_async(self, token: str) -> Caller:
+        """:meth:`verify` for the event loop: a provider token not verified before is
+        checked in a thread of its own, since its keys may have to be fetched (up to the
+        fetch timeout); our own HS256 tokens and cached ones are answered at once."""
+        hit = self._cached(token)
+        if hit is not None:
+            return hit
+        if self._is_external(token):
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(_key_fetchers, self.verify, token)
+        return self.verify(token)
+
+    def verify(self, token: str) -> Caller:
+        """Verify a token of either kind, choosing the key by its (then verified) ``typ``.
+
+        A token verified before is answered from a bounded cache until it expires: the same
+        string carries the same signature, and re-verifying it costs more than the RPC.
+        """
+        hit = self._cached(token)
+        if hit is not None:
+            return hit
         try:
             header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})
-        except (jwt.PyJWTError, ValueError, OverflowError):
+        except (jwt.PyJWTError, ValueError, OverflowError, TypeError):
             raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT") from None
-        if not isinstance(unverified, dict):
+        if not isinstance(unverified, dict) or not isinstance(header, dict):
             raise Unauthenticated("TOKEN_INVALID", "the token is not a valid JWT")
         # The claim only selects the key; the chosen key then verifies signature and typ.
         caller: Caller
+        kind = unverified.get("typ")
         if self._external is not None and unverified.get("iss") == self._external.issuer:
             caller, expires_at = self._external_caller(token)  # pins its own algorithms
         elif header.get("alg") != ALGORITHM:
             # Pinned: never let the token choose how it is verified.
             raise Unauthenticated("TOKEN_INVALID", f"only {ALGORITHM} tokens are accepted")
-        elif unverified.get("typ") == SERVICE_TYP and self._service_secret:
+        elif kind == SERVICE_TYP and not self._service_secret:
+            raise Unauthenticated(
+                "SERVICE_TOKEN_NOT_ACCEPTED",
+                "this service knows workloads by their client certificate only: call with "
+                "your workload's certificate and no service token",
+            )
+        elif kind == ADMIN_TYP and not self._service_secret:
+            raise Unauthenticated(
+                "OPERATOR_TOKEN_NOT_ACCEPTED",
+                "tokens of the development operator issuer are not accepted here: sign in "
+                "with the identity provider",
+            )
+        elif kind == SERVICE_TYP:
             caller, expires_at = self._service(token)
-        elif unverified.get("typ") == ADMIN_TYP and self._service_secret:
+        elif kind == ADMIN_TYP:
             caller, expires_at = self._admin(token)
         else:
             caller, expires_at = self._player(token)
@@ -494,7 +585,9 @@ class CallerVerifier(Protocol):
     """What the interceptor needs: a bearer token in, the caller out (or Unauthenticated).
 
     :class:`TokenAuthority` is one; another identity source (an OIDC verifier) plugs in here
-    by wrapping it, e.g. trying its own issuer first and falling back to ours.
+    by wrapping it, e.g. trying its own issuer first and falling back to ours. A verifier
+    with an awaitable ``verify_async`` is awaited instead (work that may block, such as
+    fetching a provider's keys, must not hold up the event loop).
     """
 
     def verify(self, token: str) -> Caller:
@@ -506,13 +599,35 @@ RefusalHook = Callable[[str, Caller, PermissionDenied], Awaitable[None]]
 """Called with (method, caller, refusal) when the access table refuses a caller."""
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Verifies the bearer token of every call except ``public_methods``, checks the caller
-    against :data:`services.common.access.ACCESS`, and sets the caller for the servicer.
+async def _verified_caller(authority: CallerVerifier, token: str) -> Caller:
+    verify_async = getattr(authority, "verify_async", None)
+    if verify_async is not None:
+        caller: Caller = await verify_async(token)
+        return caller
+    return authority.verify(token)
 
-    With ``require_service_certificate`` (mutual TLS) a service credential is accepted only
-    over a connection whose client certificate names the same workload: the shared service
-    key alone no longer makes anyone the settlement worker.
+
+def certified_workload(context: Any) -> Service | None:
+    """The workload a call's verified client certificate names, if it names one.
+
+    Only a workload of :data:`services.common.access.WORKLOADS` is anybody here: a
+    certificate of the same CA issued to a person's tool (an operator's CLI) names no
+    workload and so grants nothing by itself; nor does a proxy's (the edge's), which always
+    carries its caller's token.
+    """
+    peer = peer_identity(context)
+    return Service(peer) if peer in WORKLOADS and peer not in PROXIES else None
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Finds who calls (the bearer token, else the workload certificate), checks him against
+    :data:`services.common.access.ACCESS`, and sets the caller for the servicer.
+
+    A call without a token over a connection whose verified client certificate names a
+    workload is that workload (mutual TLS: the certificate is the credential). With
+    ``require_service_certificate`` (any TLS listener) a service *token* is accepted only
+    with a client certificate naming the same workload: the shared service key alone never
+    makes anyone the settlement worker, and a server-only TLS port refuses service tokens.
     """
 
     def __init__(
@@ -550,17 +665,21 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         ) -> AsyncIterator[None]:
             try:
                 token = bearer_token(metadata)
+                caller: Caller | None
                 if token is None:
-                    raise Unauthenticated(
-                        "TOKEN_MISSING", "missing 'authorization: Bearer <token>' metadata"
-                    )
-                caller = authority.verify(token)
+                    caller = certified_workload(context)
+                    if caller is None:
+                        raise Unauthenticated(
+                            "TOKEN_MISSING", "missing 'authorization: Bearer <token>' metadata"
+                        )
+                else:
+                    caller = await _verified_caller(authority, token)
             except (Unauthenticated, Unavailable) as exc:
                 # Unavailable: an identity provider whose keys cannot be fetched now.
                 await abort_with(context, exc)
                 raise  # abort_with always raises; this tells the type checker so
             try:
-                _check_access(method, caller, context, require_certificate)
+                _check_access(method, caller, context, require_certificate, token is not None)
             except PermissionDenied as exc:
                 if on_refusal is not None:
                     await on_refusal(method, caller, exc)
@@ -581,9 +700,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return wrap_handler(handler, method, authenticated)
 
 
-def _check_access(method: str, caller: Caller, context: Any, require_certificate: bool) -> None:
+def _check_access(
+    method: str, caller: Caller, context: Any, require_certificate: bool, by_token: bool
+) -> None:
     """Refuse ``caller`` on ``method`` unless the access table and his certificate allow it."""
-    if isinstance(caller, Service):
+    if isinstance(caller, Service) and by_token:
         peer = peer_identity(context)
         if peer is None and require_certificate:
             raise PermissionDenied(
@@ -613,15 +734,34 @@ def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:
 
 
 class ServiceCredentials:
-    """A service credential for outgoing calls, re-minted shortly before it expires."""
+    """A workload's credential for outgoing calls.
 
-    def __init__(self, authority: TokenAuthority, service_name: str) -> None:
+    With an authority holding the shared service key (development, ``make run``): a service
+    token, re-minted shortly before it expires. Without one (``authority=None``, mutual TLS):
+    nothing at all, the client certificate the channel presents says who calls.
+    """
+
+    def __init__(self, authority: TokenAuthority | None, service_name: str) -> None:
         self._authority = authority
         self._service_name = service_name
         self._issued: IssuedToken | None = None
 
+    @classmethod
+    def for_process(cls, settings: Settings, service_name: str) -> ServiceCredentials:
+        """The credential of this process: a token only where the shared key is in use."""
+        authority = TokenAuthority.from_settings(settings)
+        return cls(authority if authority.shared_service_key else None, service_name)
+
+    @property
+    def by_certificate(self) -> bool:
+        """Whether the channel's client certificate is the whole credential."""
+        return self._authority is None
+
     def token(self) -> str:
-        """A valid credential (cached until a fifth of its lifetime remains)."""
+        """A valid credential (cached until a fifth of its lifetime remains); "" when the
+        certificate is the credential."""
+        if self._authority is None:
+            return ""
         now = time.time()
         margin = self._authority.service_token_ttl_seconds / 5
         if self._issued is None or self._issued.expires_at - margin <= now:
@@ -629,8 +769,9 @@ class ServiceCredentials:
         return self._issued.token
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        """Call metadata carrying a valid credential."""
-        return bearer_metadata(self.token())
+        """Call metadata carrying a valid credential (none when the certificate is it)."""
+        token = self.token()
+        return bearer_metadata(token) if token else ()
 
 
 TokenSource = Callable[[], str]

@@ -38,6 +38,7 @@ from games.errors import RulesError
 from kishpa.common.v1 import errors_pb2
 from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
+from services.common.outage import REDIS
 from shared.retry import TRANSIENT_REDIS_ERRORS, UNREACHABLE_CODES
 
 DOMAIN: Final = "kishpa.dev"
@@ -396,6 +397,8 @@ async def _mapping_errors(
         if failure is None:
             # Logged here with the traceback; the client gets a generic message only.
             _log.exception("rpc.unexpected_error", method=method, error_type=type(exc).__name__)
+        elif failure.code is grpc.StatusCode.UNAVAILABLE and REDIS.absorbs(exc, where=method):
+            pass  # Redis away: the outage is logged once, as such (services/common/outage.py)
         elif failure.code is grpc.StatusCode.UNAVAILABLE:
             _log.warning(
                 "rpc.dependency_unavailable",

@@ -36,6 +36,7 @@ from services.common.auth import Player, current_caller
 from services.common.errors import ResourceExhausted, abort_with
 from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
+from services.common.outage import REDIS
 from services.common.redis_client import async_client, is_cluster_url, node_url
 from services.common.settings import Settings
 from services.common.shared_rates import SharedRates
@@ -155,8 +156,9 @@ class Limiter:
             if allowed:
                 return
             stats = await self._windows.get_window_stats(item, *identifiers)
-        except Exception:
-            _log.warning("limits.unavailable", limit=str(item), exc_info=True)
+        except Exception as exc:
+            if not REDIS.absorbs(exc, where="rate_limits"):
+                _log.warning("limits.unavailable", limit=str(item), exc_info=True)
             return  # fail open: the rate limiter must not be what takes a service down
         retry = max(0.05, stats.reset_time - time.time())
         raise ResourceExhausted(
@@ -174,8 +176,9 @@ class Limiter:
                 pipe.incr(key)
                 pipe.expire(key, STREAM_SLOT_TTL_S)
                 count, _ = await pipe.execute()
-        except Exception:
-            _log.warning("limits.unavailable", limit="streams", exc_info=True)
+        except Exception as exc:
+            if not REDIS.absorbs(exc, where="rate_limits"):
+                _log.warning("limits.unavailable", limit="streams", exc_info=True)
             yield
             return
         try:

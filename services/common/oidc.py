@@ -6,13 +6,16 @@ a JWK Set at its JWKS URL. :class:`OidcVerifier` fetches that set with PyJWT's
 not know triggers one refetch, at most once per ``jwks_cooldown_seconds``, so a provider's
 key rotation is followed at once and a stream of bogus key ids cannot hammer it), then
 checks the signature with the algorithm pinned to the configured list, the issuer, the
-audience, ``exp``/``iat``/``sub``.
+audience, ``exp``/``iat``/``sub``, and that the key the token's ``kid`` names is of the
+type its ``alg`` needs (an ES256 token naming an RSA key is ``TOKEN_INVALID``).
 
 A verified token becomes a :class:`~services.common.auth.Player` whose id is derived from
 ``(issuer, sub)`` (:func:`player_id_for`): stable across logins, never colliding with a
 guest id (``p…``), safe in Redis keys and wallet account names. The display name is the
-token's ``name`` (or ``preferred_username``). A token whose ``roles`` claim (configurable)
-holds the admin role makes an :class:`~services.common.auth.Admin` caller.
+token's ``name`` (or ``preferred_username``). A token whose roles claim
+(``KISHPA_OIDC_ROLES_CLAIM``, a dotted path) grants operator roles makes an
+:class:`~services.common.auth.Admin` caller: operators sign in here, never with a key a
+workload holds.
 
 ``TokenAuthority.verify`` hands a token to this verifier when its (unverified) ``iss`` is
 the provider's; everything else still goes to our own HS256 keys.
@@ -22,10 +25,15 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
+import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
 import jwt
 
@@ -37,6 +45,8 @@ PLAYER_ID_PREFIX: Final = "o"
 ALLOWED_ALGORITHMS: Final = frozenset({"RS256", "ES256"})
 LEEWAY_SECONDS: Final = 5
 MAX_NAME_LENGTH: Final = 64
+MAX_NUMERIC_DATE: Final = 10**11
+"""``exp``/``iat``/``nbf`` beyond this (year 5138) are malformed (as for our own tokens)."""
 
 
 def operator_roles(granted: list[Any], config: OidcConfig) -> frozenset[str]:
@@ -89,6 +99,8 @@ class OidcIdentity:
     roles: frozenset[str]
     """Operator roles (``support``, ``finance``, ``ops``); empty for a player."""
     expires_at: int
+    lifetime: int = 0
+    """Seconds from ``iat`` to ``exp``."""
 
     @property
     def admin(self) -> bool:
@@ -102,7 +114,8 @@ class OidcVerifier:
     def __init__(self, config: OidcConfig, *, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self._clock = clock
-        self._keys = jwt.PyJWKClient(
+        client = _LocalKeySet if urlsplit(config.jwks_url).scheme == "file" else jwt.PyJWKClient
+        self._keys = client(
             config.jwks_url,
             cache_keys=False,  # a key the provider withdrew must stop verifying with the set
             cache_jwk_set=True,
@@ -110,6 +123,9 @@ class OidcVerifier:
             timeout=config.fetch_timeout_seconds,
             cooldown_duration=config.jwks_cooldown_seconds,
         )
+        # One fetch at a time: calls arriving while the set is being fetched wait for it
+        # (in their verification thread) instead of each asking the provider again.
+        self._fetching = threading.Lock()
 
     @property
     def issuer(self) -> str:
@@ -119,7 +135,8 @@ class OidcVerifier:
         """The identity in a valid provider token; :class:`Unauthenticated` otherwise.
 
         Fetching the key set may block for up to ``fetch_timeout_seconds``: on the first
-        token, after ``jwks_cache_seconds``, and on a key rotation.
+        token, after ``jwks_cache_seconds``, and on a key rotation. Servers therefore call
+        it from a thread (``TokenAuthority.verify_async``), never on the event loop.
         """
         try:
             header = jwt.get_unverified_header(token)
@@ -130,11 +147,19 @@ class OidcVerifier:
                 "TOKEN_INVALID", f"tokens of this provider must be signed with {self._algs()}"
             )
         key = self._signing_key(token)
+        if _family(key.algorithm_name) != _family(str(header["alg"])):
+            # E.g. ES256 with the id of the provider's RSA key: never handed to the wrong
+            # algorithm (PyJWT raised TypeError there, answered UNKNOWN).
+            raise Unauthenticated(
+                "TOKEN_INVALID",
+                f"the token is signed with {header['alg']} but its key id names a "
+                f"{key.algorithm_name} key",
+            )
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
-                key.key,
-                algorithms=list(self.config.algorithms),
+                key,
+                algorithms=[str(header["alg"])],
                 audience=self.config.audience,
                 issuer=self.config.issuer,
                 leeway=LEEWAY_SECONDS,
@@ -148,22 +173,31 @@ class OidcVerifier:
             raise Unauthenticated("TOKEN_INVALID", "the token's issuer is not trusted") from None
         except jwt.PyJWTError as exc:
             raise Unauthenticated("TOKEN_INVALID", f"the token is invalid: {exc}") from None
-        subject = str(claims["sub"])
-        if not subject:
+        except (TypeError, ValueError, OverflowError):
+            # A key and token that do not fit together in a way PyJWT does not name.
+            raise Unauthenticated("TOKEN_INVALID", "the token does not fit its key") from None
+        subject = claims["sub"]
+        if not isinstance(subject, str) or not subject:
             raise Unauthenticated("TOKEN_INVALID", "the token names no subject")
         name = str(claims.get("name") or claims.get("preferred_username") or "")
-        granted = claims.get(self.config.roles_claim) or []
+        granted = _claim(claims, self.config.roles_claim)
         roles = operator_roles(granted, self.config) if isinstance(granted, list) else frozenset()
-        try:
-            expires_at = int(claims["exp"])
-        except (TypeError, ValueError):
-            raise Unauthenticated("TOKEN_INVALID", "the token's times are malformed") from None
+        for claim in ("exp", "iat", "nbf"):
+            value = claims.get(claim, 0)
+            # The same bounds as our own tokens: a year-5138 expiry is malformed, not long.
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise Unauthenticated("TOKEN_INVALID", f"the token's {claim} is not a number")
+            if not (math.isfinite(value) and 0 <= value <= MAX_NUMERIC_DATE):
+                raise Unauthenticated("TOKEN_INVALID", f"the token's {claim} is out of range")
+        expires_at = int(claims["exp"])
+        lifetime = expires_at - int(claims["iat"])
         return OidcIdentity(
             player_id=player_id_for(self.config.issuer, subject),
             name=name[:MAX_NAME_LENGTH],
             subject=subject,
             roles=roles,
             expires_at=expires_at,
+            lifetime=lifetime,
         )
 
     def _signing_key(self, token: str) -> jwt.PyJWK:
@@ -176,7 +210,8 @@ class OidcVerifier:
         one refetch) refuses the token itself.
         """
         try:
-            return self._keys.get_signing_key_from_jwt(token)
+            with self._fetching:
+                return self._keys.get_signing_key_from_jwt(token)
         except jwt.PyJWKClientConnectionError:
             raise _provider_unavailable("cannot be reached") from None
         except jwt.PyJWKSetError:
@@ -197,6 +232,43 @@ class OidcVerifier:
 
     def _algs(self) -> str:
         return "/".join(self.config.algorithms)
+
+
+class _LocalKeySet(jwt.PyJWKClient):
+    """A key set in a local file (``file://`` JWKS URL): the development operator issuer of
+    ``kishpa run --tls`` publishes its public key this way. PyJWT fetches only http(s), so
+    this reads the file and caches it like a fetched set. Production refuses such URLs."""
+
+    def __init__(self, uri: str, **kwargs: Any) -> None:
+        super().__init__("https://localhost/jwks.json", **kwargs)
+        self._path = Path(unquote(urlsplit(uri).path))
+
+    def fetch_data(self) -> Any:
+        try:
+            jwk_set = json.loads(self._path.read_text())
+        except OSError as exc:
+            raise jwt.PyJWKClientConnectionError(f"cannot read {self._path}: {exc}") from None
+        if not isinstance(jwk_set, dict):
+            raise jwt.PyJWKClientError("the key set file is not a JSON object")
+        if self.jwk_set_cache is not None:
+            self.jwk_set_cache.put(jwk_set)
+        self._last_successful_fetch = time.monotonic()
+        return jwk_set
+
+
+def _family(algorithm: str) -> str:
+    """``RS`` or ``ES`` (the key type an algorithm needs): RS256 and RS384 share keys."""
+    return algorithm[:2]
+
+
+def _claim(claims: dict[str, Any], path: str) -> Any:
+    """The claim at ``path``; dots reach into objects (``realm_access.roles``)."""
+    value: Any = claims
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value or []
 
 
 UNKNOWN_KEY_MESSAGE: Final = "Unable to find a signing key"
@@ -227,5 +299,6 @@ def oidc_verifier_from_settings(settings: Settings) -> OidcVerifier | None:
             jwks_cache_seconds=settings.oidc_jwks_cache_seconds,
             admin_role=settings.oidc_admin_role,
             role_prefix=settings.oidc_role_prefix,
+            roles_claim=settings.oidc_roles_claim,
         )
     )

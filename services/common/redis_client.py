@@ -101,6 +101,21 @@ class _WaitingCluster(redis.asyncio.cluster.RedisCluster):
         async with self.gate:
             return await super().execute_command(*args, **kwargs)
 
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
+        # A pipeline takes its connections straight from the nodes' pools (redis-py 8.2's
+        # transactions too), past ``execute_command``: it waits at the same gate, or 200
+        # concurrent transactions raised MaxConnectionsError on an 8-connection pool.
+        pipe: Any = super().pipeline(transaction, shard_hint)
+        execute = pipe.execute
+        gate = self.gate
+
+        async def gated_execute(*args: Any, **kwargs: Any) -> Any:
+            async with gate:
+                return await execute(*args, **kwargs)
+
+        pipe.execute = gated_execute
+        return pipe
+
 
 def async_client(url: str, *, max_connections: int = 32, **kwargs: Any) -> Any:
     """An asyncio client: ``redis.asyncio.Redis`` over a blocking pool of at most

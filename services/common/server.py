@@ -137,8 +137,9 @@ def create_server(
     exceptions from servicers are mapped by :mod:`services.common.errors`. With a
     ``limiter``, the abuse limits of :mod:`services.common.limits` apply after validation.
     With certificate files (``tls``, else the settings' ``KISHPA_TLS_*``) the port speaks
-    TLS, mutual unless ``KISHPA_TLS_CLIENT_AUTH=0``; a service credential must then come
-    with the certificate of the workload it names (:mod:`services.common.tls`).
+    TLS, mutual unless ``KISHPA_TLS_CLIENT_AUTH=0``; a workload is then who its client
+    certificate says, and a service token is refused without that certificate
+    (``PEER_CERTIFICATE_REQUIRED``, so server-only TLS serves players and operators only).
     """
     files = tls if tls is not None else server_files_from_settings(settings)
     mutual = files is not None and settings.tls_client_auth
@@ -149,7 +150,9 @@ def create_server(
             AuthInterceptor(
                 authority or TokenAuthority.from_settings(settings),
                 public_methods,
-                require_service_certificate=mutual,
+                # Any TLS port: a service token needs its workload's client certificate
+                # (a server-only TLS port therefore refuses service tokens).
+                require_service_certificate=files is not None,
                 on_refusal=on_refusal,
             ),
             # Bodies that do not decode or break a field rule never reach a servicer.

@@ -22,6 +22,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from games.table import DEFAULT_NEXT_DEAL_PAUSE_MS, DEFAULT_TURN_SECONDS, TableSettings
+
 LogFormat = Literal["console", "json"]
 
 DEFAULT_GRPC_PORTS: Mapping[str, int] = {"wallet": 50051, "table": 50052, "matchmaking": 50053}
@@ -60,6 +62,10 @@ BROKER_USERS = frozenset({"worker", "beat"})
 
 # HS256 keys shorter than the hash output weaken the signature (RFC 7518 section 3.2).
 MIN_SECRET_LENGTH = 32
+
+DEV_ISSUER = "urn:kishpa:dev-issuer"
+"""The development operator issuer of ``kishpa run --tls`` (an OpenID Connect issuer whose
+key lives in the run's directory): production refuses to trust it."""
 
 
 class SettingsError(RuntimeError):
@@ -197,6 +203,17 @@ class Settings(BaseSettings):
         default=300.0, gt=0, validation_alias="KISHPA_OIDC_JWKS_CACHE_SECONDS"
     )
     oidc_admin_role: str = Field(default="kishpa-admin", validation_alias="KISHPA_OIDC_ADMIN_ROLE")
+    # The claim holding the provider's roles; a dotted path reaches into an object
+    # (Keycloak: realm_access.roles).
+    oidc_roles_claim: str = Field(default="roles", validation_alias="KISHPA_OIDC_ROLES_CLAIM")
+    # The longest an operator token (the provider's or the development issuer's) may live,
+    # from iat to exp; a longer one is refused.
+    operator_token_ttl_seconds: int = Field(
+        default=3600, gt=0, le=86_400, validation_alias="KISHPA_OPERATOR_TOKEN_TTL_SECONDS"
+    )
+    # Production (docs/operations.md, "Production identity"): workloads only by certificate,
+    # operators only from the identity provider; refuses to start otherwise.
+    production: bool = Field(default=False, validation_alias="KISHPA_PRODUCTION")
     # The provider's roles <prefix>support / finance / ops grant the operator roles.
     oidc_role_prefix: str = Field(default="kishpa-", validation_alias="KISHPA_OIDC_ROLE_PREFIX")
     # Credits and debits above this many tokens wait for a second operator's approval.
@@ -228,6 +245,18 @@ class Settings(BaseSettings):
         default=64, ge=0, le=1000, validation_alias="KISHPA_WALLET_GROUP_COMMIT"
     )
 
+    # The table timers a CreateTable that leaves them unset gets (games/table.py): one
+    # source for the rules docs, the lobby (ListOffers) and the table.
+    table_turn_seconds: int = Field(
+        default=DEFAULT_TURN_SECONDS, ge=1, le=600, validation_alias="KISHPA_TABLE_TURN_SECONDS"
+    )
+    table_next_deal_pause_ms: int = Field(
+        default=DEFAULT_NEXT_DEAL_PAUSE_MS,
+        ge=0,
+        le=60_000,
+        validation_alias="KISHPA_TABLE_NEXT_DEAL_PAUSE_MS",
+    )
+
     stakes_kishpa: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_KISHPA")
     stakes_hand: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_HAND")
 
@@ -256,6 +285,13 @@ class Settings(BaseSettings):
         if not stakes:
             raise ValueError("at least one stake must be offered")
         return tuple(sorted(stakes))
+
+    def table_defaults(self) -> TableSettings:
+        """The table settings a CreateTable gets for the timers it leaves unset."""
+        return TableSettings(
+            turn_seconds=self.table_turn_seconds,
+            next_round_pause_ms=self.table_next_deal_pause_ms,
+        )
 
     def stakes(self) -> dict[str, tuple[int, ...]]:
         """The allowed stakes of each game, by the game's name."""
@@ -346,6 +382,56 @@ class Settings(BaseSettings):
         """The service-credential key; raises :class:`SettingsError` if it is not configured."""
         return _reveal(self.service_secret, SERVICE_SECRET_ENV)
 
+    @property
+    def client_certificate(self) -> bool:
+        """Whether this process presents a certificate of the CA to the services it calls."""
+        return bool(self.tls_ca_file and self.tls_cert_file and self.tls_key_file)
+
+    @property
+    def certificate_identity(self) -> bool:
+        """Whether workloads are known by their certificates alone (mutual TLS, no shared
+        service key): no service credential is sent, and none is needed."""
+        return (
+            self.client_certificate
+            and self.tls_client_auth
+            and (self.production or not self.service_secret)
+        )
+
+    def require_workload_identity(self) -> None:
+        """Raise :class:`SettingsError` unless this process can say which workload it is to
+        the services it calls: its client certificate, or (development) the shared key."""
+        if self.certificate_identity:
+            return
+        if self.production:
+            raise SettingsError(
+                "KISHPA_PRODUCTION=1: the workload needs its certificate (KISHPA_TLS_CERT_FILE, "
+                "KISHPA_TLS_KEY_FILE, KISHPA_TLS_CA_FILE)"
+            )
+        self.require_service_secret()
+
+    def check_production(self) -> None:
+        """Raise :class:`SettingsError` naming what a production process must not have."""
+        problems = []
+        if not self.client_certificate:
+            problems.append(
+                "set KISHPA_TLS_CERT_FILE, KISHPA_TLS_KEY_FILE and KISHPA_TLS_CA_FILE (a "
+                "workload is who its certificate says)"
+            )
+        if not self.tls_client_auth:
+            problems.append("remove KISHPA_TLS_CLIENT_AUTH=0 (mutual TLS is required)")
+        if self.service_secret or self.service_secret_previous:
+            problems.append(
+                f"remove {SERVICE_SECRET_ENV} (and its _FILE/_PREVIOUS): no shared service key "
+                "is accepted in production"
+            )
+        if self.oidc_issuer == DEV_ISSUER or urlsplit(self.oidc_jwks_url).scheme == "file":
+            problems.append(
+                f"KISHPA_OIDC_ISSUER is the development issuer ({DEV_ISSUER}, or keys from a "
+                "file://): trust your identity provider instead"
+            )
+        if problems:
+            raise SettingsError("KISHPA_PRODUCTION=1: " + "; ".join(problems))
+
 
 def environment_variables() -> dict[str, str]:
     """Every environment variable :class:`Settings` reads, mapped to its field name.
@@ -392,9 +478,12 @@ def load_settings(service: str, **overrides: Any) -> Settings:
         raise SettingsError(f"invalid configuration for {service}: {problems}") from None
     if service in BROKER_USERS:
         settings.require_broker_url()
+    if settings.production:
+        settings.check_production()
     for env in REQUIRED_SECRETS.get(service, ()):
         if env == TOKEN_SECRET_ENV:
             settings.require_token_secret()
         else:
-            settings.require_service_secret()
+            # Under mutual TLS the certificate says which workload calls: no shared key.
+            settings.require_workload_identity()
     return settings

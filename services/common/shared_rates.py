@@ -26,6 +26,7 @@ from typing import Any
 from limits import RateLimitItem
 
 from services.common.logging import get_logger
+from services.common.outage import REDIS
 from services.common.tasks import cancel_and_wait
 
 _log = get_logger(__name__)
@@ -121,7 +122,9 @@ class SharedRates:
                 replies = await pipe.execute()
         except Exception as exc:
             now = time.monotonic()
-            if now - self._warned_at > 10:
+            if REDIS.absorbs(exc, where="rate_limits"):
+                pass  # an outage: logged once, as such
+            elif now - self._warned_at > 10:
                 self._warned_at = now
                 _log.warning("limits.unavailable", limit="player rates", error=repr(exc))
             for _, window, count in batch:

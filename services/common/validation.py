@@ -211,6 +211,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
             )
         },
         _T + "ContributeRequest.contribution": Text(64, 1, None, "", "BAD_CONTRIBUTION"),
+        _T + "ReadyRequest.round": Number(1, 1_000_000, reason="BAD_ROUND"),
         _T + "CreateTableRequest.players": Items(4, reason="BAD_PLAYERS"),
         _T + "SeatedPlayer.player_id": PLAYER_ID,
         _T + "SeatedPlayer.display_name": Text(64, reason="INVALID_DISPLAY_NAME"),

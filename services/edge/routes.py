@@ -65,6 +65,8 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "UndoTurn",
             "GetRoundRecord",
             "Contribute",
+            "Ready",
+            "PlayAgain",
         ),
     ),
     # The round archive: a player's own games and the rounds of tables he played at.

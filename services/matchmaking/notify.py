@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 from redis.asyncio import Redis
 
+from services.common.outage import REDIS
 from services.common.tasks import cancel_and_wait
 from services.matchmaking.keys import Keys
 
@@ -57,8 +58,9 @@ class TicketNotifier:
                     self._deliver(message)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.warning("matchmaking.notifier_reconnecting", exc_info=True)
+            except Exception as exc:
+                if not REDIS.absorbs(exc, where="matchmaking_notifier"):
+                    log.warning("matchmaking.notifier_reconnecting", exc_info=True)
                 await asyncio.sleep(RECONNECT_DELAY_S)
             finally:
                 with contextlib.suppress(Exception):

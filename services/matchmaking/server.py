@@ -72,8 +72,8 @@ def wire(
 ) -> Wiring:
     """Connect the use cases to Redis, the table service and the wallet (must run in a loop)."""
     authority = TokenAuthority.from_settings(settings)
-    settings.require_service_secret()
-    credentials = ServiceCredentials(authority, CALLER_NAME)
+    settings.require_workload_identity()
+    credentials = ServiceCredentials.for_process(settings, CALLER_NAME)
     redis = async_client(settings.redis_url, max_connections=REDIS_CONNECTIONS)
     tls = client_tls_from_settings(settings)
     table_channel = reloading_aio_channel(settings.table_addr, tls)
@@ -87,7 +87,11 @@ def wire(
         MatchStore(redis, Keys(key_prefix)),
         TableGateway(table_channel, credentials),
         # The stakes offered come from the settings, like the table service's.
-        replace(config or MatchmakingConfig(), stakes=settings.stakes()),
+        replace(
+            config or MatchmakingConfig(),
+            stakes=settings.stakes(),
+            table_defaults=settings.table_defaults(),
+        ),
     )
     registrations = [
         ServiceRegistration(
@@ -194,7 +198,6 @@ def main() -> int:
     """``kishpa serve matchmaking``: serve until SIGTERM/SIGINT."""
     try:
         settings = load_settings("matchmaking")
-        settings.require_service_secret()
     except SettingsError as exc:
         print(f"kishpa serve matchmaking: {exc}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import structlog
 
+from games.table import TableSettings
 from kishpa.table.v1 import table_pb2
 from services.common.errors import (
     Aborted,
@@ -32,6 +33,7 @@ from services.common.errors import (
 )
 from services.common.games import GAME_ENUMS
 from services.common.games import GAMES as GAME_NAMES
+from services.common.outage import REDIS
 from services.common.settings import DEFAULT_STAKES
 from services.common.validation import request_fingerprint
 from services.matchmaking import codes, metrics
@@ -89,6 +91,9 @@ class MatchmakingConfig:
         default_factory=lambda: dict.fromkeys(GAMES, DEFAULT_STAKES)
     )
     """Stakes offered per game (``KISHPA_STAKES_<GAME>``, the same the table service reads)."""
+    table_defaults: TableSettings = field(default_factory=TableSettings)
+    """The timers the table service gives a table that leaves them unset
+    (``KISHPA_TABLE_*``, read by both services): what the lobby is told (ListOffers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +179,15 @@ class Matchmaking:
         return [
             (g, tuple(self.config.stakes.get(g, (1,))), tuple(range(low, high + 1))) for g in GAMES
         ]
+
+    def timers(self) -> tuple[int, int]:
+        """The turn time (s) and the longest pause between deals (ms) of the tables the lobby
+        opens: quick-match's own when configured, else the table service's defaults."""
+        defaults = self.config.table_defaults
+        return (
+            self.config.turn_seconds or defaults.turn_seconds,
+            self.config.next_round_pause_ms or defaults.next_round_pause_ms,
+        )
 
     def _offered_queues(self) -> set[Queue]:
         low, high = SEAT_RANGE
@@ -266,8 +280,9 @@ class Matchmaking:
         # offer it); the registry is for replicas whose settings do not.
         try:
             await self.store.register_queue(queue)
-        except Exception:
-            log.warning("matchmaking.register_queue_failed", queue=queue.name, exc_info=True)
+        except Exception as exc:
+            if not REDIS.absorbs(exc, where="matchmaking_queues"):
+                log.warning("matchmaking.register_queue_failed", queue=queue.name, exc_info=True)
 
     async def _make_ticket(self, reservation: Reservation, *, request_id: str = "") -> str:
         """Make (or find) a reservation's ticket and seat the group it completes; returns
@@ -294,9 +309,10 @@ class Matchmaking:
             outcome = await self.store.join(reservation, self.clock(), abort=True)
             if outcome.kind == "ended":
                 await self.store.release(reservation.player_id, reservation.ticket_id, request_id)
-        except Exception:
+        except Exception as exc:
             # Left as it is, the reservation is finished (or expired) by the next request.
-            log.warning("matchmaking.give_up_failed", ticket_id=reservation.ticket_id)
+            if not REDIS.absorbs(exc, where="matchmaking_join"):
+                log.warning("matchmaking.give_up_failed", ticket_id=reservation.ticket_id)
 
     async def queue_state(self, player_id: str, ticket_id: str) -> QueueState:
         """The player's own ticket and its queue's length (NOT_FOUND for anyone else's)."""
@@ -415,31 +431,42 @@ class Matchmaking:
         """
         now = self.clock()
         offered = self._offered_queues()
+        where = "matchmaking_sweep"
         try:
             offered |= await self.store.known_queues()
-        except Exception:
-            log.warning("matchmaking.known_queues_failed", exc_info=True)
+        except Exception as exc:
+            if not REDIS.absorbs(exc, where=where):
+                log.warning("matchmaking.known_queues_failed", exc_info=True)
         queues = sorted(offered)
         found = await asyncio.gather(
             *(self.store.overdue(q, now, now - self.config.stale_group_ms) for q in queues),
             return_exceptions=True,
         )
         expired = seated = 0
+        answered = False
         for queue, result in zip(queues, found, strict=True):
             if isinstance(result, BaseException):
-                log.warning("matchmaking.sweep_queue_failed", queue=queue.name, error=str(result))
+                if not REDIS.absorbs(result, where=where):
+                    log.warning(
+                        "matchmaking.sweep_queue_failed", queue=queue.name, error=str(result)
+                    )
                 continue
+            answered = True
             due, stale = result
             for ticket_id in due:
                 try:
                     expired += await self._expire(ticket_id, now)
-                except Exception:
-                    log.warning("matchmaking.expire_failed", ticket_id=ticket_id, exc_info=True)
+                except Exception as exc:
+                    if not REDIS.absorbs(exc, where=where):
+                        log.warning("matchmaking.expire_failed", ticket_id=ticket_id, exc_info=True)
             for group_id in stale:
                 try:
                     seated += await self.seat_group(group_id)
-                except Exception:
-                    log.warning("matchmaking.seat_failed", group_id=group_id, exc_info=True)
+                except Exception as exc:
+                    if not REDIS.absorbs(exc, where=where):
+                        log.warning("matchmaking.seat_failed", group_id=group_id, exc_info=True)
+        if answered:
+            REDIS.answered()  # a queue was read: Redis answers (ends an outage, if any)
         return expired, seated
 
     async def _expire(self, ticket_id: str, now: int) -> int:
@@ -460,8 +487,9 @@ class Matchmaking:
         while not stop.is_set():
             try:
                 await self.sweep()
-            except Exception:
-                log.exception("matchmaking.sweep_failed")
+            except Exception as exc:
+                if not REDIS.absorbs(exc, where="matchmaking_sweep"):
+                    log.exception("matchmaking.sweep_failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval_s)
 

@@ -147,13 +147,15 @@ class MatchmakingServicer(mm_grpc.MatchmakingServiceServicer):
         self, request: mm_pb2.ListOffersRequest, context: Context
     ) -> mm_pb2.ListOffersResponse:
         current_player()  # signed-in players only, like every call here
-        return mm_pb2.ListOffersResponse(
-            offers=[
-                mm_pb2.GameOffer(
-                    game=GAME_ENUMS.get(game, 0),  # type: ignore[arg-type]
-                    stakes=stakes,
-                    seats=seats,
-                )
-                for game, stakes, seats in self.mm.offers()
-            ]
-        )
+        turn_seconds, pause_ms = self.mm.timers()
+        offers = []
+        for game, stakes, seats in self.mm.offers():
+            offer = mm_pb2.GameOffer(
+                game=GAME_ENUMS.get(game, 0),  # type: ignore[arg-type]
+                stakes=stakes,
+                seats=seats,
+            )
+            offer.turn_time.FromSeconds(turn_seconds)
+            offer.next_round_pause.FromMilliseconds(pause_ms)
+            offers.append(offer)
+        return mm_pb2.ListOffersResponse(offers=offers)

@@ -41,6 +41,10 @@ ARGV[13] now in ms (the caller's clock)
 ARGV[14] how long answers are remembered, in ms ("0": for the table's life). Every 64th
          version the answers older than that are dropped: a table that plays for hours
          would otherwise keep every answer it ever gave (clients retry for seconds)
+ARGV[15] how many answers are remembered per player ("0": no bound): a player's older
+         answers go as he sends new requests (a client retries only what it has not seen
+         answered: its few requests in flight). The player's request ids, oldest first,
+         are in the field "<player> recent" (ids have no spaces, player ids no ':')
 then E events, each as: n, key1, value1, ..., keyn, valuen
 then P outbox records, each as: field, JSON
 
@@ -85,7 +89,7 @@ if tonumber(ARGV[7]) > 0 then
   local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
   result[4] = last[1] and last[1][1] or '0-0'
 end
-local i = 15
+local i = 16
 for _ = 1, tonumber(ARGV[7]) do
   local n = tonumber(ARGV[i])
   local entry = {}
@@ -129,6 +133,21 @@ if ARGV[3] ~= '' then
   end
   if memory_ms > 0 then
     redis.call('HSET', KEYS[3], ARGV[3] .. ' t', ARGV[13])
+  end
+  local per_player = tonumber(ARGV[15])
+  local player = string.match(ARGV[3], '^([^:]*):')
+  if per_player > 0 and player then
+    local recent_field = player .. ' recent'
+    local ids = {}
+    for id in string.gmatch(redis.call('HGET', KEYS[3], recent_field) or '', '%S+') do
+      ids[#ids + 1] = id
+    end
+    ids[#ids + 1] = string.sub(ARGV[3], #player + 2)
+    while #ids > per_player do
+      local gone = player .. ':' .. table.remove(ids, 1)
+      redis.call('HDEL', KEYS[3], gone, gone .. ' from', gone .. ' t')
+    end
+    redis.call('HSET', KEYS[3], recent_field, table.concat(ids, ' '))
   end
 end
 if memory_ms > 0 and version % 64 == 0 then

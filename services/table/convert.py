@@ -15,6 +15,7 @@ from typing import Any
 from google.protobuf import duration_pb2
 
 from games.contributions import contributed, next_deal
+from games.table import NEXT_ROUND
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
@@ -33,7 +34,6 @@ from shared.stream import StoredEvent
 
 __all__ = ["GAMES", "GAME_ENUMS", "Converter", "duration", "groups_from", "settings_from"]
 
-DEFAULT_PAUSE_MS = 3000
 SHARED_EVENTS = 8192
 """Converted stream entries kept for the table's other watchers (oldest dropped first)."""
 
@@ -50,10 +50,13 @@ def _whole_seconds(value: duration_pb2.Duration) -> int:
     return value.seconds
 
 
-def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
-    """The game name and the settings a CreateTable asks for (unset values: defaults)."""
+def settings_from(
+    msg: table_pb2.TableSettings, defaults: TableSettings | None = None
+) -> tuple[str, TableSettings]:
+    """The game name and the settings a CreateTable asks for (unset values: ``defaults``,
+    the service's KISHPA_TABLE_* settings)."""
     game = GAMES.get(msg.game, "")
-    defaults = TableSettings()
+    defaults = defaults or TableSettings()
     turn = _whole_seconds(msg.turn_time) if msg.HasField("turn_time") else 0
     window = _whole_seconds(msg.reveal_window) if msg.HasField("reveal_window") else 0
     pause = _ms(msg.next_round_pause) if msg.HasField("next_round_pause") else 0
@@ -62,7 +65,7 @@ def settings_from(msg: table_pb2.TableSettings) -> tuple[str, TableSettings]:
         seats=msg.seats or defaults.seats,
         turn_seconds=turn or defaults.turn_seconds,
         reveal_window_seconds=window or defaults.reveal_window_seconds,
-        next_round_pause_ms=pause or DEFAULT_PAUSE_MS,
+        next_round_pause_ms=pause or defaults.next_round_pause_ms,
         stake=msg.stake or defaults.stake,
         bots=msg.bots,
         bot_level=BOT_LEVEL_NAMES.get(msg.bot_level, BOT_NORMAL),
@@ -130,6 +133,14 @@ class Converter:
         msg.next_deal, msg.next_deal_commitment = next_deal(table)
         if view.my_seat is not None:
             msg.contributed = contributed(table, table.players[view.my_seat])
+        if table.rematch:
+            msg.rematch_of = str(table.rematch.get("of", ""))
+            if table.status == "waiting" and table.deadline is not None:
+                msg.start_time.CopyFrom(timestamp(table.deadline.at_ms))
+        pause = table.deadline if table.status == "playing" else None
+        if pause is not None and pause.kind == NEXT_ROUND:
+            msg.ready_seats.extend(sorted(table.ready))
+            msg.next_deal_time.CopyFrom(timestamp(pause.at_ms))
         if game is not None and game.round_no > 0:
             msg.round.CopyFrom(self._round(view, game))
         return msg
@@ -141,7 +152,7 @@ class Converter:
             if view.my_seat is None:
                 full = len(table.players) >= table.settings.seats
                 return [] if full else [table_pb2.PLAYER_ACTION_JOIN]
-            if creator:
+            if creator and not table.rematch:
                 ready = len(table.players) >= 2
                 return [table_pb2.PLAYER_ACTION_START_GAME] if ready else []
             return [table_pb2.PLAYER_ACTION_LEAVE]
@@ -155,6 +166,9 @@ class Converter:
                     out.append(table_pb2.PLAYER_ACTION_DRAW_DISCARD)
             elif action in PLAYER_ACTIONS:
                 out.append(PLAYER_ACTIONS[action])
+        pausing = table.deadline is not None and table.deadline.kind == NEXT_ROUND
+        if pausing and view.my_seat not in table.ready:
+            out.append(table_pb2.PLAYER_ACTION_READY)
         pressable = table.game_name == "kishpa"  # a Hand game always plays all its deals
         if creator and pressable and not view.game.public.get("last_round_pressed"):
             out.append(table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND)

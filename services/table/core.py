@@ -29,6 +29,7 @@ import structlog
 from games import contributions as fair_order
 from games import table as rules_table
 from services.common.errors import AlreadyExists, Category
+from services.common.outage import REDIS
 from services.common.settings import DEFAULT_STAKES
 from services.common.tracing import current_traceparent
 from services.common.validation import request_fingerprint
@@ -75,6 +76,8 @@ READ_BATCH = 200
 CONTRIBUTION_WAIT_MS = 3_000
 """How long a due deal waits for the contributions of seats that contribute
 (games/contributions.py); a deal nobody is awaited for is dealt at once."""
+DEAL_STARTS = frozenset({"round_started", "deal_started"})
+"""Events that start a deal: they carry its commitment and what it says of its seats."""
 REVEALS = frozenset({"round_ended", "seed_revealed"})
 """Events that reveal a deal's seed: the next deal's commitment is published with them."""
 SETTLEMENT_WAIT_MS = 30_000
@@ -221,9 +224,13 @@ class TableCore:
         stakes: Mapping[str, Sequence[int]] | None = None,
         balances: BalanceSource | None = None,
         contribution_wait_ms: int = CONTRIBUTION_WAIT_MS,
+        await_lone_creator: bool = True,
     ) -> None:
         self.store = store
         self.contribution_wait_ms = contribution_wait_ms
+        # A creator alone with house bots is awaited for the first deal even without a
+        # declaration (games/contributions.py; KISHPA_AWAIT_LONE_CREATOR).
+        self.await_lone_creator = await_lone_creator
         # Where seated players' wallet balances are read (services/table/wallet_balances.py).
         self.balances = balances
         self.hub = hub
@@ -314,17 +321,29 @@ class TableCore:
         wait a short while for the seats that contribute and have not yet."""
         engine = self._engine(table.game_name)
         now = self.clock()
+        table.ready = []  # the pause is over
         if fair_order.awaited(table) and not table.fair.get("waiting"):
             table.fair["waiting"] = how
             deadline = Deadline(now + self.contribution_wait_ms, fair_order.CONTRIBUTIONS)
+            fair_order.wait_until(table, deadline.at_ms)
             events: list[TableEvent] = []
             announce_deadline(table, int(table.fair["deal"]) - 1, deadline, events)
             return Step(game=table.game, events=events, deadline=deadline)
+        marks = fair_order.seat_marks(table) if fair_order.committed(table) else None
         seed = fair_order.take_seed(table) or new_server_seed()
         if how == fair_order.START:
-            return engine.start(table, seed, now)
-        table.deadline = Deadline(now, rules_table.NEXT_ROUND)
-        return engine.on_deadline(table, seed, now)
+            step = engine.start(table, seed, now)
+        else:
+            table.deadline = Deadline(now, rules_table.NEXT_ROUND)
+            step = engine.on_deadline(table, seed, now)
+        if marks is not None:
+            # The deal names its seats (bots, declared, awaited, auto-play) in its start
+            # event, so its record shows them to every verifier (docs/fairness.md).
+            step.events = [
+                replace(e, data={**e.data, **marks}) if e.type in DEAL_STARTS else e
+                for e in step.events
+            ]
+        return step
 
     async def _mutate(
         self,
@@ -394,8 +413,10 @@ class TableCore:
                         self.enqueue, table_id=table_id, round_no=phase.round_no, phase=phase.phase
                     )
                 )
-            except Exception:  # the sweeper re-enqueues from the outbox
+            except Exception as exc:  # the sweeper re-enqueues from the outbox
                 ENQUEUE_FAILURES.inc()
+                if REDIS.absorbs(exc, where="settlement_enqueue"):
+                    continue  # a Redis broker away: part of the outage, logged as such
                 log.exception(
                     "settlement_enqueue_failed",
                     table_id=table_id,

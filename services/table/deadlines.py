@@ -8,13 +8,14 @@ from games import contributions as fair_order
 from games import table as rules_table
 from services.table.core import (
     NotDueError,
-    TableCore,
     new_server_seed,
 )
 from services.table.engine import (
+    Step,
     Table,
 )
 from services.table.metrics import DEADLINES
+from services.table.rematch import REMATCH, Rematch
 from services.table.store import (
     Snapshot,
     Transition,
@@ -22,7 +23,7 @@ from services.table.store import (
 from shared.stream import TableEvent
 
 
-class Deadlines(TableCore):
+class Deadlines(Rematch):
     async def handle_deadline(self, table_id: str) -> bool:
         """Apply a passed deadline through the versioned commit; False when nothing was due."""
         applied: list[str] = []  # the kind of the deadline the last attempt applied
@@ -30,10 +31,16 @@ class Deadlines(TableCore):
         def build(snapshot: Snapshot) -> Transition:
             table = Table.from_dict(snapshot.state)
             now = self.clock()
-            if table.status != "playing" or table.deadline is None or table.deadline.at_ms > now:
+            if table.deadline is None or table.deadline.at_ms > now:
+                raise NotDueError
+            kind = table.deadline.kind
+            if kind == REMATCH and table.status == rules_table.WAITING:
+                # The others had the pause to accept: bots take the seats left.
+                applied.append(kind)
+                return self._transition(table, self.start_rematch(table, Step(game={})), {})
+            if table.status != "playing":
                 raise NotDueError
             engine = self._engine(table.game_name)
-            kind = table.deadline.kind
             applied.append(kind)
             if kind == fair_order.CONTRIBUTIONS:
                 step = self._deal(table, str(table.fair.get("waiting") or fair_order.NEXT))

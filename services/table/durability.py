@@ -23,20 +23,32 @@ A barrier not met within ``KISHPA_DURABILITY_TIMEOUT_MS`` answers UNAVAILABLE wi
 answered once a barrier (after a small write of its own, since ``WAIT``/``WAITAOF`` count a
 connection's own writes) is met.
 
-**Probed again on every (re)connection** (:class:`DurabilityWatch`): a Redis that crashed and
-came back may run another configuration (restarted with ``appendfsync everysec``, a replica
-promoted with other settings). Every new connection of the pool asks the server again
-before its first command, so the first commit after a restart already knows. Under
-``required`` a server that cannot make commits durable makes the service refuse every
+**Probed again** (:class:`DurabilityWatch`): a Redis may change what it can promise while
+the service runs: restarted with ``appendfsync everysec``, a replica promoted with other
+settings, or an operator's ``CONFIG SET appendfsync`` on the running server. So the server
+is asked again
+
+- on every new connection of the pool, before its first command (the first commit after a
+  restart already knows);
+- every ``KISHPA_DURABILITY_PROBE_S`` seconds (default 2), on a connection of the pool: a
+  live weakening or a live fix, which opens no connection, is known within that;
+- at each refusal (at most every :data:`RECHECK_SPACING_S`, one probe shared by the
+  refusals that wait for it): a fixed Redis is used by the very action that would have
+  been refused, with no restart and no reconnection.
+
+Under ``required`` a server that cannot make commits durable makes the service refuse every
 action whose commit would write a phase record (round starts and ends): UNAVAILABLE /
-``NOT_DURABLE`` before anything is written, until a connection finds it durable again;
-other actions go on. The gauge ``kishpa_table_phase_durable`` says which, and the alert
+``NOT_DURABLE`` before anything is written, until a probe finds it durable again; other
+actions go on. The gauge ``kishpa_table_phase_durable`` says which, and the alert
 ``KishpaPhaseOutcomesNotDurable`` fires on 0.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -45,7 +57,9 @@ import redis.exceptions
 
 from services.common.errors import Unavailable
 from services.common.logging import get_logger
+from services.common.outage import REDIS
 from services.table.metrics import PHASE_DURABLE
+from shared.retry import TRANSIENT_REDIS_ERRORS
 
 log = get_logger(__name__)
 
@@ -56,6 +70,11 @@ REPLICAS_ENV = "KISHPA_REDIS_DURABLE_REPLICAS"
 """Replicas that must hold a phase-ending commit before it is answered (default 0)."""
 TIMEOUT_ENV = "KISHPA_DURABILITY_TIMEOUT_MS"
 """How long a barrier may wait before the action answers UNAVAILABLE (default 2000)."""
+PROBE_INTERVAL_ENV = "KISHPA_DURABILITY_PROBE_S"
+"""Seconds between two scheduled probes of a running server (default 2; 0: none)."""
+RECHECK_SPACING_S = 0.1
+"""A refusal probes again only if the last refusal's probe is older than this: a burst of
+refused actions costs Redis at most ten probes a second."""
 
 WAITAOF = "waitaof"
 FSYNC_ALWAYS = "fsync_always"
@@ -173,6 +192,32 @@ async def probe_connection(connection: Any) -> Durability | None:
     )
 
 
+async def reprobe(client: Any) -> Durability | None:
+    """What the server behind ``client`` can promise now (on a connection of its pool);
+    ``None`` when CONFIG is not readable (a managed Redis: what is known stands)."""
+    try:
+        info = await client.info("server")
+        settings = _config_pairs(await client.config_get("append*"))
+    except redis.exceptions.ResponseError:
+        return None
+    return choose(
+        _text(info.get("redis_version", "0")),
+        settings.get("appendonly", "unknown"),
+        settings.get("appendfsync", "unknown"),
+        replicas=_int_env(REPLICAS_ENV, 0),
+        timeout_ms=_int_env(TIMEOUT_ENV, 2000),
+    )
+
+
+def probe_interval_s() -> float:
+    """``KISHPA_DURABILITY_PROBE_S`` (default 2 s)."""
+    raw = os.environ.get(PROBE_INTERVAL_ENV, "")
+    try:
+        return float(raw) if raw else 2.0
+    except ValueError as exc:
+        raise ValueError(f"{PROBE_INTERVAL_ENV} must be seconds, got {raw!r}") from exc
+
+
 class HoldsDurability(Protocol):
     """What the watch updates: the table store's ``durability``."""
 
@@ -180,12 +225,17 @@ class HoldsDurability(Protocol):
 
 
 class DurabilityWatch:
-    """Probes the server again on every new connection of an asyncio pool and updates
-    ``holder.durability`` (redis-py's ``redis_connect_func`` hook: it runs after the
-    socket connects and before the connection's first command)."""
+    """Probes the server again and updates ``holder.durability``: on every new connection of
+    an asyncio pool (redis-py's ``redis_connect_func`` hook: it runs after the socket
+    connects and before the connection's first command), on a schedule (:meth:`start`) and
+    when an action is about to be refused (:meth:`recheck`)."""
 
     def __init__(self, holder: HoldsDurability) -> None:
         self.holder = holder
+        self.client: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._probing: asyncio.Future[None] | None = None
+        self._rechecked = -RECHECK_SPACING_S
 
     def install(self, client: Any) -> bool:
         """Hook every connection of ``client``'s pool, present and future; False for a
@@ -193,6 +243,7 @@ class DurabilityWatch:
         pool = getattr(client, "connection_pool", None)
         if pool is None or mode() == "off":
             return False
+        self.client = client
         pool.connection_kwargs["redis_connect_func"] = self.on_connect
         existing = [
             *getattr(pool, "_available_connections", ()),
@@ -207,6 +258,60 @@ class DurabilityWatch:
         found = await probe_connection(connection)
         if found is not None:
             self.update(found)
+
+    async def probe_now(self) -> None:
+        """Ask the server once (one probe at a time: callers meanwhile share it)."""
+        if self.client is None:
+            return
+        if self._probing is not None:
+            await asyncio.shield(self._probing)
+            return
+        self._probing = asyncio.get_running_loop().create_future()
+        try:
+            found = await reprobe(self.client)
+            if found is not None:
+                self.update(found)
+        finally:
+            self._probing.set_result(None)
+            self._probing = None
+
+    def may_recheck(self) -> bool:
+        """Whether a refusal now would ask the server (or share a probe under way)."""
+        spaced = time.monotonic() - self._rechecked >= RECHECK_SPACING_S
+        return spaced or self._probing is not None
+
+    async def recheck(self) -> None:
+        """Before an action is refused for want of durability: ask the server again (a
+        fixed Redis is used at once). A Redis that is away leaves what is known as it is."""
+        if not self.may_recheck():
+            return
+        self._rechecked = time.monotonic()
+        with contextlib.suppress(*TRANSIENT_REDIS_ERRORS):
+            await self.probe_now()
+
+    def start(self) -> None:
+        """Probe on a schedule (``KISHPA_DURABILITY_PROBE_S``) until :meth:`stop`."""
+        interval = probe_interval_s()
+        if self.client is not None and interval > 0 and self._task is None:
+            self._task = asyncio.create_task(self._run(interval), name="durability-probe")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.probe_now()
+            except Exception as exc:
+                if not REDIS.absorbs(exc, where="durability_probe"):
+                    log.warning("durability_probe_failed", error=repr(exc))
+            else:
+                REDIS.answered()
 
     def update(self, found: Durability) -> None:
         """Use ``found`` from now on; say so when it changed what commits can promise."""
@@ -226,10 +331,15 @@ class DurabilityWatch:
             )
 
 
+def refusing(durability: Durability) -> bool:
+    """Whether a phase-writing commit would be refused with what is known now."""
+    return mode() == "required" and not durability.durable
+
+
 def refuse_unless_durable(durability: Durability) -> None:
     """Under ``required``, refuse (before writing anything) a commit that writes a phase
     record while the server cannot make it durable."""
-    if mode() == "required" and not durability.durable:
+    if refusing(durability):
         from services.table.metrics import DURABILITY_REFUSALS
 
         DURABILITY_REFUSALS.inc()
@@ -288,3 +398,15 @@ def check_required(durability: Durability) -> None:
             f"answered ({durability.server}): run Redis >= 7.2 with appendonly yes, or "
             "appendonly yes with appendfsync always"
         )
+
+
+async def watch(holder: HoldsDurability, client: Any) -> DurabilityWatch:
+    """Probe ``client``'s server, refuse to start without durability under ``required``, and
+    keep probing (new connections, a schedule, refusals); the caller stops the watch."""
+    holder.durability = await probe(client)
+    check_required(holder.durability)
+    watcher = DurabilityWatch(holder)
+    if watcher.install(client):
+        PHASE_DURABLE.set(1 if holder.durability.durable else 0)
+        watcher.start()
+    return watcher

@@ -168,6 +168,10 @@ class GameEngine(Protocol):
     def press_last_round(self, table: Table, now_ms: int) -> Step:
         """Make the next round to start the final one."""
 
+    def abandon(self, table: Table, now_ms: int) -> Step | None:
+        """The last player left and every seat is played by the server: end the table as the
+        game's ruling says (docs/rules, "leaving the table"); None when nothing changes."""
+
     def view(self, table: Table, seat: int | None) -> GameView:
         """What this seat (None: a spectator) may see. Never another hand or the pile order."""
 

@@ -49,6 +49,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from services.common.errors import ResourceExhausted
+from services.common.outage import REDIS
 from services.common.tasks import cancel_and_wait
 from services.table.metrics import (
     FANOUT_OFFERS,
@@ -310,8 +311,9 @@ class StreamHub(Generic[T]):
         self._outstanding[name] = self._outstanding.get(name, 0) + 1
         try:
             await pubsub.subscribe(name)
-        except Exception:  # the listener notices the broken connection and redoes it all
-            log.warning("fanout_subscribe_failed", table_id=table_id)
+        except Exception as exc:  # the listener notices the broken connection, redoes it all
+            if not REDIS.absorbs(exc, where="table_fanout"):
+                log.warning("fanout_subscribe_failed", table_id=table_id)
 
     async def _send_unsubscribe(self, table_id: str) -> None:
         name = self.channel(table_id).encode()
@@ -368,7 +370,8 @@ class StreamHub(Generic[T]):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("fanout_pubsub_lost", error=repr(exc))
+                if not REDIS.absorbs(exc, where="table_fanout"):
+                    log.warning("fanout_pubsub_lost", error=repr(exc))
             finally:
                 self._connected.clear()
                 if self._pubsub is pubsub:
@@ -428,8 +431,14 @@ class StreamHub(Generic[T]):
             await asyncio.wait_for(self._read(group), READ_TIMEOUT_S)
         except asyncio.CancelledError:
             raise
+        except TimeoutError as exc:  # the read's own deadline: Redis does not answer
+            REDIS.failed(exc, where="table_fanout")
+            for table_id, _, _ in group:
+                self._failed[table_id] = None
+            self._retry_later()
         except Exception as exc:
-            log.warning("fanout_read_failed", error=repr(exc), tables=len(group))
+            if not REDIS.absorbs(exc, where="table_fanout"):
+                log.warning("fanout_read_failed", error=repr(exc), tables=len(group))
             for table_id, _, _ in group:
                 self._failed[table_id] = None
             self._retry_later()
@@ -487,7 +496,7 @@ class StreamHub(Generic[T]):
             if self.on_read is not None:
                 self.on_read(table_id)
             self._deliver(table_id, table, entries)
-        if failed is not None:
+        if failed is not None and not REDIS.absorbs(failed, where="table_fanout"):
             log.warning(
                 "fanout_read_failed",
                 error=repr(failed),

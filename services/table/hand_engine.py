@@ -47,8 +47,10 @@ from services.table.engine import (
     announce_deadline,
     piece_id,
 )
-from shared.stream import TableEvent
+from shared.stream import NO_SEAT, TableEvent
 
+ABANDONED = "the last player left"
+"""The ``reason`` of the ``last_round_pressed`` an abandoned table publishes."""
 BUY_IN_ROUND = 0
 """The round of the ``game_started`` event (before the first deal)."""
 FACES = tuple(hand.card_text(c) for c in range(hand.CARD_COUNT))
@@ -299,6 +301,30 @@ class HandEngine:
             raise TableError("nothing is due", "NOT_DUE")
         new, events = hand.apply(deal, move)
         return self._step(table, new, events, now_ms, timed_out_seat=seat)
+
+    def abandon(self, table: Table, now_ms: int) -> Step | None:
+        """Every seat is played by the server after a leave: the game ends with the deal in
+        progress, or at once between deals (``games.hand.abandon``); None when nothing
+        changes (the ruling is off, or it ended already)."""
+        deal = self._deal(table)
+        if deal is None:
+            return None
+        game = self._game(table)
+        ended = deal.phase is hand.Phase.ENDED
+        new, events, due = hand.abandon(game, ended)
+        if new == game:
+            return None
+        round_no = int(table.game["round_no"])
+        data = {"next_round": round_no, "reason": ABANDONED}
+        out = [TableEvent("last_round_pressed", round_no, NO_SEAT, data)]
+        out += [_table_event(round_no, e) for e in events]
+        return Step(
+            game={**table.game, "game": new.to_dict()},
+            events=out,
+            phases=[_phase(p) for p in due],
+            deadline=None if new.finished else table.deadline,
+            closed=new.finished,
+        )
 
     def press_last_round(self, table: Table, now_ms: int) -> Step:
         """A Hand game is always its full number of deals: nothing to press."""

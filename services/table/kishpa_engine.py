@@ -216,6 +216,19 @@ class KishpaEngine:
             new, events = kishpa.apply_action(game, kishpa.TurnTimeout(seat))
         return self._step(table, new, events, now_ms, timed_out_seat=seat)
 
+    def abandon(self, table: Table, now_ms: int) -> Step | None:
+        """Every seat is played by the server after a leave: the round in progress becomes
+        the last (``games.kishpa.abandon``); None between rounds, where the next round is
+        dealt as the last (``start_round``), or when nothing changes."""
+        game = self._game(table)
+        if game is None:
+            return None
+        new, events = kishpa.abandon(game)
+        if not events:
+            return None
+        out = [_table_event(game.round_no, e) for e in events]
+        return Step(game=new.to_dict(), events=out, deadline=table.deadline)
+
     def press_last_round(self, table: Table, now_ms: int) -> Step:
         """The next round to start is the final one."""
         game = self._game(table)

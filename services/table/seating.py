@@ -22,6 +22,7 @@ from services.table.core import (
 )
 from services.table.engine import (
     BadRequestError,
+    NotAllowedError,
     Step,
     Table,
     TableSettings,
@@ -97,6 +98,8 @@ class Seating(TableCore):
                 bots=[p for p, _ in bots],
             )
             commit = self._commit_event(table, 1)
+            if self.await_lone_creator:
+                fair_order.await_lone_creator(table)
             for player in will_contribute:
                 if player in ids and player not in table.bots:
                     fair_order.declare(table, player)
@@ -155,6 +158,11 @@ class Seating(TableCore):
         check_client_seed(client_seed)
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            if table.rematch and player_id not in table.rematch.get("humans", []):
+                raise NotAllowedError(
+                    "this table replays a game: only its players may sit (PlayAgain)",
+                    "NOT_ALLOWED",
+                )
             fact = rules_table.seat(table, player_id, name=name, client_seed=client_seed)
             if will_contribute:
                 fair_order.declare(table, player_id)
@@ -165,7 +173,8 @@ class Seating(TableCore):
         return await self._mutate(player_id, table_id, request_id, compute, viewer=viewer)
 
     async def leave(self, player_id: str, table_id: str, *, request_id: str = "") -> ActResult:
-        """Leave a waiting table; during a game the seat goes on auto-play instead."""
+        """Leave a waiting table; during a game the seat goes on auto-play instead, and when
+        only the server plays the table any more it ends with the round in progress."""
 
         def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
             fact = rules_table.leave(table, player_id)
@@ -173,7 +182,14 @@ class Seating(TableCore):
             if table.status != rules_table.WAITING:
                 round_no = self._engine(table.game_name).view(table, None).round_no
             event = TableEvent(fact.type, round_no, fact.seat, fact.data)
-            return Step(game=table.game, events=[event], deadline=table.deadline), {}
+            step = Step(game=table.game, events=[event], deadline=table.deadline)
+            if table.status == rules_table.PLAYING and rules_table.abandoned(table):
+                # Only the server plays here now: the table ends with the round in progress.
+                ended = self._engine(table.game_name).abandon(table, self.clock())
+                if ended is not None:
+                    ended.events = [event, *ended.events]
+                    step = ended
+            return step, {}
 
         return await self._mutate(player_id, table_id, request_id, compute)
 

@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 
 from kishpa.table.v1 import history_pb2, history_pb2_grpc, table_pb2, table_pb2_grpc
-from services.common.auth import ServiceCredentials, TokenAuthority
+from services.common.auth import ServiceCredentials
 from services.common.limits import Limiter, limiter_from_settings
 from services.common.logging import get_logger
 from services.common.redis_client import async_client, pubsub_source
@@ -26,13 +26,12 @@ from services.common.server import KishpaServer, ServiceRegistration, create_ser
 from services.common.settings import Settings, load_settings
 from services.common.tls import client_tls_from_settings, reloading_aio_channel
 from services.table import durability, gctune
-from services.table.engine import GameEngine
+from services.table.engine import GameEngine, TableSettings
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
 from services.table.history import History
 from services.table.history_servicer import HistoryServicer
 from services.table.kishpa_engine import KishpaEngine
-from services.table.metrics import PHASE_DURABLE
 from services.table.service import Tables
 from services.table.servicer import TableServicer
 from services.table.store import FINISHED_TABLE_TTL_S, TableStore
@@ -94,7 +93,28 @@ def build_tables(
     """The use cases over Redis connections (``stakes``: the stakes offered per game;
     ``balances``: where seated players' wallet balances are read)."""
     store = TableStore(redis, finished_ttl_s=finished_table_ttl_s())
-    return Tables(store, engines(), enqueue=enqueue, hub=hub, stakes=stakes, balances=balances)
+    return Tables(
+        store,
+        engines(),
+        enqueue=enqueue,
+        hub=hub,
+        stakes=stakes,
+        balances=balances,
+        await_lone_creator=await_lone_creator(),
+    )
+
+
+LONE_CREATOR_ENV = "KISHPA_AWAIT_LONE_CREATOR"
+"""``1`` (the default): a creator alone with house bots is awaited for the first deal even
+without a declaration (docs/fairness.md); ``0``: only declared seats are awaited."""
+
+
+def await_lone_creator() -> bool:
+    """``KISHPA_AWAIT_LONE_CREATOR`` (default on)."""
+    raw = os.environ.get(LONE_CREATOR_ENV, "1").strip().lower()
+    if raw not in ("0", "1", "true", "false"):
+        raise ValueError(f"{LONE_CREATOR_ENV} must be 1 or 0, got {raw!r}")
+    return raw in ("1", "true")
 
 
 FINISHED_TTL_ENV = "KISHPA_FINISHED_TABLE_TTL_S"
@@ -115,7 +135,7 @@ def wallet_balances(settings: Settings) -> tuple[grpc.aio.Channel, WalletBalance
     """A channel to the wallet (``KISHPA_WALLET_ADDR``) and the balance reader over it, with
     the table service's own service credential."""
     channel = reloading_aio_channel(settings.wallet_addr, client_tls_from_settings(settings))
-    credentials = ServiceCredentials(TokenAuthority.from_settings(settings), BALANCES_CALLER)
+    credentials = ServiceCredentials.for_process(settings, BALANCES_CALLER)
     return channel, WalletBalances(channel, credentials)
 
 
@@ -123,12 +143,10 @@ async def use_durability(tables: Tables) -> None:
     """Probe what Redis can promise for phase-ending commits, use it, and say so once
     (docs/workers.md, "Durable phase outcomes"); refuse to start when it was required."""
     store = tables.store
-    store.durability = await durability.probe(store.redis)
-    durability.check_required(store.durability)
-    # Asked again on every new connection: a Redis restarted with weaker settings makes
-    # the service refuse round ends under `required` (and warn under `auto`).
-    if durability.DurabilityWatch(store).install(store.redis):
-        PHASE_DURABLE.set(1 if store.durability.durable else 0)
+    # Asked again on every new connection, every few seconds and before a refusal: a Redis
+    # restarted or reconfigured with weaker settings makes the service refuse round ends
+    # under `required` (and warn under `auto`), a fixed one is used again at once.
+    store.watch = await durability.watch(store, store.redis)
     if store.durability.durable:
         log.info(
             "phase_durability",
@@ -145,11 +163,15 @@ async def use_durability(tables: Tables) -> None:
         )
 
 
-def registration(tables: Tables, history: History | None = None) -> ServiceRegistration:
-    """The table servicer, ready for ``create_server``."""
+def registration(
+    tables: Tables, defaults: TableSettings | None = None, history: History | None = None
+) -> ServiceRegistration:
+    """The table servicer, ready for ``create_server`` (``defaults``: the timers a
+    CreateTable leaving them unset gets, from KISHPA_TABLE_*; ``history``: the round
+    archive GetRoundRecord reads first)."""
     return ServiceRegistration(
         SERVICE_NAME,
-        TableServicer(tables, history),
+        TableServicer(tables, defaults=defaults, history=history),
         table_pb2_grpc.add_TableServiceServicer_to_server,
     )
 
@@ -198,6 +220,8 @@ class TableServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.server.stop(grace)
+        if self.tables.store.watch is not None:
+            await self.tables.store.watch.stop()
         await self.hub.stop()
         await self.redis.aclose()
         if self.limiter is not None:
@@ -223,7 +247,10 @@ def create_table_server(
     limiter = limiter_from_settings(settings)
     history = History(settings.archive_url)
     server = create_server(
-        [registration(tables, history), history_registration(history)],
+        [
+            registration(tables, settings.table_defaults(), history),
+            history_registration(history),
+        ],
         settings,
         address=address,
         options=options,
@@ -249,7 +276,10 @@ async def _serve(settings: Settings) -> int:
         await hub.start()
         task = asyncio.create_task(run_timers(tables, stop_timers))
         history = History(settings.archive_url)
-        registrations = [registration(tables, history), history_registration(history)]
+        registrations = [
+            registration(tables, settings.table_defaults(), history),
+            history_registration(history),
+        ]
         gctune.freeze_startup()  # what start-up allocated is never walked again
         gctune.measure()  # pauses from here on (not the start-up collection)
         return registrations
@@ -260,6 +290,8 @@ async def _serve(settings: Settings) -> int:
         stop_timers.set()
         if task is not None:
             await task
+        if tables.store.watch is not None:
+            await tables.store.watch.stop()
         await hub.stop()
         await redis.aclose()
         if limiter is not None:

@@ -32,6 +32,9 @@ from services.table.seating import Seating
 from services.table.watching import Watching
 from shared.stream import NO_SEAT, TableEvent
 
+PLAYER_READY = "player_ready"
+"""A seat said it is ready for the next deal (the pause between deals may end early)."""
+
 
 class Tables(Seating, Watching, Deadlines):
     """The table use cases over one store and the registered game engines."""
@@ -76,6 +79,29 @@ class Tables(Seating, Watching, Deadlines):
             waiting = table.fair.get("waiting")
             if waiting and not fair_order.awaited(table):
                 dealt = self._deal(table, str(waiting))
+                dealt.events = [event, *dealt.events]
+                step = dealt
+            return step, {}
+
+        return await self._mutate(player_id, table_id, request_id, compute)
+
+    async def ready(
+        self, player_id: str, table_id: str, ended_round: int, *, request_id: str = ""
+    ) -> ActResult:
+        """The player is ready for the deal after ``ended_round``: ``player_ready``, and the
+        next deal at once when no human seat is awaited any more (else the pause runs on)."""
+
+        def compute(table: Table) -> tuple[Step | None, dict[str, Any]]:
+            current = self._engine(table.game_name).view(table, None).round_no
+            seat = rules_table.mark_ready(table, player_id, ended_round, current)
+            if seat is None:
+                return None, {}
+            data = {"player_id": player_id, "next_round": ended_round + 1}
+            event = TableEvent(PLAYER_READY, ended_round, seat, data)
+            step = Step(game=table.game, events=[event], deadline=table.deadline)
+            pausing = table.deadline is not None and table.deadline.kind == rules_table.NEXT_ROUND
+            if pausing and not rules_table.awaited_ready(table):
+                dealt = self._deal(table, fair_order.NEXT)
                 dealt.events = [event, *dealt.events]
                 step = dealt
             return step, {}

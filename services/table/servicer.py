@@ -16,7 +16,7 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import Service, current_caller, current_player, require_service
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied
 from services.table.convert import Converter, groups_from, settings_from
-from services.table.engine import Action
+from services.table.engine import Action, TableSettings
 from services.table.history import History, personal
 from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
@@ -55,8 +55,14 @@ def _seating(explicit: str, explicit_name: str) -> tuple[str, str, str | None]:
 class TableServicer(table_pb2_grpc.TableServiceServicer):
     """The table RPCs over :class:`~services.table.service.Tables`."""
 
-    def __init__(self, tables: Tables, history: History | None = None) -> None:
+    def __init__(
+        self,
+        tables: Tables,
+        defaults: TableSettings | None = None,
+        history: History | None = None,
+    ) -> None:
         self.tables = tables
+        self.defaults = defaults or TableSettings()
         self.history = history
         self.convert = Converter(tables.face)
 
@@ -72,7 +78,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def CreateTable(
         self, request: table_pb2.CreateTableRequest, context: Context
     ) -> table_pb2.CreateTableResponse:
-        game, settings = settings_from(request.settings)
+        game, settings = settings_from(request.settings, self.defaults)
         if not game:
             raise InvalidArgument("BAD_GAME", "settings.game must name a game")
         viewer: str | None = None
@@ -300,6 +306,24 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             request_id=request.request_id,
         )
         return table_pb2.ContributeResponse(table=self._view(result))
+
+    async def Ready(
+        self, request: table_pb2.ReadyRequest, context: Context
+    ) -> table_pb2.ReadyResponse:
+        player_id, _ = _player()
+        result = await self.tables.ready(
+            player_id, _table_id(request.table_id), request.round, request_id=request.request_id
+        )
+        return table_pb2.ReadyResponse(table=self._view(result))
+
+    async def PlayAgain(
+        self, request: table_pb2.PlayAgainRequest, context: Context
+    ) -> table_pb2.PlayAgainResponse:
+        player_id, name = _player()
+        result = await self.tables.play_again(
+            player_id, _table_id(request.table_id), name=name, request_id=request.request_id
+        )
+        return table_pb2.PlayAgainResponse(table=self._view(result))
 
     async def CloseTable(
         self, request: table_pb2.CloseTableRequest, context: Context

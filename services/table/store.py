@@ -23,8 +23,14 @@ import orjson
 import structlog
 from redis.exceptions import NoScriptError, RedisError
 
-from services.common.errors import Aborted, AlreadyExists
-from services.table.durability import Durability, NotDurableError, refuse_unless_durable
+from services.common.errors import Aborted, AlreadyExists, FailedPrecondition
+from services.table.durability import (
+    Durability,
+    DurabilityWatch,
+    NotDurableError,
+    refuse_unless_durable,
+    refusing,
+)
 from services.table.metrics import COMMITS, STATE_CACHE
 from services.table.state_cache import STATE_CACHE_TABLES, KeptState, StateCache
 from shared import keys
@@ -39,10 +45,19 @@ COMMIT_MAX_ATTEMPTS = 16
 FINISHED_TABLE_TTL_S = 24 * 3600
 """A closed table's state, events and request answers are kept this long, then expire."""
 
-REQUEST_MEMORY_MS = 15 * 60 * 1000
-"""A request's first answer is replayed to retries this long (then dropped, a few commits
-later): far beyond a client's retry budget (30 s by default), short enough that a table
-playing for hours does not keep every answer it ever gave."""
+EVENTS_FROM_FIELD = "_events_from"
+"""Field of the settled hash: the oldest event the stream keeps since its last trim
+(written by workers/settle.lua, the workers' ``outbox.EVENTS_FROM_FIELD``)."""
+
+REQUEST_MEMORY_MS = 0
+"""Answers older than this are dropped too, every 64th commit (0, the default: no time
+bound; the per-player bound below keeps the answers few, and drops no answer a client may
+still retry however slowly it does)."""
+
+REQUEST_ANSWERS_PER_PLAYER = 4
+"""A player's last answers replayed to retries (older ones go as he sends new requests): a
+client retries only what it has not seen answered, its one or few requests in flight, so
+a seat keeps at most this many answers however long the table plays."""
 
 
 class TableBusyError(Aborted):
@@ -50,6 +65,24 @@ class TableBusyError(Aborted):
 
     def __init__(self, message: str) -> None:
         super().__init__("TABLE_BUSY", message)
+
+
+class EventsTrimmedError(FailedPrecondition):
+    """A watcher asked for events after one the table no longer keeps: it reloads the view."""
+
+    def __init__(self, table_id: str, oldest_event_id: str) -> None:
+        super().__init__(
+            "EVENTS_TRIMMED",
+            f"table {table_id} no longer keeps the events after the one asked for (it keeps "
+            f"the current and the previous round, from event {oldest_event_id}): load the "
+            "view again (GetTable) and watch from its last_event_id",
+            {"table_id": table_id, "oldest_event_id": oldest_event_id},
+        )
+
+
+def _stream_id(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms or 0), int(seq or 0)
 
 
 class TableExistsError(AlreadyExists):
@@ -176,10 +209,13 @@ class TableStore:
         readable_versions: tuple[int, ...] = keys.READABLE_VERSIONS,
         state_cache_tables: int = STATE_CACHE_TABLES,
         request_memory_ms: int = REQUEST_MEMORY_MS,
+        answers_per_player: int = REQUEST_ANSWERS_PER_PLAYER,
     ) -> None:
         self.redis = redis
         self.request_memory_ms = request_memory_ms
         """How long a request's first answer is replayed (0: for the table's life)."""
+        self.answers_per_player = answers_per_player
+        """How many of a player's latest answers are replayed (0: no bound)."""
         self.cache = StateCache(state_cache_tables)
         """The state of each table as this process last committed it (state_cache.py)."""
         self.version = version
@@ -190,6 +226,8 @@ class TableStore:
         self.durability = Durability()
         """The barrier after a commit that writes a phase record (the server sets it at start
         from :func:`services.table.durability.probe`)."""
+        self.watch: DurabilityWatch | None = None
+        """Asks the server again before a commit is refused for want of durability."""
         self._commit = Script(redis, _load_script("commit.lua"))
         self._claim = Script(redis, _load_script("claim.lua"))
         self._view = Script(redis, _load_script("view.lua"))
@@ -306,6 +344,7 @@ class TableStore:
             expected_rev,
             int(time.time() * 1000),
             self.request_memory_ms,
+            self.answers_per_player,
         ]
         entries = [encode(event) for event in transition.events]
         for fields in entries:
@@ -326,6 +365,8 @@ class TableStore:
             if index_deadline:
                 commit_keys += self._deadline_keys(table_id)
         if transition.phases:
+            if refusing(self.durability) and self.watch is not None:
+                await self.watch.recheck()  # fixed meanwhile? then this action goes through
             refuse_unless_durable(self.durability)
         barrier = self.durability.commands() if transition.phases else []
         try:
@@ -492,15 +533,27 @@ class TableStore:
         raise TableBusyError(f"table {table_id} is busy; try again")
 
     async def read_events(
-        self, table_id: str, after_id: str, *, count: int = 200
+        self, table_id: str, after_id: str, *, count: int = 200, whole: bool = False
     ) -> list[StoredEvent]:
-        """Up to ``count`` events after ``after_id`` ("0-0" for all); never blocks (live
-        events come from the shared fan-out, :mod:`services.table.fanout`)."""
+        """Up to ``count`` events after ``after_id`` ("0-0": from the oldest the stream
+        keeps); never blocks (live events come from the shared fan-out,
+        :mod:`services.table.fanout`).
+
+        ``whole``: every event after ``after_id`` must still be there, else
+        :class:`EventsTrimmedError` (a settled round's events leave the stream once the
+        next round's end is settled: workers/settle.lua)."""
         # XRANGE from an exclusive start, not XREAD: its key sits at a fixed place, so a
         # cluster client routes it without asking a node (COMMAND GETKEYS) first.
-        reply: Any = await self.redis.xrange(
-            keys.events(table_id), f"({after_id or '0-0'}", count=count
-        )
+        start = f"({after_id or '0-0'}"
+        if not whole:
+            reply: Any = await self.redis.xrange(keys.events(table_id), start, count=count)
+        else:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.xrange(keys.events(table_id), start, count=count)
+                pipe.hget(keys.settled(table_id), EVENTS_FROM_FIELD)
+                reply, oldest = await pipe.execute()
+            if oldest is not None and _stream_id(after_id) < _stream_id(_text(oldest)):
+                raise EventsTrimmedError(table_id, _text(oldest))
         return [StoredEvent(_text(entry_id), decode(fields)) for entry_id, fields in reply]
 
     async def last_event_id(self, table_id: str) -> str:

@@ -14,12 +14,11 @@ import contextlib
 import structlog
 
 from services.common.errors import Unavailable
+from services.common.outage import REDIS, is_transient_redis_error
 from services.table.service import Tables
-from shared.retry import TRANSIENT_REDIS_ERRORS
 
 log = structlog.get_logger("kishpa.table.timers")
 
-_DEFERRABLE: tuple[type[BaseException], ...] = (Unavailable, *TRANSIENT_REDIS_ERRORS)
 POLL_SECONDS = 0.1
 LEASE_MS = 2000
 CLAIM_BATCH = 50
@@ -30,13 +29,25 @@ REINDEX_SECONDS = 60.0
 async def _apply(tables: Tables, table_id: str) -> None:
     try:
         await tables.handle_deadline(table_id)
-    except _DEFERRABLE as exc:
+    except Exception as exc:
         # Redis away, or not durable under `required`: the lease expires and the deadline
-        # is claimed again; an outage is not a bug (one line, no traceback).
-        log.warning("deadline_deferred", table_id=table_id, error=str(exc))
-    except Exception:
-        # One broken table must not stop the timers of every other table.
-        log.exception("deadline_failed", table_id=table_id)
+        # is claimed again. An outage is not a bug: it is logged once, as an outage.
+        if is_transient_redis_error(exc):
+            REDIS.failed(exc, where="table_timers")
+        elif isinstance(exc, Unavailable):
+            log.warning("deadline_deferred", table_id=table_id, error=str(exc))
+        else:
+            # One broken table must not stop the timers of every other table.
+            log.exception("deadline_failed", table_id=table_id)
+
+
+async def _tick(tables: Tables, lease_ms: int) -> int:
+    """Claim the due tables and apply their deadlines; how many were claimed."""
+    claimed = await tables.store.claim_due(tables.clock(), lease_ms=lease_ms, limit=CLAIM_BATCH)
+    REDIS.answered()  # the claim went through: Redis answers
+    # Tables are independent: a batch is applied concurrently.
+    await asyncio.gather(*(_apply(tables, table_id) for table_id in claimed))
+    return len(claimed)
 
 
 async def run_timers(
@@ -57,14 +68,12 @@ async def run_timers(
                 # claims of the shards that are up.
                 next_reindex = loop.time() + reindex_seconds
                 await tables.store.rebuild_deadline_index()
-            claimed = await tables.store.claim_due(
-                tables.clock(), lease_ms=lease_ms, limit=CLAIM_BATCH
-            )
-            # Tables are independent: a batch is applied concurrently.
-            await asyncio.gather(*(_apply(tables, table_id) for table_id in claimed))
-            if len(claimed) >= CLAIM_BATCH:
+            if await _tick(tables, lease_ms) >= CLAIM_BATCH:
                 continue  # more may be due right now
-        except Exception:
-            log.exception("timer_loop_error")
+        except Exception as exc:
+            if is_transient_redis_error(exc):
+                REDIS.failed(exc, where="table_timers")  # one line per outage, no trace
+            else:
+                log.exception("timer_loop_error")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), poll_seconds)

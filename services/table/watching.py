@@ -78,12 +78,16 @@ class Watching(TableCore):
         seat = table.seat_of(player_id)
         cursor = after_id or "0-0"
         cursor_key = parse_id(cursor)
+        # From a given event on, every later one must still be kept (else EVENTS_TRIMMED:
+        # the watcher reloads the view); without one, the stream is read from its oldest.
+        whole = bool(after_id)
         closed_at: int | None = None
         hub = await self._started_hub()
 
         async def admit(batch: list[StoredEvent]) -> list[StoredEvent]:
             """Advance past ``batch``; what this viewer may see of it."""
-            nonlocal seat, closed_at, cursor, cursor_key
+            nonlocal seat, closed_at, cursor, cursor_key, whole
+            whole = whole or bool(batch)
             visible: list[StoredEvent] = []
             for stored in batch:
                 cursor = stored.id
@@ -105,7 +109,9 @@ class Watching(TableCore):
             while True:
                 if catching_up:
                     # Plain reads (no BLOCK): what the stream holds after ``cursor`` now.
-                    batch = await self.store.read_events(table_id, cursor, count=READ_BATCH)
+                    batch = await self.store.read_events(
+                        table_id, cursor, count=READ_BATCH, whole=whole
+                    )
                     catching_up = len(batch) == READ_BATCH
                 else:
                     wait: float | None = None
@@ -115,7 +121,9 @@ class Watching(TableCore):
                         if not pending:
                             # One last plain read: an entry whose wake-up is still on its way.
                             catching_up = True
-                            batch = await self.store.read_events(table_id, cursor, count=READ_BATCH)
+                            batch = await self.store.read_events(
+                                table_id, cursor, count=READ_BATCH, whole=whole
+                            )
                             visible = await admit(batch)
                             if visible:
                                 yield visible

@@ -297,8 +297,9 @@ def _settled(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
 
 @kind(
     "last_round_pressed",
-    KISHPA,
-    "`next_round`, `cause` (`PRESSED` by the creator, or `ABANDONED`: every seat on auto-play)",
+    BOTH,
+    "`next_round`, `cause` (`PRESSED` by the creator, or `ABANDONED`: every seat on "
+    "auto-play; a leave makes the round in progress the last, Hand's game ends with it)",
 )
 def _last_round_pressed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
     cause = table_pb2.LAST_ROUND_CAUSE_ABANDONED if d.get("reason") else None
@@ -329,9 +330,23 @@ def _seed_committed(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Messag
     return table_pb2.SeedCommitted(deal=int(d["deal"]), shuffle_commitment=str(d["commitment"]))
 
 
-@kind("contribution_accepted", BOTH, "a seat's contribution to a coming deal's shuffle")
+@kind(
+    "contribution_accepted",
+    BOTH,
+    "a seat's contribution to a coming deal's shuffle (`seat`: his seat when it was accepted;"
+    " `player_id`: the contributor)",
+)
 def _contribution_accepted(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
-    return table_pb2.ContributionAccepted(deal=int(d["deal"]), contribution=str(d["contribution"]))
+    return table_pb2.ContributionAccepted(
+        deal=int(d["deal"]),
+        contribution=str(d["contribution"]),
+        player_id=str(d.get("player_id") or ""),
+    )
+
+
+@kind("player_ready", BOTH, "between deals: `seat` is ready for `next_round` (Ready)")
+def _player_ready(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
+    return table_pb2.PlayerReady(player_id=str(d["player_id"]), next_round=int(d["next_round"]))
 
 
 # ---- Kishpa ----
@@ -340,7 +355,8 @@ def _contribution_accepted(_t: str, d: Mapping[str, Any], _b: _Build) -> message
 @kind(
     "round_started",
     KISHPA,
-    "players, starter, shuffle commitment, kishpa, joker face, dolls returned, hand sizes, pile",
+    "players, starter, shuffle commitment, kishpa, joker face, dolls returned, hand sizes, pile,"
+    " the deal's seats",
 )
 def _round_started(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
     return table_pb2.KishpaRoundStarted(
@@ -352,6 +368,21 @@ def _round_started(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
         dolls_returned=b.tiles(d.get("dolls_returned_ids", [])),
         hand_sizes=[int(n) for n in d["hand_sizes"]],
         pile_count=int(d["pile"]),
+        seats=_deal_seats(d),
+    )
+
+
+def _deal_seats(d: Mapping[str, Any]) -> table_pb2.DealSeats | None:
+    """What a deal's start says of its seats (games/contributions.py seat_marks), if it does."""
+    if "bot_seats" not in d:
+        return None
+    until = int(d.get("awaited_until_ms") or 0)
+    return table_pb2.DealSeats(
+        bot_seats=[int(s) for s in d["bot_seats"]],
+        declared_seats=[int(s) for s in d["declared_seats"]],
+        awaited_seats=[int(s) for s in d["awaited_seats"]],
+        autoplay_seats=[int(s) for s in d["autoplay_seats"]],
+        awaited_until=timestamp(until) if until else None,
     )
 
 
@@ -453,7 +484,11 @@ def _game_started(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
     )
 
 
-@kind("deal_started", HAND, "starter, hand sizes, top discard, stock size, commitment")
+@kind(
+    "deal_started",
+    HAND,
+    "starter, hand sizes, top discard, stock size, commitment, the deal's seats",
+)
 def _deal_started(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
     return table_pb2.HandDealStarted(
         starter_seat=int(d["starter"]),
@@ -461,6 +496,7 @@ def _deal_started(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
         top_discard=b.tile(d["top_discard"]),
         stock_size=int(d["stock_size"]),
         shuffle_commitment=str(d["commitment"]),
+        seats=_deal_seats(d),
     )
 
 

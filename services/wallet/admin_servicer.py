@@ -25,7 +25,6 @@ from services.common.auth import (
     Caller,
     ServiceCredentials,
     TokenAuthority,
-    bearer_metadata,
     current_caller,
     require_admin,
 )
@@ -115,7 +114,9 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self._tls = tls
         self._admin = admin
         self._executor = executor
-        self._credentials = ServiceCredentials(authority, CALLER_NAME)
+        self._credentials = ServiceCredentials(
+            authority if authority.shared_service_key else None, CALLER_NAME
+        )
         self._table_addr = table_addr
         self._channel: grpc.aio.Channel | None = None
 
@@ -212,7 +213,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                 closed_by=why.admin_id,
                 request_id=f"admin-{why.request_id}",
             ),
-            metadata=bearer_metadata(self._credentials.token()),
+            metadata=self._credentials.metadata(),
             timeout=TABLE_CALL_TIMEOUT_S,
         )
         details = {

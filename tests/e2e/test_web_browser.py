@@ -269,6 +269,44 @@ def test_a_guest_plays_a_deal_of_hand_by_keyboard_on_a_phone(web_stack: WebStack
         assert png.startswith(b"\x89PNG"), name
 
 
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (360, 740)])
+def test_a_phone_table_keeps_the_turn_on_screen_and_the_deal_summary_still(
+    web_stack: WebStack, width: int, height: int
+) -> None:
+    """Issue 33 on a phone: no page scroll during a turn, the summary a record, Ready, the
+    cost of leaving said first."""
+    result = _node("phone.mjs", web_stack.base, SCREENSHOTS, str(width), str(height))
+    assert result["turns"] >= 1, result
+    assert set(result["scrollY"]) == {0}, result["scrollY"]
+    assert result["offScreen"] == [], result["offScreen"]
+    assert result["focusOnOpen"] == "rack-tile"
+    assert result["pot"] == "pot 20 tokens"  # two seats bought in at 10
+    assert result["drawnMarked"] == 1
+    assert result["discardLabel"].startswith("Discard the ")
+    assert result["discardLabel"] not in ("Discard the picked", "Discard the suggested")
+    # The lobby says the server's timers (the rules pages' 30 s).
+    assert "30 s a turn" in result["timersHelp"]
+    # The summary stays as it was while open; the next deal waits for Ready (or the pause).
+    assert result["summaryUnchanged"] is True
+    assert result["roundWhileOpen"] == result["firstRound"]
+    assert result["pause"].startswith("Next deal in ")
+    assert result["continueLabel"] == "Ready"
+    assert int(result["nextRound"]) == int(result["firstRound"]) + 1
+    assert result["record"] == f"Deal {result['firstRound']} summary"
+    # Leaving says what it costs first (docs/rules/hand.md "leaving the table").
+    assert "buy-in of 10 tokens stays in the pot of 20" in result["leaveCost"]
+    assert "the game ends with this deal" in result["leaveCost"]
+    assert result["stayed"] is True
+    assert (result["muteAfterTap"], result["muteAfterReload"]) == ("Sound off", "Sound off")
+    assert result["animation"] == "card-land"
+    assert result["animationReduced"] == "none"
+    assert all(v == [] for v in result["axe"].values()), result["axe"]
+    assert result["sideScroll"] <= 0
+    for shot in ("table", "summary", "leave"):
+        png = (SCREENSHOTS / f"phone-{width}x{height}-{shot}.png").read_bytes()
+        assert png.startswith(b"\x89PNG"), shot
+
+
 # --- decoding what each page received -------------------------------------------------------
 
 TILE_KEYS = frozenset({"tile_id", "tile_ids", "dealt_tile_ids", "discard_tile_id", "group_ids"})

@@ -267,3 +267,103 @@ def test_the_admin_role_makes_an_admin_caller_not_a_player(provider: Provider) -
     assert caller == Admin("oidc:ops-7", "Dana Doe")
     plain = authority.verify(provider.token("rsa-1", roles=["reader"]))
     assert isinstance(plain, Player)
+
+
+async def test_an_algorithm_that_does_not_fit_the_named_key_is_token_invalid(
+    stub: auth_pb2_grpc.AuthServiceStub, provider: Provider
+) -> None:
+    """ES256 naming the provider's RSA key id (and the reverse): UNAUTHENTICATED with a
+    reason, not UNKNOWN with a traceback."""
+    claims = jwt.decode(provider.token("ec-1"), options={"verify_signature": False})
+    for signer, named in (("ec-1", "rsa-1"), ("rsa-1", "ec-1")):
+        alg, private = provider.keys[signer]
+        mismatched = jwt.encode(claims, private, algorithm=alg, headers={"kid": named})
+        assert await _refused(stub, mismatched) == (
+            grpc.StatusCode.UNAUTHENTICATED,
+            "TOKEN_INVALID",
+        )
+    assert await _exchange(stub, provider.token("rsa-1"))
+
+
+def test_the_roles_claim_is_configurable_down_to_a_nested_path(provider: Provider) -> None:
+    authority = TokenAuthority(
+        TOKEN_KEY, None, external=verifier(provider, roles_claim="realm_access.roles")
+    )
+    nested = provider.token(
+        "rsa-1", sub="fin-1", realm_access={"roles": ["kishpa-finance", "other"]}
+    )
+    assert authority.verify(nested) == Admin("oidc:fin-1", "Dana Doe", frozenset({"finance"}))
+    # The top-level claim is not read any more: a player.
+    flat = provider.token("rsa-1", sub="fin-2", roles=["kishpa-finance"])
+    assert isinstance(authority.verify(flat), Player)
+
+
+def _raw(header: dict[str, Any], payload: Any) -> str:
+    """A JWT whose parts are exactly these (JSON of anything), signature bytes arbitrary."""
+    import base64
+
+    def part(value: Any) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part(header)}.{part(payload)}.c2lnbmF0dXJl"
+
+
+def _malformed(provider: Provider) -> dict[str, str]:
+    """Tokens a client might send wrong, aimed at the provider's path and at ours."""
+    now = int(time.time())
+    good = jwt.decode(provider.token("ec-1"), options={"verify_signature": False})
+    alg, ec_key = provider.keys["ec-1"]
+
+    def signed(claims: dict[str, Any], **header: Any) -> str:
+        return jwt.encode(claims, ec_key, algorithm=alg, headers={"kid": "ec-1", **header})
+
+    return {
+        "kid a list": _raw({"alg": "ES256", "kid": ["ec-1"]}, good),
+        "kid an object": _raw({"alg": "ES256", "kid": {"a": 1}}, good),
+        "alg a list": _raw({"alg": ["ES256"], "kid": "ec-1"}, good),
+        "alg none": _raw({"alg": "none", "kid": "ec-1"}, good),
+        "header not an object": "WzEsMl0." + provider.token("ec-1").split(".", 1)[1],
+        "payload a list": _raw({"alg": "ES256", "kid": "ec-1"}, [1, 2]),
+        "payload a string": _raw({"alg": "ES256", "kid": "ec-1"}, "hi"),
+        "sub a number": _raw({"alg": "ES256", "kid": "ec-1"}, {**good, "sub": 7}),
+        "sub empty": signed({**good, "sub": ""}),
+        "iat a string": signed({**good, "iat": "yesterday"}),
+        "exp huge": signed({**good, "exp": 10**30}),
+        "exp infinite": _raw({"alg": "ES256", "kid": "ec-1"}, {**good, "exp": 1e400}),
+        "aud a number": signed({**good, "aud": 5}),
+        "roles an object": signed({**good, "roles": {"kishpa-finance": True}}),
+        "iss a list": _raw({"alg": "ES256", "kid": "ec-1"}, {**good, "iss": [provider.issuer]}),
+        "not base64": "e30.%%%.x",
+        "two parts": "eyJhbGciOiJFUzI1NiJ9.e30",
+        "empty parts": "..",
+        "ours, iat a string": jwt.encode(
+            {"sub": "p1", "typ": "player", "iss": "kishpa", "iat": "x", "exp": now + 60},
+            TOKEN_KEY,
+            algorithm="HS256",
+        ),
+        "ours, payload a list": _raw({"alg": "HS256"}, [1]),
+    }
+
+
+async def test_malformed_tokens_are_unauthenticated_with_a_reason(
+    stub: auth_pb2_grpc.AuthServiceStub, provider: Provider
+) -> None:
+    outcomes = {}
+    for label, token in _malformed(provider).items():
+        try:
+            await _exchange(stub, token)
+            outcomes[label] = ("OK", "")
+        except grpc.aio.AioRpcError as exc:
+            outcomes[label] = (exc.code().name, error_reason(exc) or "")
+    wrong = {
+        label: outcome
+        for label, outcome in outcomes.items()
+        # "roles an object" is a valid token whose roles claim grants nothing: a player.
+        if outcome[0] != "UNAUTHENTICATED" and label != "roles an object"
+    }
+    assert wrong == {}
+    assert {reason for code, reason in outcomes.values() if code != "OK"} <= {
+        "TOKEN_INVALID",
+        "TOKEN_EXPIRED",
+    }
+    assert outcomes["roles an object"] == ("OK", "")

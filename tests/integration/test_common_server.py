@@ -276,10 +276,27 @@ async def test_unexpected_error_is_internal_without_leaking(harness: Harness) ->
 
 
 async def test_unreachable_dependency_is_logged_as_a_warning(harness: Harness) -> None:
-    call = harness.unary("Fail")(Msg(service="redis-down"), metadata=harness.player_metadata())
+    call = harness.unary("Fail")(Msg(service="service-down"), metadata=harness.player_metadata())
     assert (await _code_and_reason(call))[0] is grpc.StatusCode.UNAVAILABLE
     logged = [e for e in harness.logs if e["event"] == "rpc.dependency_unavailable"]
     assert [e["log_level"] for e in logged] == ["warning"]
+
+
+async def test_redis_away_is_logged_once_as_an_outage_not_per_call(harness: Harness) -> None:
+    from services.common.outage import ENDED, REDIS, STARTED
+
+    REDIS.answered()  # whatever an earlier test left open is over
+    for _ in range(3):
+        call = harness.unary("Fail")(Msg(service="redis-down"), metadata=harness.player_metadata())
+        assert (await _code_and_reason(call))[0] is grpc.StatusCode.UNAVAILABLE
+    REDIS.answered()
+    logged = [e for e in harness.logs if e["event"] in (STARTED, ENDED)]
+    assert [(e["event"], e["log_level"]) for e in logged][-2:] == [
+        (STARTED, "warning"),
+        (ENDED, "warning"),
+    ]
+    assert not [e for e in harness.logs if e["event"] == "rpc.dependency_unavailable"]
+    assert not [e for e in harness.logs if "exc_info" in e or "exception" in e]
 
 
 async def test_streams_pass_through_auth_and_error_mapping(harness: Harness) -> None:

@@ -110,11 +110,11 @@ def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
 
     reader_url = make_url(TEST_DATABASE_URL).set(database=name, username=reader, password=None)
     reconcile = job_command(prod_objects, "CronJob", "reconcile")
-    secret = secrets.token_urlsafe(48)
     port = free_port()
-    # Production speaks mutual TLS (the mtls component): the wallet here serves a test
-    # certificate, and the job shows the worker's, as in its pod (where cert-manager's
-    # files sit at the rendered paths).
+    # Production speaks mutual TLS (the mtls component) with no shared service key
+    # (KISHPA_PRODUCTION=1): the wallet here serves a test certificate, and the job records
+    # its run as the worker by showing the worker's certificate, as in its pod (where
+    # cert-manager's files sit at the rendered paths).
     ca = TestCA(tmp_path / "pki")
     served = ca.issue("wallet")
     worker = ca.issue("worker")
@@ -124,7 +124,7 @@ def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
         "KISHPA_GRPC_PORT": str(port),
         "KISHPA_GRPC_HOST": "127.0.0.1",
         "KISHPA_METRICS_PORT": str(free_port()),
-        "KISHPA_SERVICE_SECRET": secret,
+        "KISHPA_PRODUCTION": "1",
         "KISHPA_TOKEN_SECRET": secrets.token_urlsafe(48),
         "KISHPA_TLS_CERT_FILE": str(served.cert_file),
         "KISHPA_TLS_KEY_FILE": str(served.key_file),
@@ -138,8 +138,8 @@ def test_migrate_job_then_reconcile_cronjob_as_a_read_only_role(
             prod_objects,
             "reconcile",
             reader_url.render_as_string(hide_password=False),
-            KISHPA_SERVICE_SECRET=secret,
         )
+        assert env["KISHPA_PRODUCTION"] == "1"
         env["KISHPA_WALLET_ADDR"] = f"127.0.0.1:{port}"
         assert env["KISHPA_TLS_CA_FILE"].startswith("/var/run/secrets/kishpa/tls/")
         env.update(

@@ -381,7 +381,10 @@ async def test_a_matchmade_first_deal_waits_for_a_contribution_made_after_the_co
     table = await start_table(env, table_port)
     mm = await start_mm(env, table_port, prefix)
     try:
-        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+        async with (
+            client_for(mm, table_port, contribute=False) as ann,
+            client_for(mm, table_port, contribute=False) as bob,
+        ):
             await ann.login("Ann")
             await bob.login("Bob")
             table_id = await _matched_pair(ann, bob, ann_declares=True, bob_declares=False)
@@ -451,7 +454,10 @@ async def test_a_silent_seat_that_declared_holds_the_first_deal_no_longer_than_t
     table = await start_table(env, table_port)
     mm = await start_mm(env, table_port, prefix)
     try:
-        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+        async with (
+            client_for(mm, table_port, contribute=False) as ann,
+            client_for(mm, table_port, contribute=False) as bob,
+        ):
             await ann.login("Ann")
             await bob.login("Bob")
             table_id = await _matched_pair(ann, bob, ann_declares=True, bob_declares=True)
@@ -491,7 +497,10 @@ async def test_a_full_private_table_waits_for_the_declared_seats_then_deals(
     table = await start_table(env, table_port)
     mm = await start_mm(env, table_port, prefix)
     try:
-        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
+        async with (
+            client_for(mm, table_port, contribute=False) as ann,
+            client_for(mm, table_port, contribute=False) as bob,
+        ):
             await ann.login("Ann")
             await bob.login("Bob")
             private = await ann.create_private_table(2, will_contribute=True)

@@ -647,6 +647,10 @@ async def test_list_offers_names_every_game_with_its_stakes_and_sizes(
         KISHPA: ([1, 5, 10, 50, 100], [2, 3, 4]),
         common_pb2.GAME_HAND: ([1, 5, 10, 50, 100], [2, 3, 4]),
     }
+    # The timers its tables get: this config's quick-match turn (600 s), and the pause
+    # KISHPA_TABLE_NEXT_DEAL_PAUSE_MS gives (unset here: the rules pages' 30 s).
+    timers = {(o.turn_time.ToSeconds(), o.next_round_pause.ToMilliseconds()) for o in answer.offers}
+    assert timers == {(600, 30_000)}
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await mm.ListOffers(mm_pb2.ListOffersRequest())
     assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED

@@ -242,3 +242,25 @@ def test_the_sweeper_goes_on_for_the_other_masters_while_one_is_down(
                 client.zrem(keys.unsettled(table_id), table_id)
                 client.delete(enqueued_marker(PhaseRef(table_id, 1, "start")))
         client.close()
+
+
+async def test_more_concurrent_transactions_than_connections_wait_for_one(
+    cluster: RedisClusterProcesses,
+) -> None:
+    # redis-py 8.2's cluster transactions take a node's connection directly: without the
+    # client's gate, the 9th concurrent one raised MaxConnectionsError on a pool of 8.
+    client = async_client(cluster.url, max_connections=8)
+    key = f"{{gate}}:{uuid.uuid4().hex}"
+
+    async def one() -> None:
+        async with client.pipeline(transaction=True) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, 60)
+            await pipe.execute()
+
+    try:
+        await asyncio.gather(*(one() for _ in range(100)))
+        assert int(await client.get(key)) == 100
+    finally:
+        await client.delete(key)
+        await client.aclose()

@@ -271,3 +271,95 @@ async def test_a_redis_restarted_with_a_weaker_fsync_gets_no_round_end_acknowled
         assert await client.hget(keys.outbox(table_id), "1:end") is not None
     finally:
         await client.aclose()
+
+
+async def _connections_received(admin: Redis) -> int:
+    """Connections the server has accepted so far (INFO stats)."""
+    return int((await admin.info("stats"))["total_connections_received"])
+
+
+async def test_a_live_weakening_is_noticed_within_seconds_without_a_new_connection(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`CONFIG SET appendfsync everysec` on the running server: the scheduled probe sees it
+    on a connection the service already has, and round ends are refused (not acknowledged
+    without durability) from then on."""
+    from services.common.redis_client import async_client
+
+    monkeypatch.setenv(durability.MODE_ENV, "required")
+    monkeypatch.setenv(durability.PROBE_INTERVAL_ENV, "1")
+    client = async_client(server.url)
+    admin = Redis.from_url(server.url)
+    store = TableStore(client)
+    try:
+        store.watch = await durability.watch(store, client)
+        assert store.durability.barrier == FSYNC_ALWAYS
+        table_id = f"t-dur-{uuid.uuid4().hex[:8]}"
+        await store.transact(table_id, _create, create=True)
+        accepted = await _connections_received(admin)
+
+        await admin.config_set("appendfsync", "everysec")
+        weakened = asyncio.get_running_loop().time()
+        while store.durability.barrier != NONE:
+            assert asyncio.get_running_loop().time() - weakened < 5, "weakening not noticed"
+            await asyncio.sleep(0.05)
+        assert _durable_gauge() == 0
+        with pytest.raises(NotDurableError):
+            await store.transact(table_id, lambda s: _round_end(table_id), request="p1:r1")
+        assert await client.hget(keys.outbox(table_id), "1:end") is None
+        # Learnt on the connections it had: the service opened none meanwhile.
+        assert await _connections_received(admin) == accepted
+    finally:
+        if store.watch is not None:
+            await store.watch.stop()
+        await admin.aclose()
+        await client.aclose()
+
+
+async def test_under_required_a_fixed_redis_is_used_again_at_once_without_reconnecting(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's sequence from issue 31: Redis weakened (`appendfsync everysec`) and the
+    service's connections dropped, so every new connection learns "not durable"; then fixed
+    with `CONFIG SET appendfsync always`, which opens no connection. The very next round end
+    is answered: the refusal asks the server again. (No scheduled probe here, so only that
+    can have noticed the fix.)"""
+    from services.common.redis_client import async_client
+
+    monkeypatch.setenv(durability.MODE_ENV, "required")
+    monkeypatch.setenv(durability.PROBE_INTERVAL_ENV, "0")
+    client = async_client(server.url)
+    admin = Redis.from_url(server.url)
+    store = TableStore(client)
+    try:
+        store.watch = await durability.watch(store, client)
+        table_id = f"t-dur-{uuid.uuid4().hex[:8]}"
+        await store.transact(table_id, _create, create=True)
+
+        await admin.config_set("appendfsync", "everysec")
+        await admin.client_kill_filter(_type="normal", skipme=True)
+        await _reachable(client)  # reconnects, and the new connection probes
+        assert store.durability.barrier == NONE
+        with pytest.raises(NotDurableError):
+            await store.transact(table_id, lambda s: _round_end(table_id), request="p1:r1")
+        assert await client.hget(keys.outbox(table_id), "1:end") is None
+
+        accepted = await _connections_received(admin)
+        await admin.config_set("appendfsync", "always")
+        # (A client retries after a backoff; refusals ask at most every 0.1 s.)
+        spacing = asyncio.get_running_loop().time() + 5
+        while not store.watch.may_recheck():
+            assert asyncio.get_running_loop().time() < spacing
+            await asyncio.sleep(0.01)
+        committed = await store.transact(table_id, lambda s: _round_end(table_id), request="p1:r1")
+        assert committed.version == 2
+        assert not committed.replayed
+        assert await client.hget(keys.outbox(table_id), "1:end") is not None
+        assert store.durability.barrier == FSYNC_ALWAYS
+        assert _durable_gauge() == 1
+        assert await _connections_received(admin) == accepted  # no reconnection was needed
+    finally:
+        if store.watch is not None:
+            await store.watch.stop()
+        await admin.aclose()
+        await client.aclose()

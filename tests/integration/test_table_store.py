@@ -291,3 +291,27 @@ async def test_a_waiting_table_expires_when_idle_and_a_started_one_does_not(
     )
     for key in (keys.state, keys.events, keys.requests):
         assert await redis.ttl(key(table_id)) == -1, "a playing table is kept"
+
+
+async def test_each_player_keeps_only_his_latest_answers_however_long_the_table_plays(
+    redis: Redis, table_id: str
+) -> None:
+    """Answers are bounded per player by what a retrying client can still ask for (its few
+    requests in flight), not per minute of play: p1's sixth request drops his first answers,
+    never p2's; his latest ones still replay."""
+    store = TableStore(redis, answers_per_player=3)
+    await store.transact(table_id, _increment, create=True)  # count 1
+    other = request_field("p2", "x")
+    await store.transact(table_id, _increment, request=other)  # count 2
+    for n in range(1, 7):  # counts 3..8
+        await store.transact(table_id, _increment, request=request_field("p1", f"r{n}"))
+    raw_fields = await redis.hkeys(keys.requests(table_id))
+    fields = {f.decode() if isinstance(f, bytes) else f for f in raw_fields}
+    kept = {f for f in fields if f.startswith("p1:") and " " not in f}
+    assert kept == {"p1:r4", "p1:r5", "p1:r6"}
+    assert not {f for f in fields if f.startswith(("p1:r1", "p1:r2", "p1:r3"))}
+    assert other in fields  # another seat's answer is his own business
+    again = await store.transact(table_id, _increment, request=request_field("p1", "r4"))
+    assert again.replayed
+    assert again.answer == json.dumps({"count": 6})
+    assert (await store.transact(table_id, _increment, request=other)).replayed

@@ -193,9 +193,9 @@ async def test_a_service_credential_without_a_workload_certificate_is_refused(
     ca = TestCA(tmp_path / "pki")
     url = f"sqlite:///{tmp_path / 'w.sqlite3'}"
     upgrade(url)
-    # Server-only TLS (no client certificates) but service credentials: the settings say
-    # mutual TLS is off, so a credential cannot be tied to a workload and is taken as is;
-    # with mutual TLS on (the default) a client without a certificate cannot even connect.
+    # Server-only TLS (no client certificates asked for): a service credential cannot be
+    # tied to a workload, so it counts for nothing (docs/api.md: PEER_CERTIFICATE_REQUIRED);
+    # players and operators, whose tokens say who they are, are served as usual.
     settings = load_settings(
         "wallet",
         database_url=url,
@@ -207,16 +207,27 @@ async def test_a_service_credential_without_a_workload_certificate_is_refused(
     )
     server = create_wallet_server(settings, address="127.0.0.1:0")
     await server.start()
+    authority = TokenAuthority.from_settings(settings)
     try:
         async with aio_channel(f"127.0.0.1:{server.port}", ClientTls(ca.ca_file)) as channel:
             stub = wallet_pb2_grpc.WalletServiceStub(channel)
-            authority = TokenAuthority.from_settings(settings)
+            for call, request in (
+                (stub.OpenWallet, wallet_pb2.OpenWalletRequest(player_id="pz")),
+                (stub.ApplyBatch, _batch("pz", 5)),
+            ):
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await call(
+                        request,  # type: ignore[arg-type]
+                        metadata=bearer_metadata(authority.issue_service_token("worker").token),
+                        timeout=5,
+                    )
+                assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+                assert error_reason(refused.value) == "PEER_CERTIFICATE_REQUIRED"
+            player = authority.issue_player_token("pz", "Zoe").token
             reply = await stub.OpenWallet(
-                wallet_pb2.OpenWalletRequest(player_id="pz"),
-                metadata=bearer_metadata(authority.issue_service_token("worker").token),
-                timeout=5,
+                wallet_pb2.OpenWalletRequest(), metadata=bearer_metadata(player), timeout=5
             )
-            assert reply.created
+            assert reply.created  # the refused calls opened nothing
     finally:
         await server.stop(0)
 

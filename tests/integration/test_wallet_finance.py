@@ -470,7 +470,8 @@ async def test_refusals_are_clear_and_change_nothing(
         denied,
         "SERVICE_REQUIRED",
     )
-    # Only the jobs (the worker identity) store a run; a finance operator may not.
+    # Only the jobs (the worker identity) store a run; a finance operator may not, and hears
+    # the operators' reason for a service-only RPC (issue 32), not SERVICE_NOT_ALLOWED.
     run = wallet_pb2.ReconciliationRun(
         kind="drift", scope="s", source="t", start_time=stamp(t0), ok=True
     )
@@ -479,7 +480,7 @@ async def test_refusals_are_clear_and_change_nothing(
             wallet_pb2.RecordReconciliationRunRequest(run=run), metadata=admin
         ),
         denied,
-        "SERVICE_NOT_ALLOWED",
+        "SERVICE_REQUIRED",
     )
     for bad_run in (
         wallet_pb2.ReconciliationRun(

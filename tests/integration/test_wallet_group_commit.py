@@ -197,6 +197,9 @@ def test_a_shared_transaction_that_fails_whole_is_retried_batch_by_batch() -> No
                         "AND datname = current_database()"
                     )
                 ).scalar_one()
+                # End the read's transaction: PostgreSQL caches pg_stat_activity for the
+                # rest of a transaction, so a poll that came too early saw 0 forever.
+                watch.rollback()
                 if waiting:
                     break
                 assert time.monotonic() < deadline, "the group never waited on the thief's key"

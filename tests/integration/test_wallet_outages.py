@@ -51,6 +51,7 @@ from tests.integration.workers_support import (
     Backend,
     Process,
     RedisServer,
+    TableHistory,
     Worker,
     free_port,
     now_ms,
@@ -248,17 +249,15 @@ def play(rig: Rig) -> Iterator[dict[str, str]]:
             process.stop()
 
 
-def _phases(client: redis.Redis, tables: list[str]) -> dict[tuple[str, str], int]:
-    """Every phase the tables wrote: (table, field) -> when it was written (ms)."""
-    return {
-        (table, f.decode()): parse_phase_record(raw).created_ms
-        for table in tables
-        for f, raw in client.hgetall(keys.outbox(table)).items()
-    }
+def _phases(history: TableHistory, tables: list[str]) -> dict[tuple[str, str], int]:
+    """Every phase the tables wrote: (table, field) -> when it was written (ms). From the
+    history: a settled round's records leave Redis as the tables play on."""
+    return {k: parse_phase_record(raw).created_ms for k, raw in history.records(tables).items()}
 
 
-def _settled(client: redis.Redis, tables: list[str]) -> set[tuple[str, str]]:
-    return {(t, f.decode()) for t in tables for f in client.hkeys(keys.settled(t))}
+def _settled(history: TableHistory, tables: list[str]) -> set[tuple[str, str]]:
+    """The phases whose ``settled`` event was published (with the mark, in one script)."""
+    return set(history.settled(tables))
 
 
 def _events_since(client: redis.Redis, tables: list[str], since_ms: int) -> list[str]:
@@ -274,6 +273,7 @@ def _events_since(client: redis.Redis, tables: list[str], since_ms: int) -> list
 def test_tables_keep_playing_through_a_database_outage(rig: Rig, play: dict[str, str]) -> None:
     client = rig.redis.client()
     earlier = set(client.scan_iter(match=keys.outbox_pattern()))
+    history = TableHistory(client).start()
     bots = subprocess.Popen(
         [
             KISHPA, "bots", "--tables", "2", "--rounds", str(BOT_ROUNDS), "--turn-seconds",
@@ -290,7 +290,7 @@ def test_tables_keep_playing_through_a_database_outage(rig: Rig, play: dict[str,
         def playing() -> bool:
             found = set(client.scan_iter(match=keys.outbox_pattern())) - earlier
             tables[:] = sorted(k.decode().split("{", 1)[1].rsplit("}", 1)[0] for k in found)
-            return len(tables) == 2 and bool(_settled(client, tables))
+            return len(tables) == 2 and bool(_settled(history, tables))
 
         # Logins opened the wallets and settlement runs: now take the database away.
         wait_for(playing, 60, "both tables to play and a first phase to settle")
@@ -301,16 +301,16 @@ def test_tables_keep_playing_through_a_database_outage(rig: Rig, play: dict[str,
             assert list_dead_letters(client, limit=10) == []
             time.sleep(0.5)
         during = _events_since(client, tables, cut_ms)
-        waiting = {p for p, at in _phases(client, tables).items() if at >= cut_ms}
-        waiting -= _settled(client, tables)
+        waiting = {p for p, at in _phases(history, tables).items() if at >= cut_ms}
+        waiting -= _settled(history, tables)
         rig.db_link.restore()
         back_ms, back = now_ms(), time.monotonic()
         # The tables played on: a round ended and a next one was dealt while it was away.
         assert "round_ended" in during, during
         assert "round_started" in during[during.index("round_ended") :], during
         assert waiting, "no phase waited for the database"
-        written_before = {p for p, at in _phases(client, tables).items() if at < back_ms}
-        wait_for(lambda: written_before <= _settled(client, tables), 60, "settlement to catch up")
+        written_before = {p for p, at in _phases(history, tables).items() if at < back_ms}
+        wait_for(lambda: written_before <= _settled(history, tables), 60, "settlement to catch up")
         caught_up = time.monotonic() - back
         out, _ = bots.communicate(timeout=300)
     finally:
@@ -325,19 +325,20 @@ def test_tables_keep_playing_through_a_database_outage(rig: Rig, play: dict[str,
     assert caught_up <= CAUGHT_UP_S
     assert bots.returncode == 0, out[-3000:]
     assert "2 / 2" in out
-    wait_for(lambda: set(_phases(client, tables)) <= _settled(client, tables), 60, "all settled")
+    wait_for(lambda: set(_phases(history, tables)) <= _settled(history, tables), 60, "all settled")
+    history.stop()
     assert list_dead_letters(client, limit=10) == []
-    _check_played_exactly_once(rig, client, tables)
+    _check_played_exactly_once(rig, history, tables)
 
 
-def _check_played_exactly_once(rig: Rig, client: redis.Redis, tables: list[str]) -> None:
+def _check_played_exactly_once(rig: Rig, history: TableHistory, tables: list[str]) -> None:
     """Balances are what the reference says each phase moves, applied once; one `settled`
     event per phase; the ledger reconciles."""
     engine = create_engine(rig.db_url)
     try:
         with engine.connect() as db:
             for table in tables:
-                outbox = client.hgetall(keys.outbox(table))
+                outbox = {f: raw for (_, f), raw in history.records([table]).items()}
                 expected: dict[str, int] = {}
                 for raw in outbox.values():
                     record = parse_phase_record(raw)
@@ -349,8 +350,8 @@ def _check_played_exactly_once(rig: Rig, client: redis.Redis, tables: list[str])
                         {"id": f"player:{player}"},
                     ).scalar_one()
                     assert balance == STARTING_TOKENS + expected.get(player, 0), (table, player)
-                events = [f for _, f in client.xrange(keys.events(table))]
-                assert sum(e.get(b"type") == b"settled" for e in events) == len(outbox)
+                settled = [f for _, f in history.settled([table])]
+                assert sorted(settled) == sorted(outbox)  # one `settled` event per phase
     finally:
         engine.dispose()
     from services.wallet.reconcile import reconcile_url

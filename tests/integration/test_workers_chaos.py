@@ -16,7 +16,6 @@ own (it kills a master), with the Celery broker on a redis-server of its own bes
 
 from __future__ import annotations
 
-import json
 import random
 import secrets
 import statistics
@@ -41,6 +40,7 @@ from tests.integration.workers_support import (
     ClusterServer,
     Process,
     RedisServer,
+    TableHistory,
     Wallet,
     Worker,
     free_port,
@@ -200,6 +200,7 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
     stack: Stack,
 ) -> None:
     client = stack.redis.client()
+    history = TableHistory(client).start()  # the whole games: settled rounds leave Redis
     rng = random.Random(12)
     bots = subprocess.Popen(
         [
@@ -236,20 +237,11 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
         assert bots.returncode == 0, out[-3000:]
         assert "6 / 6" in out
 
-        tables = [
-            keys_table
-            for keys_table in (
-                k.decode().split("{", 1)[1].rsplit("}", 1)[0]
-                for k in client.scan_iter(match=keys.outbox_pattern())
-            )
-        ]
+        tables = sorted({t for t, _ in history.records()})
         assert len(tables) == 6
 
         def unsettled() -> int:
-            return sum(
-                len(set(client.hkeys(keys.outbox(t))) - set(client.hkeys(keys.settled(t))))
-                for t in tables
-            )
+            return len(set(history.records(tables)) - set(history.settled(tables)))
 
         wait_for(lambda: unsettled() == 0, 60, "every phase to be settled")
         up.append((worker.ready_ms, now_ms()))
@@ -259,33 +251,30 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
             bots.wait()
         worker.stop()
 
+    history.stop()
     outcomes: list[PhaseOutcome] = []
     wallet = stack.wallet.client()
+    settled_at = history.settled_ms()
     for table in tables:
-        outbox = {k.decode(): v for k, v in client.hgetall(keys.outbox(table)).items()}
-        settled = {
-            k.decode(): json.loads(v) for k, v in client.hgetall(keys.settled(table)).items()
-        }
-        events = [e for _, e in client.xrange(keys.events(table))]
-        settled_events = [e for e in events if e.get(b"type") == b"settled"]
+        # The whole game, as it was written (a settled round's records leave Redis).
+        outbox = {f: raw for (_, f), raw in history.records([table]).items()}
+        settled_events = [f for _, f in history.settled([table])]
         # Exactly once: one `settled` event per phase, and the wallet's balances are what
         # the rules say each phase moves, applied once.
-        assert len(settled_events) == len(outbox), table
+        assert sorted(settled_events) == sorted(outbox), table
         expected: dict[str, int] = {}
         for field_name, raw in outbox.items():
             record = parse_phase_record(raw)
             add_movements(expected, kishpa_movements(record.phase, record.record))
             outcomes.append(
-                PhaseOutcome(
-                    table, field_name, record.created_ms, int(settled[field_name]["settled_ms"])
-                )
+                PhaseOutcome(table, field_name, record.created_ms, settled_at[(table, field_name)])
             )
         players = parse_phase_record(next(iter(outbox.values()))).record["players"]
         for player in players:
             balance = wallet.balance(f"player:{player}")
             assert balance == STARTING_TOKENS + expected.get(player, 0), (table, player)
         assert wallet.balance(f"bowl:{table}") == expected.get("bowl", 0)
-        _assert_archived_once(stack.wallet.url, table, outbox, settled)
+        _assert_archived_once(stack.wallet.url, table, outbox, history.settled_data(table))
     from services.wallet.reconcile import reconcile_url
 
     assert list(reconcile_url(stack.wallet.url).discrepancies) == []

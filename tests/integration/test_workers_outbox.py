@@ -490,3 +490,119 @@ def test_a_stale_entry_goes_with_the_next_settlement_or_sweep_but_not_a_new_phas
     late = _write_phase(client, table_id, 2, "start", now - 10)
     assert [p.ref for p in unindex_settled_table(client, table_id)] == [late]
     assert _indexed(client, table_id) == now - 10
+
+
+def _play(client: redis.Redis, table_id: str, round_no: int, count: int) -> list[str]:
+    """``count`` game events of round ``round_no`` appended as the table service does."""
+    return [
+        client.xadd(
+            keys.events(table_id),
+            stream.encode(stream.TableEvent("tiles_laid", round_no, 0, {"n": i})),  # type: ignore[arg-type]
+        ).decode()
+        for i in range(count)
+    ]
+
+
+def _settle(client: redis.Redis, table_id: str, round_no: int, phase: str) -> bool:
+    return mark_settled(
+        client,
+        PhaseRef(table_id, round_no, phase),
+        batch_id=f"{round_no}{phase}",
+        balances={"ann": round_no},
+        settled_ms=round_no,
+    )
+
+
+def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
+    client: redis.Redis, table_id: str
+) -> None:
+    """Rounds 1-3 played and settled in order, as a table and its workers do. Once round 2's
+    end is settled, the stream starts at round 2's first event (the previous round's view
+    and the current one need nothing older) and no record or settled mark of round 1 is
+    left; rounds 2 and 3 keep theirs until the next round's end."""
+    client.hset(keys.state(table_id), "version", 1)
+    first_of: dict[int, str] = {}
+    for round_no in (1, 2, 3):
+        # The deal's seed commitment comes first, with the round before (as the table sends
+        # it between deals): the deal's record needs it, so it is the round's first event.
+        first_of[round_no] = client.xadd(
+            keys.events(table_id),
+            stream.encode(
+                stream.TableEvent("seed_committed", round_no - 1, -1, {"deal": round_no})
+            ),  # type: ignore[arg-type]
+        ).decode()
+        _write_phase(client, table_id, round_no, "start", round_no)
+        _play(client, table_id, round_no, 5)
+        assert _settle(client, table_id, round_no, "start")
+        _play(client, table_id, round_no, 5)
+        _write_phase(client, table_id, round_no, "end", round_no)
+        if round_no < 3:
+            assert _settle(client, table_id, round_no, "end")
+
+    entries = client.xrange(keys.events(table_id))
+    assert entries[0][0].decode() == first_of[2]
+    assert {stream.decode(fields).round for _, fields in entries} == {1, 2, 3}  # 1: seed
+    assert {f.decode() for f in client.hkeys(keys.outbox(table_id))} == {
+        "2:start",
+        "2:end",
+        "3:start",
+        "3:end",
+    }
+    settled = {k.decode(): v.decode() for k, v in client.hgetall(keys.settled(table_id)).items()}
+    assert {k for k in settled if not k.startswith("_")} == {"2:start", "2:end", "3:start"}
+    assert settled["_trimmed"] == "1"
+    assert settled["_events_from"] == first_of[2]
+
+
+def test_a_redelivered_task_of_a_trimmed_phase_is_settled_already_not_settled_again(
+    client: redis.Redis, table_id: str
+) -> None:
+    from workers.outbox import phase_state
+
+    client.hset(keys.state(table_id), "version", 1)
+    for round_no in (1, 2):
+        for phase in ("start", "end"):
+            _write_phase(client, table_id, round_no, phase, 1)
+            _play(client, table_id, round_no, 2)
+            assert _settle(client, table_id, round_no, phase)
+    assert client.hlen(keys.outbox(table_id)) == 2  # round 1's went with round 2's end
+    length = client.xlen(keys.events(table_id))
+    for phase in ("start", "end"):
+        assert not _settle(client, table_id, 1, phase)  # nothing written, nothing published
+        ref = PhaseRef(table_id, 1, phase)
+        state = phase_state(client, ref, dead_letter_index="gtest:none", field=ref.field)
+        assert state.settled
+    assert client.xlen(keys.events(table_id)) == length
+
+
+def test_a_dead_lettered_phase_keeps_its_record_through_a_trim_and_settles_later(
+    client: redis.Redis, table_id: str
+) -> None:
+    client.hset(keys.state(table_id), "version", 1)
+    _write_phase(client, table_id, 1, "start", 1)  # refused: waits in the dead letters
+    for round_no, phase in ((1, "end"), (2, "start"), (2, "end")):
+        _write_phase(client, table_id, round_no, phase, 1)
+        assert _settle(client, table_id, round_no, phase)
+    assert {f.decode() for f in client.hkeys(keys.outbox(table_id))} == {
+        "1:start",
+        "2:start",
+        "2:end",
+    }
+    assert client.hget(keys.settled(table_id), "1:start") is None
+    assert _settle(client, table_id, 1, "start")  # released and settled by an operator
+
+
+def test_a_closing_tables_history_is_not_trimmed(client: redis.Redis, table_id: str) -> None:
+    """A table's last ending phase (a Hand game's payout, a Kishpa table's last round) trims
+    nothing: every key goes with the table, and its deals stay verifiable until then."""
+    client.hset(keys.state(table_id), "version", 1)
+    client.expire(keys.state(table_id), 500)  # the table closed
+    for round_no in (1, 2):
+        for phase in ("start", "end"):
+            _write_phase(client, table_id, round_no, phase, 1)
+            _play(client, table_id, round_no, 2)
+            assert _settle(client, table_id, round_no, phase)
+    assert client.hlen(keys.outbox(table_id)) == 4
+    assert client.hget(keys.settled(table_id), "_trimmed") is None
+    rounds = {stream.decode(f).round for _, f in client.xrange(keys.events(table_id))}
+    assert rounds == {1, 2}

@@ -13,6 +13,7 @@ never settles somebody else's tables and killing them harms nobody.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -20,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -37,7 +39,7 @@ from devkit.redis_servers import RedisClusterProcesses, RedisProcess, start_clus
 from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.redis_client import sync_client
 from services.common.settings import Settings
-from shared import keys
+from shared import keys, stream
 from tests.child_env import TEST_LIMITS_PREFIX
 from tests.conftest import TEST_REDIS_URL
 from workers.celery_app import create_app
@@ -372,3 +374,84 @@ def start_table_service(
     process = Process("table", [KISHPA, "serve", "table"], env, tmp / f"{name}.log").start()
     wait_for(lambda: port_open(port), 30, "the table service to listen")
     return process, port
+
+
+class TableHistory:
+    """Every phase record and ``settled`` event of the tables in a Redis, kept as they appear.
+
+    Redis holds only live play: once a round's ending phase is settled, settle.lua drops the
+    records, settled marks and events of the rounds before it (docs/workers.md). A test that
+    checks a whole game (every phase settled exactly once, balances from every record) reads
+    it here: a thread looks every ``poll_s`` (a round takes seconds; a record leaves Redis
+    only a round after the next one ends) and reads each stream from where it stopped.
+    """
+
+    def __init__(self, client: Any, poll_s: float = 0.05) -> None:
+        self.client = client
+        self.poll_s = poll_s
+        self._records: dict[tuple[str, str], bytes] = {}
+        self._settled: list[tuple[str, str, int]] = []
+        self._settled_data: dict[tuple[str, str], dict[str, Any]] = {}
+        self._cursor: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="table-history", daemon=True)
+
+    def start(self) -> TableHistory:
+        self.look()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.look()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            # Redis away for a moment (some tests kill it): look again.
+            with contextlib.suppress(redis.RedisError):
+                self.look()
+            self._stop.wait(self.poll_s)
+
+    def look(self) -> None:
+        """Take in what the tables wrote since the last look."""
+        for key in self.client.scan_iter(match=keys.outbox_pattern()):
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            table = name.split("{", 1)[1].rsplit("}", 1)[0]
+            records = self.client.hgetall(keys.outbox(table))
+            cursor = self._cursor.get(table)
+            start = f"({cursor}" if cursor else "-"
+            entries = self.client.xrange(keys.events(table), min=start)
+            with self._lock:
+                for field_name, raw in records.items():
+                    self._records[(table, field_name.decode())] = raw
+                for entry_id, fields in entries:
+                    self._cursor[table] = entry_id.decode()
+                    if fields.get(b"type") == b"settled":
+                        event = stream.decode(fields)
+                        phase = f"{event.round}:{event.data['phase']}"
+                        self._settled.append((table, phase, int(event.data["settled_ms"])))
+                        self._settled_data[(table, phase)] = dict(event.data)
+
+    def records(self, tables: list[str] | None = None) -> dict[tuple[str, str], bytes]:
+        """(table, "<round>:<phase>") -> the phase record, of every phase ever written."""
+        with self._lock:
+            return {k: v for k, v in self._records.items() if tables is None or k[0] in tables}
+
+    def settled(self, tables: list[str] | None = None) -> list[tuple[str, str]]:
+        """(table, "<round>:<phase>") of every ``settled`` event, in order (once per phase
+        when settlement is exactly once)."""
+        with self._lock:
+            return [(t, f) for t, f, _ in self._settled if tables is None or t in tables]
+
+    def settled_data(self, table: str) -> dict[str, dict[str, Any]]:
+        """The table's "<round>:<phase>" -> its ``settled`` event data (``batch_id``,
+        ``balances``, ``settled_ms``, ``postings``), the last one seen per phase."""
+        with self._lock:
+            return {f: d for (t, f), d in self._settled_data.items() if t == table}
+
+    def settled_ms(self) -> dict[tuple[str, str], int]:
+        """(table, "<round>:<phase>") -> when it was settled (its ``settled`` event says)."""
+        with self._lock:
+            return {(t, f): ms for t, f, ms in self._settled}

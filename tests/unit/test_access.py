@@ -11,7 +11,7 @@ from kishpa.auth.v1 import auth_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2
 from kishpa.table.v1 import history_pb2, table_pb2
 from kishpa.wallet.v1 import wallet_pb2
-from services.common.access import ACCESS, allowed, markdown_table, refusal
+from services.common.access import ACCESS, WORKLOADS, allowed, markdown_table, refusal
 
 pytestmark = pytest.mark.unit
 
@@ -70,6 +70,19 @@ def test_least_privilege_where_the_issue_asks_for_it() -> None:
         ("/kishpa.admin.v1.AdminService/CloseTable", {"admin:finance"}, "ROLE_REQUIRED"),
         ("/kishpa.table.v1.TableService/Draw", {"admin:ops"}, "PLAYER_REQUIRED"),
         ("/kishpa.table.v1.TableService/Nope", {"player"}, "METHOD_NOT_DECLARED"),
+        # Issue 32: each kind of caller hears the reason the docs name for his kind.
+        ("/kishpa.wallet.v1.WalletService/ApplyBatch", {"admin:finance"}, "SERVICE_REQUIRED"),
+        ("/kishpa.table.v1.TableService/CloseTable", {"admin:ops"}, "SERVICE_REQUIRED"),
+        ("/kishpa.wallet.v1.WalletService/GetBalance", {"admin:support"}, "PLAYER_REQUIRED"),
+        ("/kishpa.admin.v1.AdminService/CreditPlayer", {"service:table"}, "ADMIN_REQUIRED"),
+        ("/kishpa.wallet.v1.WalletService/ExportTransfers", {"player"}, "SERVICE_REQUIRED"),
+        ("/kishpa.wallet.v1.WalletService/ExportTransfers", {"admin:ops"}, "ROLE_REQUIRED"),
+        (
+            "/kishpa.wallet.v1.WalletService/ExportTransfers",
+            {"service:table"},
+            "SERVICE_NOT_ALLOWED",
+        ),
+        ("/kishpa.table.v1.TableService/Draw", {"service:matchmaking"}, "PLAYER_REQUIRED"),
     ],
 )
 def test_refusals_say_what_was_missing(method: str, who: set[str], reason: str) -> None:
@@ -79,3 +92,26 @@ def test_refusals_say_what_was_missing(method: str, who: set[str], reason: str) 
 
 def test_a_service_outside_the_contract_is_left_to_the_token() -> None:
     assert allowed("/kishpa.test.v1.ProbeService/Whoami", {"player"}) is None
+
+
+KIND_REASONS = {
+    # docs/api.md, "Who may call what": the reasons each kind of caller may hear.
+    "player": {"SERVICE_REQUIRED", "ADMIN_REQUIRED"},
+    "service": {"SERVICE_NOT_ALLOWED", "PLAYER_REQUIRED", "ADMIN_REQUIRED"},
+    "operator": {"ROLE_REQUIRED", "PLAYER_REQUIRED", "SERVICE_REQUIRED"},
+}
+
+
+def test_no_caller_hears_a_reason_meant_for_another_kind() -> None:
+    callers = {
+        "player": [frozenset({"player"})],
+        "service": [frozenset({f"service:{w}"}) for w in WORKLOADS],
+        "operator": [frozenset({r}) for r in ("admin:support", "admin:finance", "admin:ops")],
+    }
+    for method in (m for m in ACCESS if m.startswith("/kishpa.")):
+        for kind, identities in callers.items():
+            for who in identities:
+                if allowed(method, who):
+                    continue
+                reason = refusal(method, who)[0]
+                assert reason in KIND_REASONS[kind], (method, sorted(who), reason)

@@ -88,3 +88,23 @@ def test_every_alert_has_a_severity_and_a_runbook_section() -> None:
         assert labels["severity"] in ("page", "ticket"), alert
         assert annotations["runbook"] == f"docs/operations.md#{alert.lower()}"
         assert alert in headings, f"docs/operations.md has no runbook for {alert}"
+
+
+def _seconds(duration: str) -> int:
+    value, unit = int(duration[:-1]), duration[-1]
+    return value * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
+@pytest.mark.parametrize("outage_s", [20, 60, 150])
+def test_an_expected_redis_outage_does_not_page(outage_s: int) -> None:
+    """Every service call fails UNAVAILABLE during an outage: a rate rule over a window w
+    stays above its threshold for at most outage + w, and pages only if that exceeds its
+    ``for``. Each paging rule on server-side errors must outlast outages of minutes."""
+    for rule in rules():
+        expr = str(rule["expr"])
+        if "kishpa_grpc_server_handled_total" not in expr or "UNAVAILABLE" not in expr:
+            continue
+        windows = {_seconds(w) for w in re.findall(r"\[(\d+[smh])\]", expr)}
+        assert windows, rule["alert"]
+        pending = _seconds(str(rule.get("for", "0s")))
+        assert outage_s + max(windows) < pending, (rule["alert"], outage_s, windows, pending)

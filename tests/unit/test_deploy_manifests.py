@@ -59,6 +59,8 @@ EXPECTED_PROBLEMS = {
     "checkov-skip-without-reason": "checkov.io/skip1 must be 'CKV_<id>=<why it does not apply>'",
     "certificate-wrong-identity": "Deployment/wallet: mounts the certificate of "
     "['spiffe://kishpa/table'], not spiffe://kishpa/wallet",
+    "prod-shared-key": "Deployment/table: gets KISHPA_SERVICE_SECRET, which table does not need",
+    "prod-not-production": "Deployment/wallet: production runs with KISHPA_PRODUCTION=1",
 }
 
 

@@ -5,6 +5,7 @@ was marked settled without one is."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import cast
 
 from games.ledger import Posting
@@ -79,3 +80,20 @@ def test_an_empty_side_is_said_in_words() -> None:
         f"phase 1:end batch 41: the ledger holds, the rules do not give: "
         f"player:{TABLE}:a->player:{TABLE}:c 2 bonus_one"
     )
+
+
+def test_a_batch_of_a_round_trimmed_from_redis_is_no_difference_a_later_one_is() -> None:
+    """Round 1 settled and left Redis (settle.lua trims it once round 2's end is settled:
+    ``trimmed_round`` 1): its batch names a phase Redis no longer holds, rightly. A batch of a
+    round Redis should still hold but does not is still reported."""
+    trimmed = RedisFacts(records={"2:end": QUIET}, settled={"2:end": ""}, trimmed_round=1)
+    ledger = LedgerFacts(
+        bowl=0,
+        pot=0,
+        batches=(
+            LedgerBatch(41, f"kishpa:{TABLE}:1:end", PAID),
+            LedgerBatch(42, f"kishpa:{TABLE}:3:end", (replace(PAID[0], round=3),)),
+        ),
+    )
+    found = compare(TABLE, trimmed, OPEN, ledger, expected, settled_still=True)
+    assert [(d.check, "3:end" in d.detail) for d in found] == [("batch_without_phase", True)]

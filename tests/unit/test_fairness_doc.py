@@ -190,6 +190,14 @@ def _table_evidence(v: dict[str, Any]) -> fairness.RoundEvidence:
         seat_client_seeds=list(v["seat_client_seeds"]),
         moves=[fairness.SeatMove(m["seat"], m["kind"], tuple(m["tile_ids"])) for m in v["moves"]],
         cards_left=dict(enumerate(v["cards_left"])) if "cards_left" in v else None,
+        round_no=v["deal"],
+        record_version=v.get("record_version", 0),
+        bot_seats=list(v.get("bot_seats", [])),
+        declared_seats=list(v.get("declared_seats", [])),
+        awaited_seats=list(v.get("awaited_seats", [])),
+        autoplay_seats=list(v.get("autoplay_seats", [])),
+        awaited_until_ms=v.get("awaited_until_ms", 0),
+        my_contribution=v.get("my_contribution"),
     )
 
 
@@ -203,6 +211,12 @@ def test_whole_table_transcripts_verify_and_every_tamper_is_named(vector: dict[s
     assert result.whole_table
     assert result.contributed
     assert result.summary().startswith("table verified (")
+    if "my_contribution" in vector:  # the verdict names the client's own contribution
+        assert result.my_contribution == vector["my_contribution"]
+        assert f"your contribution {vector['my_contribution']!r}" in result.summary()
+        assert "your contribution is in this deal" in result.summary()
+    if vector.get("record_version", 0) >= 3:
+        assert "the seats' marks: 1 house bot (seat 2), 2 awaited" in result.summary()
     for tamper in vector["tampers"]:
         changed = copy.deepcopy(vector)
         for path, value in tamper["set"].items():

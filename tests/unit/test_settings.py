@@ -21,6 +21,8 @@ pytestmark = pytest.mark.unit
 SECRET = "s" * MIN_SECRET_LENGTH
 ENV_VARS = (
     "REDIS_URL",
+    "KISHPA_TABLE_TURN_SECONDS",
+    "KISHPA_TABLE_NEXT_DEAL_PAUSE_MS",
     "DATABASE_URL",
     "ARCHIVE_DATABASE_URL",
     "ARCHIVE_DATABASE_URL_FILE",
@@ -51,6 +53,9 @@ ENV_VARS = (
     "KISHPA_OIDC_ALGORITHMS",
     "KISHPA_OIDC_JWKS_CACHE_SECONDS",
     "KISHPA_OIDC_ADMIN_ROLE",
+    "KISHPA_OIDC_ROLES_CLAIM",
+    "KISHPA_OPERATOR_TOKEN_TTL_SECONDS",
+    "KISHPA_PRODUCTION",
     "KISHPA_OTLP_ENDPOINT",
     "KISHPA_RATE_LIMITS",
     "KISHPA_LIMIT_LOGINS_PER_ADDRESS",
@@ -247,3 +252,52 @@ def test_an_unreadable_secret_file_names_the_variable(monkeypatch: pytest.Monkey
     monkeypatch.setenv("KISHPA_TOKEN_SECRET_FILE", "/nonexistent/kishpa/secret")
     with pytest.raises(SettingsError, match="KISHPA_TOKEN_SECRET_FILE: cannot read"):
         load_settings("table")
+
+
+def _tls_files(tmp_path: Path) -> dict[str, str]:
+    paths = {n: tmp_path / f"{n}.pem" for n in ("cert", "key", "ca")}
+    for path in paths.values():
+        path.write_text("not read by the settings")
+    return {
+        "KISHPA_TLS_CERT_FILE": str(paths["cert"]),
+        "KISHPA_TLS_KEY_FILE": str(paths["key"]),
+        "KISHPA_TLS_CA_FILE": str(paths["ca"]),
+    }
+
+
+def test_under_mutual_tls_a_workload_needs_no_service_secret(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    for name, value in _tls_files(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings("table")
+    assert settings.certificate_identity
+    assert load_settings("worker").certificate_identity
+    # Server-only TLS cannot tell workloads apart: the shared key is needed again.
+    monkeypatch.setenv("KISHPA_TLS_CLIENT_AUTH", "0")
+    with pytest.raises(SettingsError, match="KISHPA_SERVICE_SECRET"):
+        load_settings("table")
+
+
+def test_production_refuses_a_shared_key_server_only_tls_and_the_dev_issuer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KISHPA_TOKEN_SECRET", SECRET)
+    monkeypatch.setenv("KISHPA_PRODUCTION", "1")
+    with pytest.raises(SettingsError, match="KISHPA_TLS_CERT_FILE"):
+        load_settings("table")
+    for name, value in _tls_files(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    assert load_settings("table").certificate_identity
+    monkeypatch.setenv("KISHPA_SERVICE_SECRET_FILE", str(tmp_path / "cert.pem"))
+    with pytest.raises(SettingsError, match="no shared service key"):
+        load_settings("table")
+    monkeypatch.delenv("KISHPA_SERVICE_SECRET_FILE")
+    monkeypatch.setenv("KISHPA_TLS_CLIENT_AUTH", "0")
+    with pytest.raises(SettingsError, match="mutual TLS is required"):
+        load_settings("wallet")
+    monkeypatch.delenv("KISHPA_TLS_CLIENT_AUTH")
+    monkeypatch.setenv("KISHPA_OIDC_ISSUER", "urn:kishpa:dev-issuer")
+    with pytest.raises(SettingsError, match="development issuer"):
+        load_settings("wallet")

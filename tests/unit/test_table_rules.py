@@ -115,7 +115,7 @@ def test_a_running_deadline_is_kept_until_the_wait_changes_or_restarts() -> None
     assert rules.deadline_for(table, rules.TURN, 3, 5000, restarted=False).seats == (3,)
     window = rules.deadline_for(table, rules.WINDOW, None, 6000, restarted=False)
     assert window == Deadline(6000 + 7000, rules.WINDOW), "a window names no seat"
-    assert rules.pause_deadline(table, 100) == Deadline(100 + 3000, rules.NEXT_ROUND)
+    assert rules.pause_deadline(table, 100) == Deadline(100 + 30_000, rules.NEXT_ROUND)
 
 
 def test_late_turns_put_a_seat_on_autoplay_which_plays_fast_until_its_player_acts() -> None:
@@ -185,3 +185,40 @@ def test_hand_autoplay_plays_the_timeout_of_the_rules() -> None:
     stream = FairStream(_seed("s"), (), "t")
     assert hand.autoplay_action(deal, deal.turn, stream) == hand.TimeOut(deal.turn)
     assert hand.autoplay_action(deal, (deal.turn + 1) % 3, stream) is None
+
+
+# --- the pause between deals (issue 33) ---------------------------------------------------
+
+
+def test_the_pause_waits_only_for_human_seats_that_are_not_played_by_the_server() -> None:
+    table = _table(status=rules.PLAYING, players=4)
+    table.bots = [PLAYERS[3]]
+    table.autoplay = [2, 3]  # seat 2 left (auto-play), seat 3 is a bot
+    table.deadline = rules.pause_deadline(table, 1000)
+    assert rules.awaited_ready(table) == [0, 1]
+    assert rules.mark_ready(table, PLAYERS[1], ended_round=4, current_round=4) == 1
+    assert rules.awaited_ready(table) == [0]
+    assert rules.mark_ready(table, PLAYERS[1], ended_round=4, current_round=4) is None, "twice"
+    assert rules.mark_ready(table, PLAYERS[0], ended_round=4, current_round=4) == 0
+    assert rules.awaited_ready(table) == []
+    assert rules.pause_deadline(table, 2000).at_ms == 32_000
+    assert table.ready == [], "a new pause starts with nobody ready"
+
+
+def test_ready_is_refused_during_a_deal_and_ignored_once_the_next_deal_is_dealt() -> None:
+    table = _table(status=rules.PLAYING, players=2)
+    table.deadline = rules.deadline_for(table, rules.TURN, 0, 0, restarted=True)
+    with pytest.raises(rules.TableRuleError) as playing:
+        rules.mark_ready(table, PLAYERS[0], ended_round=3, current_round=3)
+    assert playing.value.reason == "NOT_BETWEEN_DEALS"
+    assert rules.mark_ready(table, PLAYERS[0], ended_round=2, current_round=3) is None
+    for bad in (0, 4):
+        with pytest.raises(rules.BadTableRequest) as wrong:
+            rules.mark_ready(table, PLAYERS[0], ended_round=bad, current_round=3)
+        assert wrong.value.reason == "BAD_ROUND"
+    with pytest.raises(rules.NotAllowed):
+        rules.mark_ready(table, "stranger", ended_round=3, current_round=3)
+    table.status = rules.CLOSED
+    with pytest.raises(rules.TableRuleError) as closed:
+        rules.mark_ready(table, PLAYERS[0], ended_round=3, current_round=3)
+    assert closed.value.reason == "NOT_PLAYING"

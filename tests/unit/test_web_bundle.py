@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 DIST = Path(__file__).resolve().parents[2] / "web" / "dist"
-GZIP_BUDGET_BYTES = 75_000
-"""Script + style sheet, gzipped. Measured 2026-12-02: see docs/web.md, "How it is delivered"."""
+GZIP_BUDGET_BYTES = 80_000
+"""Script + style sheet, gzipped. Measured 2026-12-02: see docs/web.md, "How it is delivered";
+raised from 75,000 with issue 33's table (the pause, leaving, play again, the phone dock,
+sound): 76,273 then."""
 
 pytestmark = pytest.mark.skipif(
     not (DIST / "assets.json").is_file(), reason="the web client is not built (make web)"

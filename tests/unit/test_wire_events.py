@@ -69,6 +69,7 @@ SERVICE_EVENTS = (
     TableEvent("seed_committed", 2, NO_SEAT, {"deal": 2, "commitment": "ab" * 32}),
     TableEvent("contribution_accepted", 2, 1, {"deal": 2, "contribution": 'x\\"y'}),
     TableEvent("autoplay_on", 3, 2, {"player_id": "cat"}),
+    TableEvent("player_ready", 3, 1, {"player_id": "bob", "next_round": 4}),
     TableEvent("deadline", 3, NO_SEAT, {"kind": "window", "at_ms": 1_700_000_123_456}),
     TableEvent("last_round_pressed", 2, NO_SEAT, {"next_round": 3, "reason": "every seat auto"}),
     TableEvent("last_round_pressed", 2, NO_SEAT, {"next_round": 3}),

@@ -158,9 +158,10 @@ export interface NewTable {
   stake: bigint;
   seats: number;
   bots: number;
-  turnSeconds: number;
-  revealSeconds: number;
-  pauseMs: number;
+  /** Unset (0): the server's own default (KISHPA_TABLE_*), the value the rules pages state. */
+  turnSeconds?: number;
+  revealSeconds?: number;
+  pauseMs?: number;
   /** How the house bots play (unset: the server's default, normal). */
   botLevel?: BotLevel;
   /** How long each house bot takes over its turn, in ms (unset: the server's 1 s). */
@@ -173,9 +174,9 @@ export function settingsOf(t: NewTable): MessageInitShape<typeof TableSettingsSc
     game: t.game,
     seats: t.seats,
     bots: t.bots,
-    turnTime: { seconds: BigInt(t.turnSeconds) },
-    revealWindow: { seconds: BigInt(t.revealSeconds) },
-    nextRoundPause: { seconds: BigInt(Math.floor(t.pauseMs / 1000)), nanos: (t.pauseMs % 1000) * 1e6 },
+    turnTime: t.turnSeconds ? { seconds: BigInt(t.turnSeconds) } : undefined,
+    revealWindow: t.revealSeconds ? { seconds: BigInt(t.revealSeconds) } : undefined,
+    nextRoundPause: t.pauseMs ? { seconds: BigInt(Math.floor(t.pauseMs / 1000)), nanos: (t.pauseMs % 1000) * 1e6 } : undefined,
     stake: t.stake,
     botLevel: t.botLevel,
     botPause: t.botPauseMs === undefined ? undefined : { seconds: BigInt(Math.floor(t.botPauseMs / 1000)), nanos: (t.botPauseMs % 1000) * 1e6 },

@@ -252,7 +252,23 @@ export interface TableEvidence {
   mySeed: string | null; // what this player handed in for this deal (null: not known)
   moves: SeatMove[] | null; // every public move, stream order (null: not known, not checked)
   cardsLeft?: number[][] | null; // Hand: each seat's cards at the deal's end, as shown (null: not checked)
+  // The deal's seats (record version 3; lower: not checked).
+  deal?: number; // the deal's number (the lone-creator rule holds on deal 1 only)
+  recordVersion?: number;
+  botSeats?: number[];
+  declaredSeats?: number[];
+  awaitedSeats?: number[];
+  autoplaySeats?: number[];
+  awaitedUntilMs?: number; // the contribution deadline the deal waited until (0: it did not wait)
+  myContribution?: string | null; // what this page contributed to the deal (null: not known)
+  iDeclared?: boolean | null; // whether this page declared at sit-down (null: not known)
 }
+
+/** The record version from which a deal names its seats (bots, declared, awaited). */
+export const RECORD_VERSION_SEATS = 3;
+/** How much earlier than its contribution deadline a deal with a silent awaited seat may be
+ * stamped (the deadline is on the table service's clock, stream ids on Redis's). */
+export const DEADLINE_SLACK_MS = 1000;
 
 /** A public move that took tiles into a seat's hand or out of it, or showed them
  * (RoundRecord.moves): draw, take, discard, meld, release, show or undo. */
@@ -268,6 +284,9 @@ export interface TableVerdict {
   contributed: boolean;
   passed: string[];
   failed: { check: string; message: string }[];
+  myContribution?: string; // this seat's contribution, when it is in the deal
+  botsOnly?: boolean; // every other seat is a house bot (record version 3)
+  notes?: string[]; // whose contributions are in the deal, seats not waited for and why
 }
 
 function order(eventId: string): [number, number] {
@@ -290,12 +309,17 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
   const passed: string[] = [];
   const failed: { check: string; message: string }[] = [];
   const fail = (check: string, message: string) => failed.push({ check, message });
+  const notes: string[] = [];
+  let mine = "";
   const verdict = (): TableVerdict => ({
     ok: failed.length === 0,
     wholeTable: e.hands !== null,
     contributed: e.contributions.length > 0,
     passed,
     failed,
+    myContribution: mine,
+    botsOnly: botsOnly(e),
+    notes,
   });
   if (!e.serverSeed.trim()) {
     fail("SEED_NOT_REVEALED", "the server seed was not revealed");
@@ -326,6 +350,9 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
   const pre = e.precommitment.trim().toLowerCase();
   const committedAt = order(e.precommitmentEventId);
   const dealtAt = order(e.dealEventId);
+  for (const id of [e.precommitmentEventId, e.dealEventId, ...e.contributions.map((c) => c.eventId)]) {
+    if (id && order(id)[0] < 0) fail("COMMITMENT_LATE", `'${id}' is not a stream id (<ms>-<seq>)`);
+  }
   if (!pre) fail("COMMITMENT_LATE", "no commitment to this deal was published before it");
   else if (pre !== commitment) fail("COMMITMENT_LATE", "the deal used another commitment than the one published in advance");
   if (pre && e.precommitmentEventId && e.dealEventId && !before(committedAt, dealtAt)) fail("COMMITMENT_LATE", "the commitment came after the deal");
@@ -342,6 +369,8 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
     if (seeds[seat] !== want) fail("CONTRIBUTION_MISMATCH", `seat ${seat + 1}'s seed is not ${given ? "its contribution" : "its default"}`);
   }
   if (failed.length === m) passed.push("every seat's seed");
+  mine = checkMyContribution(e, seeds, fail, passed, notes);
+  checkSeats(e, fail, passed, notes);
   if (e.hands === null) {
     fail("RECORD_INCOMPLETE", "the record has no hands: the whole table cannot be checked");
     return verdict();
@@ -355,6 +384,8 @@ export async function verifyTable(e: TableEvidence): Promise<TableVerdict> {
     start = d.stock.length;
     tileAt = (left) => d.stock[d.stock.length - 1 - left];
     if (e.topDiscard === null) fail("RECORD_INCOMPLETE", "the record has no turned card");
+    // Every Hand deal ends with deal_ended (the cards left, the penalties' basis).
+    if ((e.recordVersion ?? 0) >= RECORD_VERSION_SEATS && !e.cardsLeft) fail("RECORD_INCOMPLETE", "the record does not show the cards left at the end");
     else if (e.topDiscard !== d.topDiscard) fail("TOP_DISCARD_MISMATCH", `the seeds turn card ${d.topDiscard}, the table ${e.topDiscard}`);
     else passed.push("turned card");
   } else {
@@ -414,7 +445,8 @@ function checkMoves(
   let bad = false;
   const held = dealt.map((h) => new Set(h));
   let pile = [...discards];
-  const undo = new Map<number, [Set<number>, number[]]>();
+  let melded = new Set<number>(); // Hand: the cards on the table, where a released joker comes from
+  const undo = new Map<number, [Set<number>, number[], Set<number>]>();
   let drawn = 0;
   const no = (id: number) => {
     try {
@@ -436,7 +468,7 @@ function checkMoves(
       if (!want || want.seat !== m.seat || want.tileId !== m.tileIds[0]) miss("not the record's next draw");
       m.tileIds.forEach((t) => hand.add(t));
     } else if (m.kind === "take") {
-      undo.set(m.seat, [new Set(hand), [...pile]]);
+      undo.set(m.seat, [new Set(hand), [...pile], new Set(melded)]);
       if (m.tileIds.length !== 1 || pile[pile.length - 1] !== m.tileIds[0]) miss(`took ${m.tileIds.map(no).join(" ")}, not the top discard`);
       else pile.pop();
       m.tileIds.forEach((t) => hand.add(t));
@@ -444,15 +476,25 @@ function checkMoves(
       const foreign = m.tileIds.filter((t) => !hand.has(t));
       if (foreign.length) miss(`${foreign.map(no).join(" ")} (id ${foreign.join(", ")}) is a tile the seat was neither dealt nor drew, or no longer held`);
       if (m.kind !== "show") m.tileIds.forEach((t) => hand.delete(t));
-      if (m.kind === "discard") pile.push(...m.tileIds);
+      if (m.kind === "meld") m.tileIds.forEach((t) => melded.add(t));
+      if (m.kind === "discard") {
+        pile.push(...m.tileIds);
+        undo.delete(m.seat); // a discard ends the turn: nothing to take back
+      }
     } else if (m.kind === "release") {
-      m.tileIds.forEach((t) => hand.add(t));
+      const loose = m.tileIds.filter((t) => !melded.has(t));
+      if (loose.length) miss(`released ${loose.map(no).join(" ")}, which no meld on the table held`);
+      m.tileIds.forEach((t) => {
+        melded.delete(t);
+        hand.add(t);
+      });
     } else if (m.kind === "undo") {
       const back = undo.get(m.seat);
       if (!back) return miss("a turn taken back that did not begin from the discards");
       undo.delete(m.seat);
       held[m.seat] = new Set(back[0]);
       pile = back[1];
+      melded = back[2];
     } else miss(`unknown move kind ${m.kind}`);
   });
   if (drawn < e.draws.length) {
@@ -469,12 +511,100 @@ function checkMoves(
   if (!bad) passed.push(`all ${e.moves.length} moves`);
 }
 
+const count = (n: number, thing: string) => `${n} ${thing}${n === 1 ? "" : "s"}`;
+const seatsText = (seats: readonly number[]) => seats.map((s) => s + 1).join(", ");
+const short = (text: string) => JSON.stringify(text.length <= 12 ? text : `${text.slice(0, 12)}…`).replace(/^"|"$/g, "'");
+
+function botsOnly(e: TableEvidence): boolean {
+  if ((e.recordVersion ?? 0) < RECORD_VERSION_SEATS) return false;
+  const bots = new Set(e.botSeats ?? []);
+  for (let seat = 0; seat < e.seats; seat++) if (seat !== e.mySeat && !bots.has(seat)) return false;
+  return bots.size === e.seats - (e.mySeat >= 0 && e.mySeat < e.seats ? 1 : 0);
+}
+
+/** This page's own contribution is its seat's entry: named when it is in the deal, failed
+ * (CONTRIBUTION_MISMATCH) when one was accepted and the deal left it out. */
+function checkMyContribution(
+  e: TableEvidence,
+  seeds: (string | null)[],
+  fail: (check: string, message: string) => void,
+  passed: string[],
+  notes: string[],
+): string {
+  const inDeal = e.contributions.find((c) => c.seat === e.mySeat)?.contribution ?? "";
+  const known = e.myContribution ?? null;
+  if (known !== null) {
+    if (inDeal !== known || seeds[e.mySeat] !== known) {
+      fail("CONTRIBUTION_MISMATCH", `your contribution ${short(known)} was accepted, but the deal mixed another seed for your seat`);
+      return "";
+    }
+    passed.push(`your contribution ${short(inDeal)}`);
+  }
+  if (!inDeal) return "";
+  const others = e.contributions.length - 1;
+  notes.push(`your contribution is in this deal${others ? ` with ${count(others, "other contribution")}` : ""}`);
+  return inDeal;
+}
+
+/** What a version 3 record says of the deal's seats holds together (docs/fairness.md "The
+ * deal's seats"): bots never contribute and are never declared or awaited; every awaited seat
+ * declared (or is a creator alone with bots on the first deal); every declared seat not on
+ * auto-play was awaited; this page's own seat is as it knows it. */
+function checkSeats(e: TableEvidence, fail: (check: string, message: string) => void, passed: string[], notes: string[]): void {
+  if ((e.recordVersion ?? 0) < RECORD_VERSION_SEATS) return;
+  let bad = false;
+  const miss = (message: string) => {
+    bad = true;
+    fail("SEATS_MISMATCH", message);
+  };
+  const lists: [string, number[]][] = [
+    ["bot", e.botSeats ?? []],
+    ["declared", e.declaredSeats ?? []],
+    ["awaited", e.awaitedSeats ?? []],
+    ["auto-play", e.autoplaySeats ?? []],
+  ];
+  for (const [name, seats] of lists) {
+    if (new Set(seats).size !== seats.length || seats.some((s) => s < 0 || s >= e.seats)) miss(`the ${name} seats [${seats.join(", ")}] are not seats of this ${e.seats}-seat deal`);
+  }
+  const bots = new Set(e.botSeats ?? []);
+  for (const [name, seats] of lists.slice(1)) for (const s of [...seats].sort((a, b) => a - b)) if (bots.has(s)) miss(`seat ${s + 1} is marked both a house bot and ${name}`);
+  for (const c of e.contributions) if (bots.has(c.seat)) miss(`seat ${c.seat + 1} is marked a house bot but contributed: bots never do`);
+  if (bots.has(e.mySeat)) miss(`the record marks your seat (${e.mySeat + 1}) a house bot`);
+  const humans = Array.from({ length: e.seats }, (_, s) => s).filter((s) => !bots.has(s));
+  const lone = humans.length === 1 && (e.deal ?? 0) <= 1;
+  const declared = new Set(e.declaredSeats ?? []);
+  const autoplay = new Set(e.autoplaySeats ?? []);
+  const awaited = e.awaitedSeats ?? [];
+  for (const s of awaited) {
+    if (autoplay.has(s)) miss(`seat ${s + 1} was awaited while on auto-play`);
+    else if (!declared.has(s) && !lone) miss(`seat ${s + 1} was awaited but never declared it contributes`);
+  }
+  for (const s of [...declared].sort((a, b) => a - b)) {
+    if (awaited.includes(s)) continue;
+    if (autoplay.has(s)) notes.push(`declared seat ${s + 1} was not waited for: it was on auto-play`);
+    else miss(`declared seat ${s + 1} was not waited for`);
+  }
+  if (e.iDeclared && !declared.has(e.mySeat)) miss("you declared that your client contributes; the record says your seat did not");
+  if (bad) return;
+  const given = new Set(e.contributions.map((c) => c.seat));
+  const silent = awaited.filter((s) => !given.has(s));
+  const until = e.awaitedUntilMs ?? 0;
+  const dealtMs = order(e.dealEventId)[0];
+  if (silent.length && !until) miss(`${silent.every((s) => declared.has(s)) ? "declared seat" : "seat"} ${seatsText(silent)} was not waited for: dealt without its contribution and without a contribution deadline`);
+  else if (silent.length && dealtMs >= 0 && dealtMs < until - DEADLINE_SLACK_MS) miss(`dealt at ${dealtMs} ms, before its contribution deadline (${until} ms), without seat ${seatsText(silent)}'s contribution`);
+  else if (silent.length) notes.push(`awaited seat ${seatsText(silent)} sent nothing: dealt at the deadline with its default`);
+  if (bad) return;
+  const sorted = [...bots].sort((a, b) => a - b);
+  passed.push(`the seats' marks: ${count(bots.size, "house bot")}${bots.size ? ` (seat ${seatsText(sorted)})` : ""}, ${awaited.length} awaited`);
+}
+
 /** "table verified (…)" or "table NOT verified: …" (docs/fairness.md). */
 export function tableSummary(v: TableVerdict): string {
   const scope = v.wholeTable ? "table" : "deal";
   if (!v.ok) return `${scope} NOT verified: ${v.failed.map((f) => `${f.check}: ${f.message}`).join("; ")}`;
-  const note = v.contributed ? "" : "; no contribution: the server alone chose this deal";
-  return `${scope} verified (${v.passed.join(", ")}${note})`;
+  const notes = [...(v.notes ?? [])];
+  if (v.wholeTable && !v.contributed) notes.push(`${v.botsOnly ? "bots only, " : ""}no contribution: the server alone chose this deal`);
+  return `${scope} verified (${v.passed.join(", ")}${notes.map((n) => `; ${n}`).join("")})`;
 }
 
 /** The evidence in a RoundRecord as the generated TypeScript (or its JSON) has it. */
@@ -500,6 +630,19 @@ export interface RecordLike {
   dealEventId: string;
   moves?: readonly { seat: number; kind: string; tileIds: readonly number[] }[];
   cardsLeft?: readonly { seat: number; tileIds: readonly number[] }[];
+  round?: number;
+  recordVersion?: number;
+  botSeats?: readonly number[];
+  declaredSeats?: readonly number[];
+  awaitedSeats?: readonly number[];
+  autoplaySeats?: readonly number[];
+  awaitedUntil?: { seconds: bigint | number | string; nanos: number };
+}
+
+/** What this page knows of its own seat in a deal, beyond its seed. */
+export interface OwnSeat {
+  myContribution?: string | null;
+  iDeclared?: boolean | null;
 }
 
 function cardsLeftBySeat(left: readonly { seat: number; tileIds: readonly number[] }[], seats: number): number[][] {
@@ -508,7 +651,7 @@ function cardsLeftBySeat(left: readonly { seat: number; tileIds: readonly number
   return out;
 }
 
-export function evidenceFromRecord(r: RecordLike, mySeed: string | null): TableEvidence {
+export function evidenceFromRecord(r: RecordLike, mySeed: string | null, own: OwnSeat = {}): TableEvidence {
   const seats = r.playerIds.length;
   const hand = r.game === 2 || r.game === "GAME_HAND";
   const hands: number[][] | null = r.dealtHands.length ? Array.from({ length: seats }, () => []) : null;
@@ -533,9 +676,19 @@ export function evidenceFromRecord(r: RecordLike, mySeed: string | null): TableE
     contributions: r.contributions.map((c) => ({ seat: c.seat, contribution: c.contribution, eventId: c.eventId })),
     dealEventId: r.dealEventId,
     mySeat: r.mySeat,
-    mySeed,
+    // A seat's entry is its contribution, else its sit-down seed.
+    mySeed: own.myContribution ?? mySeed,
     // Every deal has moves; a record with hands but none left them out.
     moves: hands ? (r.moves ?? []).map((m) => ({ seat: m.seat, kind: m.kind, tileIds: [...m.tileIds] })) : null,
     cardsLeft: r.cardsLeft?.length ? cardsLeftBySeat(r.cardsLeft, seats) : null,
+    deal: r.round ?? 0,
+    recordVersion: r.recordVersion ?? 0,
+    botSeats: [...(r.botSeats ?? [])],
+    declaredSeats: [...(r.declaredSeats ?? [])],
+    awaitedSeats: [...(r.awaitedSeats ?? [])],
+    autoplaySeats: [...(r.autoplaySeats ?? [])],
+    awaitedUntilMs: r.awaitedUntil ? Number(r.awaitedUntil.seconds) * 1000 + Math.floor((r.awaitedUntil.nanos ?? 0) / 1e6) : 0,
+    myContribution: own.myContribution ?? null,
+    iDeclared: own.iDeclared ?? null,
   };
 }

@@ -5,6 +5,7 @@ import { Game } from "./gen/kishpa/common/v1/common_pb";
 import { TicketState } from "./gen/kishpa/matchmaking/v1/matchmaking_pb";
 import { BotLevel } from "./gen/kishpa/table/v1/table_pb";
 import { auth, clientSeed, knownNames, loadSession, matchmaking, rememberSeed, saveSession, tables, wallet, withRetry } from "./api";
+import { leftTableCard, tableLabel } from "./between";
 import { reasonText, settingsOf } from "./events";
 import { rulesScreen } from "./rules";
 import { openTable } from "./table";
@@ -77,6 +78,9 @@ interface Offer {
   game: Game;
   stakes: bigint[];
   seats: number[];
+  /** The server's turn time and longest pause between deals (ListOffers), in seconds. */
+  turnSeconds?: number;
+  pauseSeconds?: number;
 }
 
 const GAME_NAMES: Record<number, string> = { [Game.KISHPA]: "Kishpa", [Game.HAND]: "Hand" };
@@ -118,6 +122,7 @@ async function lobbyScreen(): Promise<void> {
     stakeHelp.textContent = hand
       ? "Hand: every player pays the buy-in into the pot; after 7 deals the best total takes at least 75% of it."
       : "Kishpa: every payment of the rules (bowl, bonuses, the win) is multiplied by the stake.";
+    if (offer.turnSeconds) stakeHelp.textContent += ` ${offer.turnSeconds} s a turn; up to ${offer.pauseSeconds ?? 0} s between ${hand ? "deals" : "rounds"} (less once everyone is ready).`;
   };
   const remember = () => localStorage.setItem(CHOICE_KEY, JSON.stringify({ game: gameSelect.value, stake: stakeSelect.value }));
   gameSelect.addEventListener("change", () => (fillStakes(), remember()));
@@ -131,7 +136,8 @@ async function lobbyScreen(): Promise<void> {
   const privateSeats = select("private-seats", [["2", "2 seats"], ["3", "3 seats"], ["4", "4 seats"]], "4");
   const privateBots = select("private-bots", [["0", "no bots"], ["1", "1 bot"], ["2", "2 bots"]], "0");
   const code = h("input", { id: "code", placeholder: "e.g. K7Q2MX", maxlength: 12, autocapitalize: "characters", autocomplete: "off", "data-testid": "code" });
-  const timers = { turnSeconds: 60, revealSeconds: 15, pauseMs: 5000 };
+  // The timers are the server's (ListOffers): a table made here leaves them unset, so the
+  // lobby, the table and the rules pages say the same (KISHPA_TABLE_TURN_SECONDS...).
 
   const playWithBots = async () => {
     status.textContent = "Dealing…";
@@ -139,7 +145,7 @@ async function lobbyScreen(): Promise<void> {
       const bots = Number(botsCount.value);
       const seed = clientSeed(`new-${Date.now()}`);
       const level = Number(botLevel.value) as BotLevel;
-      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: bots + 1, bots, ...timers, botLevel: level, botPauseMs: Number(botPace.value) });
+      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: bots + 1, bots, botLevel: level, botPauseMs: Number(botPace.value) });
       const created = await withRetry((requestId) => tables.createTable({ settings, requestId, clientSeed: seed, willContribute: true }));
       const tableId = created.table!.tableId;
       rememberSeed(tableId, seed);
@@ -171,7 +177,7 @@ async function lobbyScreen(): Promise<void> {
   };
   const createPrivate = async () => {
     try {
-      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: Number(privateSeats.value), bots: Number(privateBots.value), ...timers });
+      const settings = settingsOf({ game: gameOf(), stake: stakeOf(), seats: Number(privateSeats.value), bots: Number(privateBots.value) });
       const created = await withRetry((requestId) => matchmaking.createPrivateTable({ settings, requestId, willContribute: true }));
       sessionStorage.setItem(`kishpa.invite.${created.tableId}`, created.inviteCode);
       location.hash = `#/table/${created.tableId}`;
@@ -218,7 +224,13 @@ async function lobbyScreen(): Promise<void> {
   );
   const reads: Promise<unknown>[] = [
     matchmaking.listOffers({}).then((answer) => {
-      offers = answer.offers.map((o) => ({ game: o.game, stakes: [...o.stakes], seats: [...o.seats] }));
+      offers = answer.offers.map((o) => ({
+        game: o.game,
+        stakes: [...o.stakes],
+        seats: [...o.seats],
+        turnSeconds: o.turnTime ? Number(o.turnTime.seconds) : undefined,
+        pauseSeconds: o.nextRoundPause ? Math.round(Number(o.nextRoundPause.seconds) + o.nextRoundPause.nanos / 1e9) : undefined,
+      }));
       fillStakes();
     }),
     wallet.getBalance({}).then((answer) => (balance.textContent = String(answer.balance?.tokens ?? 0n))),
@@ -230,6 +242,7 @@ async function lobbyScreen(): Promise<void> {
     ),
   ];
   for (const read of reads) read.catch(fail);
+  void leftTableCard().then((card) => card && resume.append(card));
 }
 
 // ---- the wallet --------------------------------------------------------------------------
@@ -275,7 +288,7 @@ async function walletScreen(): Promise<void> {
           h("td", { "data-label": "Why" }, reasonText(p.reason)),
           h("td", { "data-label": "With" }, incoming ? `from ${other}` : `to ${other}`),
           h("td", { "data-label": "Tokens", class: incoming ? "plus" : "minus" }, `${incoming ? "+" : "−"}${p.amount}`),
-          h("td", { "data-label": "Table" }, p.tableId ? `${p.tableId.slice(0, 6)}… round ${p.round}` : ""),
+          h("td", { "data-label": "Table" }, p.tableId ? tableLabel(p.tableId, p.round) : ""),
         ),
       );
     }

@@ -34,6 +34,9 @@ import {
 import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
 import { OPENING_POINTS, arrangeCards, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
 import { rulesDialog } from "./rules";
+import { leaveCostText, nextDealMs, pauseText, playAgain, readyButton, rematchText, rememberLeft, rememberTable } from "./between";
+import { dealEnded, muteButton, yourTurn } from "./feel";
+import { resumeAfter } from "./trimmed";
 import { errorText, h, isRepeat, replace, tileClass, tileLabel, tileTitle, touchOnly, type Attrs } from "./ui";
 
 interface Saved {
@@ -58,6 +61,8 @@ function compareIds(a: string, b: string): number {
 
 interface Summary {
   round: number;
+  /** The table as the deal ended: the summary is drawn from it only, so it never changes. */
+  view: TableView;
   transfers: Transfer[] | null;
   wallet: bigint | null;
   fairness: TableVerdict | "checking" | string;
@@ -85,6 +90,15 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   let again = false;
   let busy = false;
   let focusAfterDraw: string | null = null;
+  /** The last summary, kept as the record of its deal once the next deal began. */
+  let record: Summary | null = null;
+  let leaving = false;
+  /** The card the last draw brought in (marked until the next move). */
+  let drawnId: number | null = null;
+  /** Hand, before opening: melds set aside to open with together. */
+  let pending: number[][] = [];
+  let turnKey = "";
+  let rackFocused = false;
 
   const isHand = () => view?.settings?.game === Game.HAND;
   const seatName = (seat: number | null): string => {
@@ -155,6 +169,14 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         if (view?.status === TableStatus.CLOSED) return;
       } catch (err) {
         if (abort.signal.aborted) return;
+        // Away for more than a round: the table is shown as it is now, and followed from there.
+        const from = await resumeAfter(err, reloadView);
+        if (from !== null) {
+          saved.lastId = from;
+          persist();
+          attempt = 0;
+          continue;
+        }
         if (!isTransient(err) && attempt > 8) {
           say(errorText(err));
         }
@@ -165,6 +187,13 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       await sleep(backoffMs(attempt++), abort.signal);
       scheduleRefresh();
     }
+  }
+  async function reloadView(): Promise<string> {
+    const got = (await withRetry(() => tables.getTable({ tableId }), abort.signal)).table;
+    takeView(got);
+    say("You were away for more than a round: here is the table as it is now.");
+    draw();
+    return got?.lastEventId ?? saved.lastId;
   }
   const stopListening = onReconnecting((on) => {
     retrying = on;
@@ -189,7 +218,12 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
 
   function takeView(next: TableView | undefined): void {
     if (!next || (view && next.version < view.version)) return;
+    if (view?.round && next.round && next.round.round !== view.round.round) {
+      drawnId = null;
+      pending = [];
+    }
     view = next;
+    if (view.settings) rememberTable(tableId, view.settings.game);
     rememberNames(view.seats.filter((s) => s.playerId && s.playerId !== session.playerId).map((s) => [s.playerId, s.displayName] as [string, string]));
     const rack = new Set(view.round?.myRack?.tiles.map((t) => t.id) ?? []);
     picked = picked.filter((id) => rack.has(id));
@@ -233,6 +267,14 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       if (hint && !isHand() && saved.arranged.length === 0 && round!.myRack!.tiles.length >= 14) await arrange();
     }
     if (!live) hint = null;
+    if (summary && round && round.round > summary.round) {
+      // The next deal began: the summary goes (unchanged) to the record, the table shows.
+      record = summary;
+      dismissed = summary.round;
+      sessionStorage.setItem(`${storeKey}.dismissed`, String(dismissed));
+      summary = null;
+      focusAfterDraw = "rack";
+    }
     if (round && round.phase === RoundPhase.ENDED && round.round > dismissed && (summaryNeeded || summary?.round !== round.round)) {
       summaryNeeded = false;
       void buildSummary(round.round);
@@ -275,14 +317,16 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   const can = (action: PlayerAction) => !!view?.availableActions.includes(action);
 
   /** One move: sent (again on an outage, with the same request id); its answer redraws at once. */
-  async function act(what: string, call: (requestId: string) => Promise<{ table?: TableView }>): Promise<void> {
+  async function act(what: string, call: (requestId: string) => Promise<{ table?: TableView; tile?: Tile }>): Promise<void> {
     if (busy) return; // a double press: the first one is on its way
     busy = true;
+    drawnId = null; // the drawn card is marked until the next move
     say(what);
     draw();
     try {
       const answer = await withRetry(call, abort.signal);
       takeView(answer.table);
+      if (answer.tile) drawnId = answer.tile.id;
       status = "";
     } catch (err) {
       // A second press the server already answered ("not your turn" now): nothing to say.
@@ -303,7 +347,14 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     return arrangeCards(rack, suggestedMelds().map((g) => g.tiles)) as Tile[];
   };
   const drawPile = () => act("Drawing…", (requestId) => tables.draw({ tableId, source: DrawSource.PILE, requestId }));
-  const takeDiscard = () => act("Taking the discard…", (requestId) => tables.draw({ tableId, source: DrawSource.DISCARD, requestId }));
+  const topDiscard = (): Tile | null => view?.round?.discards.at(-1) ?? null;
+  const takeDiscard = () => {
+    const top = topDiscard();
+    return act("Taking the discard…", async (requestId) => {
+      const answer = await tables.draw({ tableId, source: DrawSource.DISCARD, requestId });
+      return { table: answer.table, tile: answer.tile ?? top ?? undefined };
+    });
+  };
   const suggested = (): Tile | null => {
     const rack = rackTiles();
     if (!rack.length) return null;
@@ -326,12 +377,32 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   const pass = () => act("Passing…", (requestId) => tables.declineReveal({ tableId, requestId }));
   const start = () => act("Starting…", (requestId) => tables.startGame({ tableId, requestId }));
   const lastRound = () => act("Pressing last round…", (requestId) => tables.pressLastRound({ tableId, requestId }));
-  const leave = () =>
-    act("Leaving…", async (requestId) => {
+  const askLeave = () => {
+    leaving = true;
+    draw();
+    root.querySelector<HTMLElement>('[data-key="leave-confirm"]')?.focus({ preventScroll: true });
+  };
+  const leave = () => {
+    leaving = false;
+    const playing = view?.status === TableStatus.PLAYING;
+    return act("Leaving…", async (requestId) => {
       const answer = await tables.leaveTable({ tableId, requestId });
+      if (playing && answer.table?.status === TableStatus.PLAYING) rememberLeft(tableId);
       location.hash = "#/";
       return answer;
     });
+  };
+  /** Play again: a new table with the same players, bots and stake (each human accepts). */
+  const replay = () =>
+    act("Opening the new table…", async (requestId) => {
+      const next = await playAgain(tableId, requestId);
+      if (next) location.hash = `#/table/${next}`;
+      return {};
+    });
+  const ready = () => {
+    const round = summary?.round ?? view?.round?.round ?? 0;
+    void act("Ready…", (requestId) => tables.ready({ tableId, round, requestId }));
+  };
 
   // Hand
   const hand = () => (view?.round?.gameRound.case === "hand" ? view.round.gameRound.value : null);
@@ -380,6 +451,23 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     void act("Releasing the joker…", (requestId) => tables.releaseJoker({ tableId, meldId: meld.meldId, tileIds: cards, requestId }));
   };
   const undo = () => act("Taking the turn back…", (requestId) => tables.undoTurn({ tableId, requestId }));
+  // Composing an opening: picked cards set aside as melds until they reach 51 together.
+  const pendingValue = () => pending.reduce((sum, m) => sum + meldValue(layOrder(rackTiles().filter((t) => m.includes(t.id))).map((c) => c.face)), 0);
+  const setAside = () => {
+    if (pickedCards().length < 3) {
+      say("Pick three or more cards for each meld.");
+      draw();
+      return;
+    }
+    pending = [...pending, layOrder(pickedCards()).map((c) => c.id)];
+    picked = [];
+    draw();
+  };
+  const openPending = () => {
+    const melds = pending.map((ids) => ({ tileIds: ids }));
+    pending = [];
+    void act("Opening…", (requestId) => tables.layMelds({ tableId, melds, requestId }));
+  };
 
   function moveTile(id: number, delta: number): void {
     const ids = shownRack().map((t) => t.id);
@@ -401,6 +489,12 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   }
 
   function togglePick(id: number): void {
+    if (pending.some((m) => m.includes(id))) {
+      pending = pending.filter((m) => !m.includes(id)); // back from the melds set aside
+      focusAfterDraw = `tile-${id}`;
+      draw();
+      return;
+    }
     if (isHand()) picked = picked.includes(id) ? picked.filter((p) => p !== id) : [...picked, id];
     else picked = picked[0] === id ? [] : [id];
     focusAfterDraw = `tile-${id}`;
@@ -412,10 +506,11 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const key = e.key.toLowerCase();
     if (key === "escape") {
       if (rulesOpen) closeRules();
+      else if (leaving) ((leaving = false), draw());
       else if (summary) closeSummary();
       return;
     }
-    if (summary || rulesOpen) return;
+    if (summary || rulesOpen || leaving) return;
     if (key === "d" && can(PlayerAction.DRAW_PILE)) void drawPile();
     else if (key === "t" && can(PlayerAction.DRAW_DISCARD)) void takeDiscard();
     else if (key === "x" && can(PlayerAction.DISCARD)) discard();
@@ -423,7 +518,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     else if (key === "r" && can(PlayerAction.REVEAL_KISHPA)) void reveal();
     else if (key === "p" && can(PlayerAction.DECLINE_REVEAL)) void pass();
     else if (key === "m" && can(PlayerAction.LAY_MELDS) && suggestedMelds().length) laySuggested();
-    else if (key === "g" && can(PlayerAction.LAY_MELDS) && picked.length >= 3) layPicked();
+    else if (key === "g" && can(PlayerAction.LAY_MELDS) && picked.length >= 3) (opened() ? layPicked : setAside)();
     else if (key === "u" && can(PlayerAction.UNDO_TURN)) void undo();
     else if (key === "a") void arrange();
     else if (key === "?") openRules();
@@ -437,7 +532,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   let summaryFocus = false;
 
   async function buildSummary(round: number): Promise<void> {
-    summary = { round, transfers: summary?.round === round ? summary.transfers : null, wallet: null, fairness: summary?.round === round ? summary.fairness : "checking" };
+    if (summary?.round !== round) dealEnded();
+    summary = { round, view: view!, transfers: summary?.round === round ? summary.transfers : null, wallet: null, fairness: summary?.round === round ? summary.fairness : "checking" };
     summaryFocus = true;
     draw();
     const current = summary;
@@ -471,7 +567,8 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       // reload the one the record shows for it), else its sit-down seed.
       const mine = record.contributions.find((c) => c.seat === record.mySeat)?.contribution;
       const mySeed = contributed[round] ?? mine ?? knownSeed(tableId) ?? record.clientSeeds[record.mySeat] ?? "";
-      return await verifyTable(evidenceFromRecord(record, mySeed));
+      // This page's own contribution, when it made one, must be in the deal (named if so).
+      return await verifyTable(evidenceFromRecord(record, mySeed, { myContribution: contributed[round] ?? null }));
     } catch (err) {
       return `could not check: ${errorText(err)}`;
     }
@@ -482,6 +579,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (!summary) return;
     dismissed = summary.round;
     sessionStorage.setItem(`${storeKey}.dismissed`, String(dismissed));
+    record = summary; // kept, unchanged, as the record of its deal
     summary = null;
     focusAfterDraw = "after-summary";
     draw();
@@ -518,7 +616,10 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       const prev = index > 0 ? groupOf.get(rack[index - 1]!.id) : undefined;
       if (index > 0 && group !== prev) items.push(h("span", { class: "gap", "aria-hidden": "true" }));
       const isPicked = picked.includes(tile.id);
+      const aside = pending.some((m) => m.includes(tile.id));
       const notes = [
+        tile.id === drawnId ? "just drawn" : "",
+        aside ? "set aside for your opening" : "",
         group !== undefined ? `in a ${hint!.groups[group]!.kind === GroupKind.RUN ? "run" : "set"}` : "",
         suggestion === tile.id ? "suggested discard" : "",
         winning.has(tile.id) ? "discard it to win" : "",
@@ -528,7 +629,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         h(
           "button",
           {
-            class: `${tileClass(tile.face)} ${isPicked ? "selected" : ""} ${group !== undefined ? "grouped" : ""} ${winning.has(tile.id) ? "winning" : ""} ${tile.face === jokerFace() ? "joker" : ""}`,
+            class: `${tileClass(tile.face)} ${isPicked ? "selected" : ""} ${tile.id === drawnId ? "drawn" : ""} ${aside ? "aside" : ""} ${group !== undefined ? "grouped" : ""} ${winning.has(tile.id) ? "winning" : ""} ${tile.face === jokerFace() ? "joker" : ""}`,
             title: name,
             "aria-pressed": isPicked ? "true" : "false",
             "data-testid": "rack-tile",
@@ -536,6 +637,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
             "data-face": tile.face,
             "data-id": tile.id,
             "data-suggested": suggestion === tile.id ? "true" : undefined,
+            "data-drawn": tile.id === drawnId ? "true" : undefined,
             draggable: "true",
             onclick: () => togglePick(tile.id),
             onkeydown: (e: Event) => {
@@ -620,6 +722,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
   function turnText(): string {
     const v = view!;
     const round = v.round;
+    if (v.status === TableStatus.WAITING && v.rematchOf) return rematchText(v);
     if (v.status === TableStatus.WAITING) return `Waiting for players (${v.seats.filter((s) => s.playerId).length} of ${v.settings?.seats ?? 0} seated).`;
     if (v.status === TableStatus.CLOSED) return "The table has closed.";
     if (!round) return "";
@@ -638,8 +741,10 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         : `${who} A reveal window is open for whoever holds the kishpa.`;
     }
     if (round.phase === RoundPhase.ENDED) {
-      if (isHand()) return `Deal ${round.round} is over${v.status === TableStatus.PLAYING ? "; the next deal starts shortly" : ""}.`;
-      return `${winner === null ? "Nobody won" : `${seatName(winner)} won`} round ${round.round}; the next round starts shortly.`;
+      // No countdown here (a live region): the summary and the dock's Ready say the time.
+      const next = v.status === TableStatus.PLAYING && nextDealMs(v) !== null ? ` The next ${isHand() ? "deal" : "round"} starts when everyone is ready.` : "";
+      if (isHand()) return `Deal ${round.round} is over.${next}`;
+      return `${winner === null ? "Nobody won" : `${seatName(winner)} won`} round ${round.round}.${next}`;
     }
     if (turn !== null && turn === me) {
       if (can(PlayerAction.DRAW_PILE)) return isHand() ? "Your turn: draw a card (or take the top discard)." : "Your turn: draw a tile.";
@@ -693,6 +798,15 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     if (opened()) return h("p", { class: "opening done", "data-testid": "opening" }, "✓ You have opened: lay off and meld freely.");
     const value = suggestedValue();
     const pickedValue = pickedCards().length >= 3 ? meldValue(layOrder(pickedCards()).map((c) => c.face)) : 0;
+    if (pending.length) {
+      const total = pendingValue();
+      return h(
+        "p",
+        { class: `opening ${total >= OPENING_POINTS ? "ready" : ""}`, "data-testid": "opening" },
+        h("meter", { min: 0, max: OPENING_POINTS, value: Math.min(total, OPENING_POINTS), "aria-label": "Opening points of the melds set aside" }),
+        ` Your opening: ${pending.length} meld${pending.length === 1 ? "" : "s"} set aside, ${total} of the ${OPENING_POINTS} points${pickedValue ? ` (picked: ${pickedValue} more)` : ""}. Best possible: ${value}.`,
+      );
+    }
     return h(
       "p",
       { class: `opening ${value >= OPENING_POINTS ? "ready" : ""}`, "data-testid": "opening" },
@@ -706,21 +820,27 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     tiles.length ? h("span", { class: "group" }, ...(arrangeCards(tiles, []) as Tile[]).map((t) => tileEl(t))) : h("span", { class: "muted" }, "none");
 
   function summaryEl(): HTMLElement | null {
-    if (!summary || !view?.round) return null;
+    if (!summary || !summary.view.round || !view) return null;
     const s = summary;
-    const round = view.round;
+    // Everything about the deal comes from the view it ended with (the record never changes);
+    // only the payments, the wallet and the pause below are live.
+    const sv = s.view;
+    const round = sv.round!;
     const result = round.result;
     const winner = winnerSeatOf(result);
-    const me = mySeatOf(view);
+    const me = mySeatOf(sv);
     const mySeat = me === null ? null : view.seats[me];
-    const hr = hand();
+    const hr = round.gameRound.case === "hand" ? round.gameRound.value : null;
+    const gameOver = !!hr?.payouts.length;
     const fairness =
       s.fairness === "checking"
         ? h("span", {}, "checking the deal…")
         : typeof s.fairness === "string"
           ? h("span", { class: "bad" }, s.fairness)
           : h("strong", { class: s.fairness.ok ? "good" : "bad", title: tableSummary(s.fairness) }, s.fairness.ok ? (s.fairness.wholeTable ? "table verified" : "deal verified") : `NOT verified: ${s.fairness.failed.map((f) => f.check).join(", ")}`);
-    const title = hr
+    const title = gameOver
+      ? gameEndTitle(sv, hr!.payouts)
+      : hr
       ? `Deal ${s.round}${hr.dealsPerGame ? ` of ${hr.dealsPerGame}` : ""}: ${winner === null ? "the stock ran out, nobody went out" : `${seatName(winner)} went out${hr.handWin ? " with a hand" : ""}`}`
       : `Round ${s.round}: ${winner === null ? "nobody won (the pile ran out)" : `${seatName(winner)} won`}`;
     const handScores = hr
@@ -732,7 +852,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
           h(
             "tbody",
             {},
-            ...view.seats.map((seat, i) =>
+            ...sv.seats.map((seat, i) =>
               h(
                 "tr",
                 {},
@@ -777,22 +897,109 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
           : null,
         !hr && result && winner !== null ? h("p", {}, `Each other player pays ${result.winPayout}${result.bowlTaken ? "; the winner also takes the bowl (two wins in a row)" : ""}.`) : null,
         handScores,
-        hr && hr.payouts.length ? h("p", { "data-testid": "pot-split" }, `The game is over: the pot of ${hr.payouts.reduce((sum, p) => sum + p, 0n)} tokens was split by the totals — the best total takes at least 75%.`) : null,
+        gameOver ? gameEndEl(sv, hr!.payouts, winner) : null,
         h("h3", {}, "Who paid whom"),
         payments,
         h(
           "p",
           {},
-          "Your balance at the table: ",
+          // One balance, two moments: the wallet after this table's last payment, and now
+          // (every table counted), so the two never read as a contradiction.
+          "Your wallet after this table's last payment: ",
           h("strong", { "data-testid": "summary-seat-balance" }, `${mySeat?.balance ?? ""}`),
-          " — in your wallet: ",
+          " — now, with all your tables: ",
           h("strong", { "data-testid": "summary-wallet-balance" }, s.wallet === null ? "…" : `${s.wallet}`),
         ),
         h("p", { "data-testid": "fairness" }, "Fair deal: ", fairness),
-        h("button", { class: "primary", onclick: closeSummary, "data-testid": "close-summary", "data-key": "close-summary" }, "Continue"),
+        summaryFooter(s),
       ),
     );
   }
+
+  /** The live part under the record: the pause ("Next deal in 12 s · Ready"), or the way out. */
+  function summaryFooter(s: Summary): HTMLElement {
+    const v = view!;
+    const closed = v.status === TableStatus.CLOSED;
+    const pausing = nextDealMs(v) !== null && v.round?.round === s.round;
+    // Continue, in the pause, is "Ready": the player has read the summary (the record stays
+    // one click away once the next deal began).
+    const canReady = pausing && can(PlayerAction.READY);
+    const onContinue = canReady ? () => (ready(), closeSummary()) : closeSummary;
+    return h(
+      "div",
+      { class: "summary-actions" },
+      pausing ? h("p", { class: "pause", "data-testid": "pause" }, pauseText(v)) : null,
+      closed && mySeatOf(s.view) !== null ? h("button", { class: "primary", onclick: replay, "data-testid": "play-again", "data-key": "play-again" }, "Play again") : null,
+      closed ? h("a", { class: "button", href: "#/", "data-testid": "to-lobby", "data-key": "to-lobby" }, "Back to the lobby") : null,
+      h("button", { class: closed ? "" : "primary", onclick: onContinue, "data-testid": "close-summary", "data-key": "close-summary", "data-ready": canReady ? "true" : undefined }, closed ? "See the table" : canReady ? "Ready" : "Continue"),
+    );
+  }
+
+  /** "Ann wins the game: 30 of the pot's 40 tokens" (tied leaders share the headline). */
+  function gameEndTitle(sv: TableView, payouts: bigint[]): string {
+    const best = sv.seats.reduce((top, seat) => (seat.score > top ? seat.score : top), sv.seats[0]?.score ?? 0n);
+    const leaders = sv.seats.map((seat, i) => (seat.score === best ? i : -1)).filter((i) => i >= 0);
+    const pot = payouts.reduce((sum, p) => sum + p, 0n);
+    const names = leaders.map((i) => seatName(i));
+    const share = leaders.map((i) => payouts[i] ?? 0n).reduce((a, b) => a + b, 0n);
+    const verb = names.length === 1 ? (names[0] === "You" ? "win" : "wins") : "share";
+    return `${names.join(" and ")} ${verb} the game: ${share} of the pot's ${pot} tokens`;
+  }
+
+  /** The player's result in tokens and the pot rule in a sentence. */
+  function gameEndEl(sv: TableView, payouts: bigint[], lastWinner: number | null): HTMLElement {
+    const me = mySeatOf(sv);
+    const stake = sv.settings?.stake || 1n;
+    const got = me === null ? 0n : payouts[me] ?? 0n;
+    const net = got - stake;
+    const result = me === null ? "" : net > 0n ? `You won ${net} tokens (${got} from the pot, less your ${stake} buy-in).` : net < 0n ? `You lost ${-net} tokens (your ${stake} buy-in${got ? `, ${got} back from the pot` : ""}).` : `You are even: your ${stake} buy-in came back.`;
+    return h(
+      "div",
+      { "data-testid": "pot-split" },
+      h("p", { class: "result", "data-testid": "my-result" }, result),
+      h("p", {}, `The best total takes at least 75% of the pot; the other 25% is shared by the players within 50 points of it, the closer the more${lastWinner !== null ? ` (the last deal went to ${seatName(lastWinner)})` : ""}.`),
+    );
+  }
+
+  /** Leaving, said in tokens before it happens (docs/rules "leaving the table"). */
+  function leaveEl(): HTMLElement | null {
+    if (!leaving || !view) return null;
+    return h(
+      "div",
+      { class: "overlay" },
+      h(
+        "section",
+        { class: "card summary", role: "alertdialog", "aria-modal": "true", "aria-labelledby": "leave-title", "aria-describedby": "leave-cost", "data-testid": "leave-dialog" },
+        h("h2", { id: "leave-title" }, "Leave the table?"),
+        h("p", { id: "leave-cost", "data-testid": "leave-cost" }, leaveCostText(view)),
+        view.status === TableStatus.PLAYING ? h("p", {}, "You can come back to your seat from the lobby while the table plays.") : null,
+        h(
+          "div",
+          { class: "summary-actions" },
+          h("button", { class: "primary", onclick: () => ((leaving = false), draw()), "data-testid": "stay", "data-key": "leave-stay" }, "Stay"),
+          h("button", { onclick: () => void leave(), "data-testid": "leave-confirm", "data-key": "leave-confirm" }, "Leave"),
+        ),
+      ),
+    );
+  }
+
+  /** "Take the 7 of hearts": the card named; a warning when it cannot be used now. */
+  function takeButton(key: string): HTMLElement {
+    const top = topDiscard();
+    const name = top ? nameOf(top.face) : "discard";
+    // Hand: a card taken from the pile must be used this turn; before the opening, in it.
+    const warn = isHand() && !opened() ? " (only to open with it)" : isHand() ? " (to use this turn)" : "";
+    return h("button", { onclick: takeDiscard, "data-testid": "take", "aria-keyshortcuts": "t", "data-warn": warn ? "true" : undefined }, `Take the ${name}${warn}${key}`);
+  }
+
+  /** "Discard the red 8": the card the button acts on, picked or suggested. */
+  function discardButton(pickedOne: boolean, key: string): HTMLElement {
+    const tile = pickedOne ? rackTiles().find((t) => t.id === picked[0]) : suggested();
+    const name = tile ? nameOf(tile.face) : pickedOne ? "picked" : "suggested";
+    return h("button", { onclick: discard, "data-testid": "discard", "aria-keyshortcuts": "x" }, `Discard the ${name}${key}`);
+  }
+
+  const v0 = () => view!;
 
   function actionsEl(): HTMLElement {
     const k = (key: string) => (keysShown ? ` (${key})` : "");
@@ -801,21 +1008,30 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const value = suggestedValue();
     const buttons = [
       can(PlayerAction.START_GAME) ? h("button", { class: "primary", onclick: start, "data-testid": "start" }, "Start") : null,
+      view ? readyButton(view, ready) : null,
       can(PlayerAction.REVEAL_KISHPA) ? h("button", { class: "primary", onclick: reveal, "data-testid": "reveal", "aria-keyshortcuts": "r" }, `Reveal the kishpa${k("r")}`) : null,
       can(PlayerAction.DECLINE_REVEAL) ? h("button", { onclick: pass, "data-testid": "pass", "aria-keyshortcuts": "p" }, `Pass${k("p")}`) : null,
       can(PlayerAction.DRAW_PILE) ? h("button", { class: "primary", onclick: drawPile, "data-testid": "draw", "aria-keyshortcuts": "d" }, `Draw${k("d")}`) : null,
-      can(PlayerAction.DRAW_DISCARD) ? h("button", { onclick: takeDiscard, "data-testid": "take", "aria-keyshortcuts": "t" }, `Take discard${k("t")}`) : null,
+      can(PlayerAction.DRAW_DISCARD) ? takeButton(k("t")) : null,
       can(PlayerAction.WIN) && hint?.winningDiscards.length ? h("button", { class: "win", onclick: win, "data-testid": "win", "aria-keyshortcuts": "w" }, `Win${k("w")}`) : null,
       handy && can(PlayerAction.LAY_MELDS) && suggestedMelds().length && (opened() || value >= OPENING_POINTS)
         ? h("button", { class: "primary", onclick: laySuggested, "data-testid": "lay-suggested", "aria-keyshortcuts": "m" }, `${opened() ? "Lay" : "Open with"} the suggested melds (${value})${k("m")}`)
         : null,
-      handy && can(PlayerAction.LAY_MELDS) && picked.length >= 3 ? h("button", { onclick: layPicked, "data-testid": "lay-picked", "aria-keyshortcuts": "g" }, `Lay the picked cards${k("g")}`) : null,
-      can(PlayerAction.DISCARD) ? h("button", { onclick: discard, "data-testid": "discard", "aria-keyshortcuts": "x" }, `${pickedOne ? "Discard the picked" : "Discard the suggested"}${k("x")}`) : null,
+      handy && can(PlayerAction.LAY_MELDS) && picked.length >= 3 && opened() ? h("button", { onclick: layPicked, "data-testid": "lay-picked", "aria-keyshortcuts": "g" }, `Lay the picked cards${k("g")}`) : null,
+      handy && can(PlayerAction.LAY_MELDS) && picked.length >= 3 && !opened() ? h("button", { onclick: setAside, "data-testid": "set-aside", "aria-keyshortcuts": "g" }, `Set aside as a meld (${meldValue(layOrder(pickedCards()).map((c) => c.face))})${k("g")}`) : null,
+      handy && can(PlayerAction.LAY_MELDS) && pending.length && !opened()
+        ? h("button", { class: pendingValue() >= OPENING_POINTS ? "primary" : "", onclick: openPending, disabled: pendingValue() < OPENING_POINTS, "data-testid": "open-pending" }, `Open (${pendingValue()} of ${OPENING_POINTS})`)
+        : null,
+      handy && pending.length ? h("button", { class: "link", onclick: () => ((pending = []), draw()), "data-testid": "clear-pending" }, "Clear the melds set aside") : null,
+      can(PlayerAction.DISCARD) ? discardButton(pickedOne, k("x")) : null,
       handy && can(PlayerAction.UNDO_TURN) ? h("button", { onclick: () => void undo(), "data-testid": "undo", "aria-keyshortcuts": "u" }, `Undo${k("u")}`) : null,
       rackTiles().length && (!handy || saved.ownOrder) ? h("button", { class: "link", onclick: () => void arrange(), "data-testid": "arrange", "aria-keyshortcuts": "a" }, `Arrange${k("a")}`) : null,
       can(PlayerAction.PRESS_LAST_ROUND) ? h("button", { class: "link", onclick: lastRound, "data-testid": "last-round" }, "Last round") : null,
       h("button", { class: "link", onclick: openRules, "data-testid": "rules", "data-key": "rules", "aria-keyshortcuts": "?" }, "How to play"),
-      h("button", { class: "link", onclick: leave, "data-testid": "leave" }, "Leave"),
+      v0().status === TableStatus.CLOSED && mySeatOf(v0()) !== null ? h("button", { class: "primary", onclick: replay, "data-testid": "play-again" }, "Play again") : null,
+      record ? h("button", { class: "link", onclick: () => ((summary = record), (summaryFocus = true), draw()), "data-testid": "last-summary" }, `${isHand() ? "Deal" : "Round"} ${record.round} summary`) : null,
+      muteButton(draw),
+      h("button", { class: "link", onclick: askLeave, "data-testid": "leave", "data-key": "leave" }, "Leave"),
     ];
     return h("div", { class: "actions", role: "toolbar", "aria-label": "Actions" }, ...buttons.map((b) => (b && !b.dataset.key ? ((b.dataset.key = b.dataset.testid ?? ""), b) : b)));
   }
@@ -858,36 +1074,69 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
           h("span", { class: "fact strong" }, v.status === TableStatus.WAITING ? `${gameName}: waiting` : v.status === TableStatus.CLOSED ? `${gameName}: closed` : hr ? `Hand · deal ${round?.round ?? ""} of ${hr.dealsPerGame}` : `Kishpa · round ${round?.round ?? ""}`),
           kishpa?.kishpa ? h("span", { class: "fact" }, "kishpa ", tileEl(kishpa.kishpa, { "data-testid": "kishpa" })) : null,
           kishpa?.jokerFace ? h("span", { class: "fact" }, "joker ", tileEl({ id: -1, face: kishpa.jokerFace } as Tile, { class: `${tileClass(kishpa.jokerFace)} joker` })) : null,
-          hr ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${hr.pot} tokens`) : h("span", { class: "fact", "data-testid": "bowl" }, `bowl ${v.bowl}`),
+          hr
+            ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${hr.pot} tokens`)
+            : isHand()
+              ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${BigInt(v.seats.filter((s) => s.playerId).length) * (v.settings?.stake || 1n)} tokens at the start`)
+              : h("span", { class: "fact", "data-testid": "bowl" }, `bowl ${v.bowl}`),
           round ? h("span", { class: "fact" }, `${hr ? "stock" : "pile"} ${round.pileCount}`) : null,
           h("span", { class: "fact" }, `stake ${v.settings?.stake || 1n}`),
-          timerEl(),
           h("span", { class: `conn ${connection === "live" ? "ok" : "down"}`, "data-testid": "connection", role: "status" }, connection),
         ),
         invite && v.status === TableStatus.WAITING ? h("p", { class: "invite" }, "Invite code: ", h("strong", { "data-testid": "invite-code" }, invite)) : null,
         seatsEl(),
+        discardsEl(),
+        meldsEl(),
         h(
           "div",
-          { class: "discards", "data-testid": "discards", role: "group", "aria-label": "Discards, oldest first" },
-          h("span", { class: "label" }, "Discards"),
-          ...(round?.discards ?? []).slice(-12).map((t, i, all) => tileEl(t, { class: `${tileClass(t.face)} ${i === all.length - 1 ? "top" : ""}`, "aria-label": `${nameOf(t.face)}${i === all.length - 1 ? " (top)" : ""}` })),
+          { class: "dock", "data-testid": "dock" },
+          h("div", { class: "dock-line" }, h("p", { class: `turn ${myTurn || windowOpen ? "mine" : ""}`, "data-testid": "turn", "aria-live": "polite" }, turnText()), timerEl()),
+          openingEl(),
+          rackEl(),
+          actionsEl(),
+          h("p", { class: "hint", "data-testid": "hint" }, hintText()),
+          status ? h("p", { class: "status", role: "status", "data-testid": "status" }, status) : null,
         ),
-        meldsEl(),
-        h("p", { class: `turn ${myTurn || windowOpen ? "mine" : ""}`, "data-testid": "turn", "aria-live": "polite" }, turnText()),
-        openingEl(),
-        rackEl(),
-        actionsEl(),
-        h("p", { class: "hint", "data-testid": "hint" }, hintText()),
-        status ? h("p", { class: "status", role: "status", "data-testid": "status" }, status) : null,
         h("details", { class: "log", open: true }, h("summary", {}, "Events"), h("ol", { "data-testid": "log", reversed: true, tabindex: 0, "aria-label": "Events, newest first" }, ...[...saved.log].reverse().slice(0, 40).map((e) => h("li", { "data-id": e.id }, e.text)))),
         keysShown ? h("p", { class: "keys" }, isHand() ? "Keys: d draw · t take · m lay suggested melds · g lay picked · u undo · x discard · a arrange · ? rules · Shift+←/→ move a card" : "Keys: d draw · t take · x discard · w win · r reveal · p pass · a arrange · ? rules · Shift+←/→ move a tile") : null,
       ),
       summaryEl(),
+      leaveEl(),
       rulesOpen ? rulesDialog(isHand() ? "hand" : "kishpa", closeRules) : null,
     );
     const log = root.querySelector(".log ol");
     if (log) log.scrollTop = logScroll;
+    // On a phone the dock is fixed at the bottom: the table leaves room for it.
+    const dock = root.querySelector<HTMLElement>(".dock");
+    if (dock) root.style.setProperty("--dock-h", `${dock.offsetHeight + 12}px`);
+    const key = myTurn ? `${round?.round}:${round?.phase}:${turnSeatOf(round)}` : "";
+    if (key && key !== turnKey && !turnKey.startsWith(`${round?.round}:${round?.phase}:`)) yourTurn();
+    turnKey = key;
+    if (!rackFocused && !summary && !hadFocus && root.querySelector('[data-testid="rack-tile"]')) {
+      rackFocused = true; // a table opens with the focus on the rack (not the page body)
+      focusAfterDraw ??= "rack";
+    }
     restoreFocus(hadFocus);
+  }
+
+  /** The discards: the top one and how many, the others on request (a phone's screen). */
+  function discardsEl(): HTMLElement {
+    const all = view?.round?.discards ?? [];
+    const top = all.at(-1);
+    return h(
+      "div",
+      { class: "discards", "data-testid": "discards", role: "group", "aria-label": "Discards" },
+      h("span", { class: "label" }, `Discards (${all.length})`),
+      top ? tileEl(top, { class: `${tileClass(top.face)} top`, "aria-label": `${nameOf(top.face)} (top)`, "data-testid": "top-discard" }) : h("span", { class: "muted" }, "none"),
+      all.length > 1
+        ? h(
+            "details",
+            { class: "older" },
+            h("summary", {}, "earlier"),
+            h("span", { class: "group", role: "group", "aria-label": "Earlier discards, oldest first" }, ...all.slice(-13, -1).map((t) => tileEl(t))),
+          )
+        : null,
+    );
   }
 
   function restoreFocus(hadFocus: string | null): void {
@@ -901,14 +1150,22 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const wanted = focusAfterDraw ?? hadFocus;
     focusAfterDraw = null;
     if (!wanted) return;
+    if (wanted === "rack") {
+      root.querySelector<HTMLElement>('[data-testid="rack-tile"]')?.focus({ preventScroll: true });
+      return;
+    }
     // The same control, else the first action (the one pressed is gone: Draw after drawing).
     const target = find(wanted) ?? root.querySelector<HTMLElement>(".actions button");
-    target?.focus();
+    target?.focus({ preventScroll: true }); // the dock is on screen: the page never scrolls to it
   }
 
   const ticker = setInterval(() => {
     const el = root.querySelector('[data-testid="timer"]');
     if (el && view) el.replaceWith(timerEl());
+    const pause = root.querySelector('[data-testid="pause"]');
+    if (pause && view) pause.textContent = pauseText(view);
+    const turn = root.querySelector('[data-testid="turn"]');
+    if (turn && view?.rematchOf && view.status === TableStatus.WAITING) turn.textContent = rematchText(view);
   }, 500);
 
   draw();

@@ -83,6 +83,14 @@ function tableEvidence(v) {
     mySeed: null,
     moves: v.moves.map((m) => ({ seat: m.seat, kind: m.kind, tileIds: m.tile_ids })),
     cardsLeft: v.cards_left ?? null,
+    deal: v.deal,
+    recordVersion: v.record_version ?? 0,
+    botSeats: v.bot_seats ?? [],
+    declaredSeats: v.declared_seats ?? [],
+    awaitedSeats: v.awaited_seats ?? [],
+    autoplaySeats: v.autoplay_seats ?? [],
+    awaitedUntilMs: v.awaited_until_ms ?? 0,
+    myContribution: v.my_contribution ?? null,
   };
 }
 
@@ -93,6 +101,12 @@ test("whole-table transcripts verify, and every tamper is named", async () => {
     const verdict = await verifyTable(tableEvidence(v));
     assert.ok(verdict.ok, tableSummary(verdict));
     assert.match(tableSummary(verdict), /^table verified \(/);
+    if (v.my_contribution) {
+      assert.equal(verdict.myContribution, v.my_contribution);
+      assert.ok(tableSummary(verdict).includes(`your contribution '${v.my_contribution}'`), tableSummary(verdict));
+      assert.ok(tableSummary(verdict).includes("your contribution is in this deal"), tableSummary(verdict));
+    }
+    if ((v.record_version ?? 0) >= 3) assert.ok(tableSummary(verdict).includes("the seats' marks: 1 house bot (seat 2), 2 awaited"), tableSummary(verdict));
     for (const tamper of v.tampers) {
       const changed = structuredClone(v);
       for (const [path, value] of Object.entries(tamper.set)) setPath(changed, path, value);

@@ -28,6 +28,14 @@ const record = {
   dealEventId: r.dealEventId ?? "",
   cardsLeft: list(r.cardsLeft).map((d) => ({ seat: d.seat ?? 0, tileIds: list(d.tileIds) })),
   moves: list(r.moves).map((m) => ({ seat: m.seat ?? 0, kind: m.kind ?? "", tileIds: list(m.tileIds) })),
+  round: r.round ?? 0,
+  recordVersion: r.recordVersion ?? 0,
+  botSeats: list(r.botSeats),
+  declaredSeats: list(r.declaredSeats),
+  awaitedSeats: list(r.awaitedSeats),
+  autoplaySeats: list(r.autoplaySeats),
+  // proto3 JSON writes a Timestamp as RFC 3339 text.
+  awaitedUntil: r.awaitedUntil ? { seconds: Math.floor(Date.parse(r.awaitedUntil) / 1000), nanos: (Date.parse(r.awaitedUntil) % 1000) * 1e6 } : undefined,
 };
 const verdict = await verifyTable(evidenceFromRecord(record, null));
 console.log(JSON.stringify({ ok: verdict.ok, checks: verdict.failed.map((f) => f.check), summary: tableSummary(verdict) }));
