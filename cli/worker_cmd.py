@@ -97,6 +97,9 @@ def run_worker(args: argparse.Namespace) -> int:
 
     quiet_routine_logs()
     config = worker_config()
+    # The round archive before any task: an embedded SQLite one is created, a PostgreSQL
+    # one not migrated is reported now (its writes are retried until `kishpa migrate`).
+    prepare_worker_archive(config.settings.archive_url)
     metrics.serve_metrics(config.settings.metrics_port)
     name = args.name or f"kishpa-{os.getpid()}"
     argv = [
@@ -112,6 +115,20 @@ def run_worker(args: argparse.Namespace) -> int:
     if args.beat:
         argv += ["--beat", "--scheduler=celery.beat:Scheduler"]
     return run_celery(app, argv)
+
+
+def prepare_worker_archive(url: str) -> None:
+    """Create or check the round archive (:func:`workers.archive_write.archive_store`)."""
+    from archive.migrate import ArchiveNotMigrated
+    from services.common.logging import get_logger
+    from workers.archive_write import archive_store
+
+    try:
+        archive_store(url)
+    except ArchiveNotMigrated as exc:
+        get_logger("kishpa.worker").error("round_archive_not_migrated", error=str(exc))
+    except Exception as exc:  # unreachable now: the tasks retry it
+        get_logger("kishpa.worker").warning("round_archive_unavailable", error=str(exc))
 
 
 def run_beat(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from services.common.settings import (
 )
 
 DATABASE_URL_ENV = "DATABASE_URL"
+ARCHIVE_URL_ENV = "ARCHIVE_DATABASE_URL"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ SECRETS: dict[str, Secret] = {
     TOKEN_SECRET_ENV: Secret("kishpa-token-key", "secret"),
     SERVICE_SECRET_ENV: Secret("kishpa-service-key", "secret"),
     DATABASE_URL_ENV: Secret("kishpa-database", "url"),
+    # The round archive's role: its own tables only (docs/operations.md).
+    ARCHIVE_URL_ENV: Secret("kishpa-archive-database", "url"),
 }
 
 
@@ -77,10 +80,11 @@ def _grpc(name: str, health_service: str) -> Workload:
 
 def _database(name: str) -> frozenset[str]:
     # docs/DEVELOPING.md: DATABASE_URL is used by the wallet and the migrations (and the
-    # reconciliation, which reads the same ledger).
-    return (
-        frozenset({DATABASE_URL_ENV}) if name in ("wallet", "migrate", "reconcile") else frozenset()
-    )
+    # reconciliation, which reads the same ledger); ARCHIVE_DATABASE_URL by the workers that
+    # write the round archive and the table service that reads it.
+    if name in ("wallet", "migrate", "reconcile"):
+        return frozenset({DATABASE_URL_ENV})
+    return frozenset({ARCHIVE_URL_ENV}) if name in ("table", "worker") else frozenset()
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -95,7 +99,7 @@ WORKLOADS: dict[str, Workload] = {
             None,
             DEFAULT_METRICS_PORTS["worker"],
             None,
-            frozenset(REQUIRED_SECRETS["worker"]),
+            frozenset(REQUIRED_SECRETS["worker"]) | _database("worker"),
         ),
         Workload("beat", ("beat",), None, None, None, frozenset(REQUIRED_SECRETS["beat"])),
         Workload(
@@ -132,6 +136,18 @@ WORKLOADS: dict[str, Workload] = {
             # Reconciliation only reads: its URL is meant for a read-only database role.
             secret_sources={DATABASE_URL_ENV: Secret("kishpa-database-readonly", "url")},
         ),
+        # The round archive's retention: reads the ledger (read-only role), prunes the
+        # archive (its own role).
+        Workload(
+            "history-prune",
+            ("history", "prune"),
+            None,
+            None,
+            None,
+            frozenset({DATABASE_URL_ENV, ARCHIVE_URL_ENV}),
+            kind="CronJob",
+            secret_sources={DATABASE_URL_ENV: Secret("kishpa-database-readonly", "url")},
+        ),
         # The drift check: Redis, the table service and the wallet; never PostgreSQL.
         Workload(
             "drift",
@@ -149,7 +165,9 @@ WORKLOADS: dict[str, Workload] = {
 # EXTERNAL is any client outside the namespace (players, through the gateway).
 EXTERNAL = "<outside the namespace>"
 REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
-    ("postgres", 5432): frozenset({"wallet", "migrate", "reconcile"}),
+    ("postgres", 5432): frozenset(
+        {"wallet", "migrate", "reconcile", "worker", "table", "history-prune"}
+    ),
     ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat", "drift"}),
     # Workers settle rounds; matchmaking's login opens the player's wallet; the table
     # service reads seated players' balances; the browser edge forwards a player's own

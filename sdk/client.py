@@ -51,7 +51,7 @@ from kishpa.auth.v1 import auth_pb2, auth_pb2_grpc
 from kishpa.common.v1 import common_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
-from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from kishpa.table.v1 import history_pb2, history_pb2_grpc, table_pb2, table_pb2_grpc
 from sdk.contributing import SEED_COMMITTED, Contributions, new_contribution
 from sdk.errors import EVENTS_TRIMMED, KishpaError, error_reason, retry_after_s
 from sdk.retry import STREAM_RETRYABLE, RetryPolicy, client_backoff, is_retryable
@@ -153,6 +153,7 @@ class KishpaClient:
         self._auth = auth_pb2_grpc.AuthServiceStub(self._mm_channel)
         self._mm = mm_grpc.MatchmakingServiceStub(self._mm_channel)
         self._tables = table_pb2_grpc.TableServiceStub(self._table_channel)
+        self._history = history_pb2_grpc.HistoryServiceStub(self._table_channel)
         self.retry = retry or client_backoff()
         self._clock = clock
         self._session: Session | None = None
@@ -180,6 +181,7 @@ class KishpaClient:
         client._auth = auth_pb2_grpc.AuthServiceStub(channel)
         client._mm = mm_grpc.MatchmakingServiceStub(channel)
         client._tables = table_pb2_grpc.TableServiceStub(channel)
+        client._history = history_pb2_grpc.HistoryServiceStub(channel)
         client.retry = retry or client_backoff()
         client._clock = time.time
         client._session = None
@@ -817,6 +819,28 @@ class KishpaClient:
             table_pb2.GetRoundRecordRequest(table_id=table_id, round=round_no),
         )
         return response.record
+
+    async def list_games(
+        self, *, page_size: int = 0, page_token: str = ""
+    ) -> history_pb2.ListPlayerGamesResponse:
+        """One page of the caller's archived games, newest first (``next_page_token``)."""
+        response: history_pb2.ListPlayerGamesResponse = await self._call(
+            self._history.ListPlayerGames,
+            history_pb2.ListPlayerGamesRequest(page_size=page_size, page_token=page_token),
+        )
+        return response
+
+    async def list_table_rounds(
+        self, table_id: str, *, page_size: int = 0, page_token: str = ""
+    ) -> history_pb2.ListTableRoundsResponse:
+        """One page of a table's archived rounds the caller sat in, in round order."""
+        response: history_pb2.ListTableRoundsResponse = await self._call(
+            self._history.ListTableRounds,
+            history_pb2.ListTableRoundsRequest(
+                table_id=table_id, page_size=page_size, page_token=page_token
+            ),
+        )
+        return response
 
     async def watch_table(
         self,

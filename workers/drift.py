@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -285,8 +286,8 @@ def compare(
                     Difference(
                         "postings_differ",
                         table_id,
-                        f"phase {phase_field} batch {batch.batch_id}: the rules give "
-                        f"{_show(want)}, the ledger holds {_show(have)}",
+                        f"phase {phase_field} batch {batch.batch_id}: "
+                        + postings_difference(want, have),
                     )
                 )
     if settled_still:
@@ -316,6 +317,40 @@ def compare(
                 )
             )
     return found
+
+
+Movement = tuple[str, str, int, str]
+
+
+def postings_difference(want: Sequence[Movement], have: Sequence[Movement]) -> str:
+    """Which postings differ and in which field, the rules' side against the ledger's.
+
+    A posting on both sides between the same accounts for the same reason but of another
+    amount is named with both amounts; what only one side holds is listed as such; an
+    empty side is said in words (never an empty list).
+    """
+    missing = Counter(want) - Counter(have)
+    extra = Counter(have) - Counter(want)
+    parts: list[str] = []
+    for m in sorted(missing.elements()):
+        same = next((e for e in sorted(extra.elements()) if e[:2] + e[3:] == m[:2] + m[3:]), None)
+        if same is not None:
+            extra[same] -= 1
+            missing[m] -= 1
+            parts.append(
+                f"{m[0]}->{m[1]} {m[3]}: amount {m[2]} by the rules, {same[2]} in the ledger"
+            )
+    left = sorted((+missing).elements())
+    if left:
+        parts.append("the rules give, the ledger lacks: " + _show(left))
+    more = sorted((+extra).elements())
+    if more:
+        parts.append("the ledger holds, the rules do not give: " + _show(more))
+    if not have:
+        parts.append("the ledger's batch holds no posting of this phase")
+    if not want:
+        parts.append("the rules give no posting for this phase")
+    return "; ".join(parts)
 
 
 def _round(phase_field: str) -> int:

@@ -10,8 +10,11 @@
 2. compute its postings with the game's rules engine;
 3. open the players' wallets (idempotent) and apply the postings as ONE wallet batch under
    the idempotency key ``kishpa:<table_id>:<round>:<phase>``;
-4. mark the phase settled, write the balances and publish ``settled``, in one Lua script;
-5. enqueue the table's next unsettled phase at once (one that waited on this one), or, when
+4. archive the phase (and, at a round's ending phase, the round) in the round archive
+   (:mod:`workers.archive_write`; idempotent, keyed by table and round), BEFORE step 5, so
+   a settled phase is always an archived one;
+5. mark the phase settled, write the balances and publish ``settled``, in one Lua script;
+6. enqueue the table's next unsettled phase at once (one that waited on this one), or, when
    nothing of the table is left unsettled, take it out of the sweeper's unsettled index.
 
 Delivered twice, the task has one effect: the wallet replays the batch and the script finds
@@ -33,6 +36,8 @@ from typing import Any
 import grpc
 import redis
 
+from archive.migrate import ArchiveNotMigrated
+from archive.store import ArchiveStore, is_transient_db_error
 from games.kishpa.record import end_postings, start_postings
 from games.ledger import Posting
 from services.common.errors import error_reason
@@ -42,7 +47,8 @@ from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef
 from shared.retry import retrying_sync, task_backoff
 from shared.tasks import SETTLE_TASK
 from workers import hand_postings, metrics
-from workers.celery_app import is_transient, kishpa_task
+from workers.archive_write import ArchiveRefused, archive_phase, archive_store
+from workers.celery_app import TransientError, is_transient, kishpa_task
 from workers.config import worker_config
 from workers.deadletter import index_field, index_of, is_dead_lettered, push_dead_letter
 from workers.enqueue import enqueue_settlement
@@ -211,8 +217,11 @@ def settle(
     *,
     now_ms: Callable[[], int],
     catch_up_until: float | None = None,
+    archive: ArchiveStore | None = None,
 ) -> Outcome:
     """Settle one round phase (see the module docstring); safe to run any number of times.
+
+    ``archive`` is the round archive (None: the process's, ``ARCHIVE_DATABASE_URL``).
 
     While an earlier phase of the table is unsettled (and not dead-lettered) it settles that
     phase first, earliest first, starting no new one after the monotonic time
@@ -232,10 +241,15 @@ def settle(
         record = checked_record(ref, state.raw_record)
         live = [p for p in state.earlier_unsettled if not is_dead_lettered(client, p)]
         if live:
-            blocking = _catch_up(client, wallet, ref, now_ms=now_ms, until=catch_up_until)
+            blocking = _catch_up(
+                client, wallet, ref, now_ms=now_ms, until=catch_up_until, archive=archive
+            )
             if blocking is not None:
                 return Outcome("waiting", reason=f"{blocking.round_no}:{blocking.phase}")
         batch_id, balances, payments = _apply(wallet, ref, record)
+        # The archive first, then the settled mark (the cross-stream contract: a settled
+        # round is an archived one; Redis may forget it once settled).
+        _archive(client, archive, record, batch_id, payments)
     except BadPhaseRecord as exc:
         return _dead_letter(
             client, ref, PermanentSettlementError("BAD_PHASE_RECORD", str(exc)), now_ms()
@@ -264,6 +278,28 @@ def settle(
     return Outcome("settled", batch_id=batch_id)
 
 
+def _archive(
+    client: redis.Redis,
+    archive: ArchiveStore | None,
+    record: PhaseRecord,
+    batch_id: str,
+    payments: Payments,
+) -> None:
+    """Write the phase (and the round it ends) to the round archive, idempotently."""
+    try:
+        store = archive or archive_store(worker_config().settings.archive_url)
+        archive_phase(client, store, record, batch_id=batch_id, postings=payments)
+    except ArchiveRefused as exc:
+        raise PermanentSettlementError("ARCHIVE_CONFLICT", str(exc)) from exc
+    except ArchiveNotMigrated as exc:
+        log.error("round_archive_not_migrated", error=str(exc))
+        raise TransientError(str(exc)) from exc
+    except Exception as exc:
+        if is_transient_db_error(exc):
+            raise TransientError(f"round archive unavailable: {exc}") from exc
+        raise
+
+
 def earliest_blocking_phase(client: redis.Redis, ref: PhaseRef) -> PhaseRef | None:
     """The earliest phase of the table before ``ref`` that is unsettled and not dead-lettered.
 
@@ -282,6 +318,7 @@ def _catch_up(
     *,
     now_ms: Callable[[], int],
     until: float | None,
+    archive: ArchiveStore | None = None,
 ) -> PhaseRef | None:
     """Settle the unsettled phases of the table before ``ref``, earliest first; returns the
     one still blocking ``ref`` when time ran out (or it could not be settled here), else None.
@@ -300,7 +337,7 @@ def _catch_up(
             return blocking
         tried = blocking
         # The earliest live phase: nothing before it to catch up, so no recursion.
-        outcome = settle(client, wallet, blocking, now_ms=now_ms)
+        outcome = settle(client, wallet, blocking, now_ms=now_ms, archive=archive)
         metrics.SETTLEMENTS.labels(phase=blocking.phase, outcome=outcome.outcome).inc()
         log.info(
             "earlier_phase_settled_first",
@@ -362,6 +399,7 @@ def settle_within_budget(
     budget_s: float,
     now_ms: Callable[[], int] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    archive: ArchiveStore | None = None,
 ) -> Outcome:
     """:func:`settle`, trying again after transient failures for at most ``budget_s``.
 
@@ -381,7 +419,9 @@ def settle_within_budget(
 
     try:
         return retrying_sync(
-            lambda: settle(client, wallet, ref, now_ms=clock, catch_up_until=catch_up_until),
+            lambda: settle(
+                client, wallet, ref, now_ms=clock, catch_up_until=catch_up_until, archive=archive
+            ),
             task_backoff(budget_s),
             retry_on=is_transient,
             on_retry=note_retry,

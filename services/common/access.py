@@ -57,6 +57,7 @@ def _all(methods: Iterable[str], *identities: str) -> dict[str, frozenset[str]]:
 _AUTH = "/kishpa.auth.v1.AuthService/"
 _MM = "/kishpa.matchmaking.v1.MatchmakingService/"
 _TABLE = "/kishpa.table.v1.TableService/"
+_HISTORY = "/kishpa.table.v1.HistoryService/"
 _WALLET = "/kishpa.wallet.v1.WalletService/"
 _ADMIN = "/kishpa.admin.v1.AdminService/"
 
@@ -115,6 +116,10 @@ ACCESS: Final[Mapping[str, frozenset[str]]] = {
         ),
         PLAYER,
     ),
+    # The round archive (issue 31): a player reads his own games and the rounds he sat in;
+    # support reads any player's history, the wallet's finance tools follow a round.
+    _HISTORY + "ListPlayerGames": frozenset({PLAYER, SUPPORT, WALLET}),
+    _HISTORY + "ListTableRounds": frozenset({PLAYER, SUPPORT, WALLET}),
     # The admin service's own path: closing a table for an operator.
     _TABLE + "CloseTable": frozenset({WALLET}),
     _WALLET + "OpenWallet": frozenset({PLAYER, MATCHMAKING, WORKER}),

@@ -95,6 +95,7 @@ SECRET_FIELDS: Mapping[str, str] = {
     "token_secret_previous": TOKEN_SECRET_ENV + "_PREVIOUS",
     "service_secret_previous": SERVICE_SECRET_ENV + "_PREVIOUS",
     "database_url": "DATABASE_URL",
+    "archive_database_url": "ARCHIVE_DATABASE_URL",
 }
 """Settings that are secrets: each may come from a file, ``<VARIABLE>_FILE`` (a mounted
 Secret in Kubernetes), instead of the environment variable itself."""
@@ -149,6 +150,11 @@ class Settings(BaseSettings):
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", validation_alias="REDIS_URL")
     database_url: str = Field(
         default="sqlite:///var/kishpa-wallet.sqlite3", validation_alias="DATABASE_URL"
+    )
+    # The round archive (docs/architecture.md, "The round archive"): "" = DATABASE_URL.
+    archive_database_url: str = Field(default="", validation_alias="ARCHIVE_DATABASE_URL")
+    archive_retention_days: int = Field(
+        default=400, gt=0, validation_alias="KISHPA_ARCHIVE_RETENTION_DAYS"
     )
     broker_url: str = Field(
         default_factory=_default_broker_url, validation_alias="KISHPA_BROKER_URL"
@@ -347,6 +353,11 @@ class Settings(BaseSettings):
                 except ValueError:
                     raise ValueError(f"{cidr!r} is not an address or CIDR") from None
         return value
+
+    @property
+    def archive_url(self) -> str:
+        """The round archive's database: ``ARCHIVE_DATABASE_URL``, else the wallet's."""
+        return self.archive_database_url or self.database_url
 
     @property
     def grpc_address(self) -> str:

@@ -41,7 +41,7 @@ from typing import Any, Final
 import grpc
 from google.protobuf import descriptor, descriptor_pool, message, message_factory
 
-from kishpa.table.v1 import table_pb2
+from kishpa.table.v1 import history_pb2, table_pb2
 from services.common.errors import InvalidArgument, abort_with
 from services.common.handlers import wrap_handler
 from services.common.logging import get_logger
@@ -198,6 +198,18 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         },
         _T + "CreateTableRequest.client_seed": CLIENT_SEED,
         _T + "JoinTableRequest.client_seed": CLIENT_SEED,
+        # -- history (the round archive; history_pb2 registers these request types)
+        _T + "ListTableRoundsRequest.table_id": TABLE_ID,
+        _T + "ListPlayerGamesRequest.player_id": PLAYER_ID,
+        **{
+            _T + f"{name}.page_token": Text(
+                200, 0, _PAGE_TOKEN, "a token from next_page_token", "BAD_PAGE_TOKEN"
+            )
+            for name in (
+                history_pb2.ListPlayerGamesRequest.DESCRIPTOR.name,
+                history_pb2.ListTableRoundsRequest.DESCRIPTOR.name,
+            )
+        },
         _T + "ContributeRequest.contribution": Text(64, 1, None, "", "BAD_CONTRIBUTION"),
         _T + "ReadyRequest.round": Number(1, 1_000_000, reason="BAD_ROUND"),
         _T + "CreateTableRequest.players": Items(4, reason="BAD_PLAYERS"),
@@ -541,6 +553,7 @@ async def _nothing_around(
 def _kishpa_requests() -> Iterator[descriptor.Descriptor]:
     import kishpa.auth.v1.auth_pb2
     import kishpa.matchmaking.v1.matchmaking_pb2
+    import kishpa.table.v1.history_pb2
     import kishpa.table.v1.table_pb2
     import kishpa.wallet.v1.wallet_pb2
 
@@ -549,6 +562,7 @@ def _kishpa_requests() -> Iterator[descriptor.Descriptor]:
         kishpa.auth.v1.auth_pb2,
         kishpa.matchmaking.v1.matchmaking_pb2,
         kishpa.table.v1.table_pb2,
+        kishpa.table.v1.history_pb2,
         kishpa.wallet.v1.wallet_pb2,
     ):
         for service in module.DESCRIPTOR.services_by_name.values():

@@ -15,7 +15,7 @@ from google.protobuf.descriptor import FileDescriptor
 
 from kishpa.auth.v1 import auth_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2
-from kishpa.table.v1 import table_pb2
+from kishpa.table.v1 import history_pb2, table_pb2
 from kishpa.wallet.v1 import wallet_pb2
 
 
@@ -69,6 +69,8 @@ PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
             "PlayAgain",
         ),
     ),
+    # The round archive: a player's own games and the rounds of tables he played at.
+    (history_pb2.DESCRIPTOR, "HistoryService"): ("table", ("ListPlayerGames", "ListTableRounds")),
     # The player's own wallet, read only (the wallet refuses other accounts to a player).
     (wallet_pb2.DESCRIPTOR, "WalletService"): ("wallet", ("GetBalance", "ListTransfers")),
 }

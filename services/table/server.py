@@ -17,7 +17,7 @@ from typing import Any
 
 import grpc
 
-from kishpa.table.v1 import table_pb2, table_pb2_grpc
+from kishpa.table.v1 import history_pb2, history_pb2_grpc, table_pb2, table_pb2_grpc
 from services.common.auth import ServiceCredentials
 from services.common.limits import Limiter, limiter_from_settings
 from services.common.logging import get_logger
@@ -29,6 +29,8 @@ from services.table import durability, gctune
 from services.table.engine import GameEngine, TableSettings
 from services.table.fanout import StreamHub
 from services.table.hand_engine import HandEngine
+from services.table.history import History
+from services.table.history_servicer import HistoryServicer
 from services.table.kishpa_engine import KishpaEngine
 from services.table.service import Tables
 from services.table.servicer import TableServicer
@@ -44,6 +46,7 @@ from shared.tls import reloading_aio_channel
 log = get_logger(__name__)
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
+HISTORY_SERVICE_NAME = history_pb2.DESCRIPTOR.services_by_name["HistoryService"].full_name
 ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
 BALANCES_CALLER = "table"
 """The service name on the table service's own credential (it reads wallet balances)."""
@@ -161,13 +164,25 @@ async def use_durability(tables: Tables) -> None:
         )
 
 
-def registration(tables: Tables, defaults: TableSettings | None = None) -> ServiceRegistration:
+def registration(
+    tables: Tables, defaults: TableSettings | None = None, history: History | None = None
+) -> ServiceRegistration:
     """The table servicer, ready for ``create_server`` (``defaults``: the timers a
-    CreateTable leaving them unset gets, from KISHPA_TABLE_*)."""
+    CreateTable leaving them unset gets, from KISHPA_TABLE_*; ``history``: the round
+    archive GetRoundRecord reads first)."""
     return ServiceRegistration(
         SERVICE_NAME,
-        TableServicer(tables, defaults),
+        TableServicer(tables, defaults=defaults, history=history),
         table_pb2_grpc.add_TableServiceServicer_to_server,
+    )
+
+
+def history_registration(history: History) -> ServiceRegistration:
+    """The history servicer (the round archive's reads), ready for ``create_server``."""
+    return ServiceRegistration(
+        HISTORY_SERVICE_NAME,
+        HistoryServicer(history),
+        history_pb2_grpc.add_HistoryServiceServicer_to_server,
     )
 
 
@@ -231,8 +246,12 @@ def create_table_server(
     channel, balances = wallet_balances(settings) if read_balances else (None, None)
     tables = build_tables(redis, enqueue, hub, settings.stakes(), balances)
     limiter = limiter_from_settings(settings)
+    history = History(settings.archive_url)
     server = create_server(
-        [registration(tables, settings.table_defaults())],
+        [
+            registration(tables, settings.table_defaults(), history),
+            history_registration(history),
+        ],
         settings,
         address=address,
         options=options,
@@ -257,7 +276,11 @@ async def _serve(settings: Settings) -> int:
         gctune.tune()
         await hub.start()
         task = asyncio.create_task(run_timers(tables, stop_timers))
-        registrations = [registration(tables, settings.table_defaults())]
+        history = History(settings.archive_url)
+        registrations = [
+            registration(tables, settings.table_defaults(), history),
+            history_registration(history),
+        ]
         gctune.freeze_startup()  # what start-up allocated is never walked again
         gctune.measure()  # pauses from here on (not the start-up collection)
         return registrations

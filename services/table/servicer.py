@@ -12,17 +12,15 @@ from typing import Any
 
 import grpc
 
-from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import Service, current_caller, current_player, require_service
-from services.common.errors import InvalidArgument, PermissionDenied
-from services.common.games import GAME_ENUMS
+from services.common.errors import InvalidArgument, NotFound, PermissionDenied
 from services.table.convert import Converter, groups_from, settings_from
 from services.table.engine import Action, TableSettings
+from services.table.history import History, personal
 from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
 from services.table.wire_enums import DRAW_SOURCE_NAMES, GROUP_KIND_NAMES, RUN_END_NAMES
-from services.table.wire_events import timestamp
 
 MAX_TABLE_ID = 64
 MAX_CLOSE_REASON = 500
@@ -57,9 +55,15 @@ def _seating(explicit: str, explicit_name: str) -> tuple[str, str, str | None]:
 class TableServicer(table_pb2_grpc.TableServiceServicer):
     """The table RPCs over :class:`~services.table.service.Tables`."""
 
-    def __init__(self, tables: Tables, defaults: TableSettings | None = None) -> None:
+    def __init__(
+        self,
+        tables: Tables,
+        defaults: TableSettings | None = None,
+        history: History | None = None,
+    ) -> None:
         self.tables = tables
         self.defaults = defaults or TableSettings()
+        self.history = history
         self.convert = Converter(tables.face)
 
     def _view(self, result: ActResult) -> table_pb2.TableView:
@@ -267,67 +271,28 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         self, request: table_pb2.GetRoundRecordRequest, context: Context
     ) -> table_pb2.GetRoundRecordResponse:
         player_id, _ = _player()
-        record = await round_record(
-            self.tables.store, _table_id(request.table_id), request.round, player_id
-        )
-        return table_pb2.GetRoundRecordResponse(
-            record=table_pb2.RoundRecord(
-                table_id=record.table_id,
-                round=record.round_no,
-                player_ids=record.players,
-                starter_seat=record.starter,
-                my_seat=record.my_seat,
-                shuffle_commitment=record.commitment,
-                server_seed=record.server_seed,
-                client_seeds=[s or "" for s in record.client_seeds],
-                kishpa=record.kishpa,
-                replaced_kishpa=record.replacement_kishpa,
-                replacement_kishpa=record.replacement_kishpa,
-                kishpa_tile_id=record.kishpa_id,
-                replacement_kishpa_tile_id=record.replacement_id,
-                dolls_returned_ids=record.dolls_returned,
-                dealt_tile_ids=record.dealt,
-                pile_draws=[
-                    table_pb2.PileDraw(tile_id=t, pile_left=n) for t, n in record.pile_draws
-                ],
-                hand_size=record.hand_size,
-                game=GAME_ENUMS.get(record.game, common_pb2.GAME_KISHPA),
-                top_discard_id=record.top_discard or 0,
-                top_discard_card_id=record.top_discard,
-                dealt_hands=[
-                    table_pb2.SeatDeal(seat=seat, tile_ids=tiles)
-                    for seat, tiles in sorted(record.hands.items())
-                ],
-                draws=[
-                    table_pb2.TableDraw(seat=seat, tile_id=tile, pile_left=left)
-                    for seat, tile, left in record.draws
-                ],
-                precommitment=record.precommitment,
-                precommitment_event_id=record.precommitment_event_id,
-                contributions=[
-                    table_pb2.Contribution(seat=seat, contribution=text, event_id=event_id)
-                    for seat, text, event_id in record.contributions
-                ],
-                deal_event_id=record.deal_event_id,
-                seat_client_seeds=record.seat_client_seeds,
-                cards_left=[
-                    table_pb2.SeatDeal(seat=seat, tile_ids=cards)
-                    for seat, cards in sorted(record.cards_left.items())
-                ],
-                moves=[
-                    table_pb2.SeatMove(seat=seat, kind=kind, tile_ids=tiles, event_id=event_id)
-                    for seat, kind, tiles, event_id in record.moves
-                ],
-                record_version=record.record_version,
-                bot_seats=record.bot_seats,
-                declared_seats=record.declared_seats,
-                awaited_seats=record.awaited_seats,
-                autoplay_seats=record.autoplay_seats,
-                awaited_until=(
-                    timestamp(record.awaited_until_ms) if record.awaited_until_ms else None
-                ),
+        table_id = _table_id(request.table_id)
+        if request.round < 1:
+            raise NotFound("ROUND_NOT_FOUND", "rounds are numbered from 1")
+        # The archive first: a settled round is there, whether or not the table still is.
+        archived, known = (None, False)
+        if self.history is not None:
+            archived, known = await self.history.round_record(table_id, request.round)
+        if archived is not None:
+            record = personal(archived, player_id)
+            if record is None:
+                raise PermissionDenied(
+                    "NOT_SEATED", f"you did not play round {request.round} of this table"
+                )
+        elif known:
+            raise NotFound(
+                "ROUND_NOT_FOUND",
+                f"round {request.round} of table {table_id} is archived without its record "
+                "(the table was gone before it settled)",
             )
-        )
+        else:
+            record = await round_record(self.tables.store, table_id, request.round, player_id)
+        return table_pb2.GetRoundRecordResponse(record=record)
 
     async def Contribute(
         self, request: table_pb2.ContributeRequest, context: Context

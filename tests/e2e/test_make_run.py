@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -123,6 +124,19 @@ def test_make_run_serves_bots_through_a_worker_kill_and_settles_then_stops_on_ct
             time.sleep(1)
         assert '"ok": true' in reconcile, reconcile
         assert settled_phases()[1] >= 20  # 5 tables x 2 rounds x 2 phases, all settled
+        # `make run` migrated the round archive into the wallet's file; every ended round
+        # is in it exactly once, the worker kill notwithstanding.
+        ends = sum(
+            1
+            for key in tables.scan_iter(match=keys.outbox("*"))
+            for field in tables.hkeys(key)
+            if field.endswith(b":end")
+        )
+        with sqlite3.connect(tmp_path / "var" / "kishpa-wallet.sqlite3") as archive:
+            rows = archive.execute(
+                "SELECT count(*), count(DISTINCT table_id || ':' || round_no) FROM archive_rounds"
+            ).fetchone()
+        assert rows == (ends, ends)
         tables.close()
     finally:
         stack.send_signal(signal.SIGINT)

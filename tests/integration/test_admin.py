@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,6 +43,7 @@ from shared import keys
 from shared.phase_record import PhaseRef, parse_phase_record
 from tests.conftest import TEST_DATABASE_URL, TEST_REDIS_URL
 from tests.reference_settlement import kishpa_phase
+from workers.archive_write import archive_store
 from workers.settlement import settle
 from workers.wallet_client import WalletClient
 
@@ -301,7 +303,7 @@ async def test_credit_and_debit_are_batches_with_audit_entries_and_players_are_r
 
 
 async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconciles(
-    stack: Stack, wallet_db: str
+    stack: Stack, wallet_db: str, tmp_path: Path
 ) -> None:
     players = ids(3)
     tables = stack.tables
@@ -346,8 +348,10 @@ async def test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconci
         raw = sync.hget(keys.outbox(table_id), ref.field)
         assert raw is not None
         record = parse_phase_record(raw)
+        # The settlement writes its round archive (a file of the test's own).
+        archive = archive_store(f"sqlite:///{tmp_path / 'archive.sqlite3'}")
         outcome = await asyncio.to_thread(
-            settle, sync, wallet, ref, now_ms=lambda: int(time.time() * 1000)
+            settle, sync, wallet, ref, now_ms=lambda: int(time.time() * 1000), archive=archive
         )
         assert outcome.outcome == "settled"
         # Who paid the bowl, from the rules by the tests' reference (no code shared with the

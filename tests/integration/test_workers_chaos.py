@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
+from archive.database import create_archive_engine
+from archive.schema import rounds
+from archive.store import ArchiveStore
 from shared import keys
 from tests.integration.workers_support import (
     KISHPA,
@@ -156,6 +160,42 @@ def _distribution(values: list[float]) -> str:
     )
 
 
+def _assert_archived_once(
+    url: str, table: str, outbox: dict[str, bytes], settled: dict[str, Any]
+) -> None:
+    """The round archive (the worker's default: the wallet's own database) holds each ended
+    round of the table exactly once, with the batches Redis says settled it and the nets
+    the settlement reference computes, however the kills fell."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(rounds.c.round_no, sa.func.count())
+                .where(rounds.c.table_id == table)
+                .group_by(rounds.c.round_no)
+            ).all()
+    finally:
+        engine.dispose()
+    ended = sorted(int(f.split(":")[0]) for f in outbox if f.endswith(":end"))
+    assert sorted((r, n) for r, n in rows) == [(r, 1) for r in ended], table
+    store = ArchiveStore(create_archive_engine(url))
+    try:
+        for round_no in ended:
+            row = store.round(table, round_no)
+            assert row is not None
+            fields = [f"{round_no}:start", f"{round_no}:end"]
+            assert row.batch_ids == tuple(
+                settled[f]["batch_id"] for f in fields if settled[f]["batch_id"]
+            )
+            net: dict[str, int] = {}
+            for field_name in fields:
+                record = parse_phase_record(outbox[field_name])
+                add_movements(net, kishpa_movements(record.phase, record.record))
+            assert row.results == {p: net.get(p, 0) for p in row.players}, (table, round_no)
+    finally:
+        store.engine.dispose()
+
+
 def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_restart(
     stack: Stack,
 ) -> None:
@@ -234,6 +274,7 @@ def test_bot_tables_settle_every_phase_exactly_once_soon_after_each_worker_resta
             balance = wallet.balance(f"player:{player}")
             assert balance == STARTING_TOKENS + expected.get(player, 0), (table, player)
         assert wallet.balance(f"bowl:{table}") == expected.get("bowl", 0)
+        _assert_archived_once(stack.wallet.url, table, outbox, history.settled_data(table))
     from services.wallet.reconcile import reconcile_url
 
     assert list(reconcile_url(stack.wallet.url).discrepancies) == []

@@ -21,9 +21,11 @@ import pytest
 import redis
 from celery import Celery
 
+from archive.database import create_archive_engine
+from archive.store import ArchiveStore, PhaseRow
 from devkit.phase_samples import phase_entry, poisoned_end_record, round_record
 from shared import keys, stream
-from shared.phase_record import PhaseRef
+from shared.phase_record import PhaseRef, parse_phase_record
 from tests.integration.workers_support import (
     SHARED,
     STARTING_TOKENS,
@@ -509,3 +511,29 @@ def test_rabbitmq_works_as_the_broker(wallet: Wallet, tmp_dir: Path, tables: Tab
         with sender.connection_for_write() as connection:
             connection.default_channel.queue_delete(worker.queue)
             connection.default_channel.exchange_delete(worker.queue)
+
+
+def test_an_archive_holding_other_facts_for_the_phase_dead_letters_it_unsettled(
+    worker: Worker, tmp_dir: Path, tables: Tables
+) -> None:
+    """Two different truths about one phase are a bug to look at: the phase is not marked
+    settled (so Redis keeps it) and goes to the dead-letter list as ARCHIVE_CONFLICT."""
+    table, players = tables.new()
+    ref = tables.write_phase(table, 1, "start", round_record(players))
+    record = parse_phase_record(tables.client.hget(keys.outbox(table), ref.field) or b"")
+    # The worker's archive: its default, the embedded SQLite file it created at start.
+    store = ArchiveStore(
+        create_archive_engine(f"sqlite:///{tmp_dir / 'var' / 'kishpa-wallet.sqlite3'}")
+    )
+    try:
+        store.write_phase(
+            PhaseRow(table, 1, "start", record.created_ms, "kishpa", "not-the-batch", ()), now_ms=1
+        )
+        outcome = _send(worker.sender(), ref).get(timeout=30)
+    finally:
+        store.engine.dispose()
+    assert outcome["outcome"] == "dead_letter"
+    assert "ARCHIVE_CONFLICT" in outcome["reason"]
+    assert tables.settled(ref) is None
+    (dead,) = [d for d in list_dead_letters(tables.client, limit=10_000) if d.table_id == table]
+    assert "ARCHIVE_CONFLICT" in dead.reason

@@ -352,10 +352,11 @@ class Worker:
 
 
 def start_table_service(
-    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str
+    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str, name: str = "table", **extra: str
 ) -> tuple[Process, int]:
-    """A real ``kishpa serve table`` on ``worker``'s backend that enqueues to its queue;
-    returns the process and its port."""
+    """A real ``kishpa serve table`` on ``worker``'s backend that enqueues to its queue
+    (``extra``: more environment, e.g. ``ARCHIVE_DATABASE_URL``); returns the process and
+    its port."""
     port = free_port()
     env = worker.backend.env(
         KISHPA_TOKEN_SECRET=token_secret,
@@ -364,8 +365,9 @@ def start_table_service(
         KISHPA_METRICS_PORT=str(free_port()),
         KISHPA_WORKER_QUEUE=worker.queue,
         KISHPA_WALLET_ADDR=wallet.addr,
+        **extra,
     )
-    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
+    process = Process("table", [KISHPA, "serve", "table"], env, tmp / f"{name}.log").start()
     wait_for(lambda: port_open(port), 30, "the table service to listen")
     return process, port
 
@@ -385,6 +387,7 @@ class TableHistory:
         self.poll_s = poll_s
         self._records: dict[tuple[str, str], bytes] = {}
         self._settled: list[tuple[str, str, int]] = []
+        self._settled_data: dict[tuple[str, str], dict[str, Any]] = {}
         self._cursor: dict[str, str] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -425,6 +428,7 @@ class TableHistory:
                         event = stream.decode(fields)
                         phase = f"{event.round}:{event.data['phase']}"
                         self._settled.append((table, phase, int(event.data["settled_ms"])))
+                        self._settled_data[(table, phase)] = dict(event.data)
 
     def records(self, tables: list[str] | None = None) -> dict[tuple[str, str], bytes]:
         """(table, "<round>:<phase>") -> the phase record, of every phase ever written."""
@@ -436,6 +440,12 @@ class TableHistory:
         when settlement is exactly once)."""
         with self._lock:
             return [(t, f) for t, f, _ in self._settled if tables is None or t in tables]
+
+    def settled_data(self, table: str) -> dict[str, dict[str, Any]]:
+        """The table's "<round>:<phase>" -> its ``settled`` event data (``batch_id``,
+        ``balances``, ``settled_ms``, ``postings``), the last one seen per phase."""
+        with self._lock:
+            return {f: d for (t, f), d in self._settled_data.items() if t == table}
 
     def settled_ms(self) -> dict[tuple[str, str], int]:
         """(table, "<round>:<phase>") -> when it was settled (its ``settled`` event says)."""

@@ -9,7 +9,7 @@ import pytest
 from kishpa.admin.v1 import admin_pb2
 from kishpa.auth.v1 import auth_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2
-from kishpa.table.v1 import table_pb2
+from kishpa.table.v1 import history_pb2, table_pb2
 from kishpa.wallet.v1 import wallet_pb2
 from services.common.access import ACCESS, WORKLOADS, allowed, markdown_table, refusal
 
@@ -22,7 +22,7 @@ END = "<!-- access-table:end -->"
 
 def contract_methods() -> set[str]:
     methods = set()
-    for module in (admin_pb2, auth_pb2, matchmaking_pb2, table_pb2, wallet_pb2):
+    for module in (admin_pb2, auth_pb2, matchmaking_pb2, table_pb2, history_pb2, wallet_pb2):
         for service in module.DESCRIPTOR.services_by_name.values():
             methods.update(f"/{service.full_name}/{m.name}" for m in service.methods)
     return methods

@@ -184,8 +184,8 @@ def _kishpa_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_compose_runs_every_process_with_its_settings(compose: dict[str, Any]) -> None:
     services = _kishpa_services(compose)
     # The reconcile and drift CronJobs' work is done by the workers on a laptop (beat
-    # schedules both).
-    assert set(services) == set(WORKLOADS) - {"reconcile", "drift"}
+    # schedules both); a laptop's archive needs no retention job.
+    assert set(services) == set(WORKLOADS) - {"reconcile", "drift", "history-prune"}
     assert {"redis", "postgres"} <= set(compose["services"])
     for name, service in services.items():
         workload = WORKLOADS[name]

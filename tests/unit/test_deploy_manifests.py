@@ -36,7 +36,9 @@ EXPECTED_PROBLEMS = {
     "secret-in-configmap": "KISHPA_TOKEN_SECRET: a secret must live in a Secret",
     "secret-over-granted": "Deployment/matchmaking: gets DATABASE_URL",
     "committed-secret": "Secret/kishpa-token-key: Secrets must not be committed",
-    "table-reaches-postgres": "postgres:5432 is reachable from table, which must not reach it",
+    "matchmaking-reaches-postgres": (
+        "postgres:5432 is reachable from matchmaking, which must not reach it"
+    ),
     "no-default-deny": "no default deny-all NetworkPolicy",
     "prod-endpoint-moved": "postgres:5432 is not reachable from wallet, which needs it",
     "prod-dev-image": "production image 'kishpa:dev' must be a released tag",

@@ -52,6 +52,36 @@ def test_a_paying_phase_settled_by_its_batch_is_no_difference() -> None:
     assert found == []
 
 
+def _differ(paid: tuple[Posting, ...]) -> str:
+    ledger = LedgerFacts(bowl=0, pot=0, batches=(LedgerBatch(41, f"kishpa:{TABLE}:1:end", paid),))
+    found = compare(TABLE, facts(PAYING, "41"), OPEN, ledger, expected, settled_still=True)
+    assert [d.check for d in found] == ["postings_differ"]
+    return found[0].detail
+
+
+def test_a_posting_of_another_amount_is_named_with_the_field_that_differs() -> None:
+    detail = _differ(
+        (Posting(f"player:{TABLE}:b", f"player:{TABLE}:a", 5, "win", TABLE, 1, "end"),)
+    )
+    assert detail == (
+        f"phase 1:end batch 41: player:{TABLE}:b->player:{TABLE}:a win: amount 3 by the rules, "
+        "5 in the ledger"
+    )
+
+
+def test_an_empty_side_is_said_in_words() -> None:
+    detail = _differ(())
+    assert f"the rules give, the ledger lacks: player:{TABLE}:b->player:{TABLE}:a 3 win" in detail
+    assert "the ledger's batch holds no posting of this phase" in detail
+    assert ", the ledger holds ," not in detail
+    extra = Posting(f"player:{TABLE}:a", f"player:{TABLE}:c", 2, "bonus_one", TABLE, 1, "end")
+    detail = _differ((*PAID, extra))
+    assert detail == (
+        f"phase 1:end batch 41: the ledger holds, the rules do not give: "
+        f"player:{TABLE}:a->player:{TABLE}:c 2 bonus_one"
+    )
+
+
 def test_a_batch_of_a_round_trimmed_from_redis_is_no_difference_a_later_one_is() -> None:
     """Round 1 settled and left Redis (settle.lua trims it once round 2's end is settled:
     ``trimmed_round`` 1): its batch names a phase Redis no longer holds, rightly. A batch of a

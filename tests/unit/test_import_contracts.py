@@ -20,7 +20,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (
-    "games", "shared", "services", "workers", "cli", "sdk", "kishpa",
+    "games", "shared", "archive", "services", "workers", "cli", "sdk", "kishpa",
     "devkit", "benchmarks", "tests",
 )  # fmt: skip
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
