@@ -5,7 +5,8 @@ tables say happened is what the ledger holds, and reports each difference with w
 It reads each side only through its contract: the outbox and settled hashes through
 ``shared`` (the settlement hand-off the workers already own), the table's bowl and pot and
 whether it is closed through the table service's ``GetTable``, and the ledger through the
-wallet's finance RPCs (``GetTableLedger``, ``ListTableAccounts``). The run is stored by
+wallet's finance RPCs (``GetTableLedger``, ``ListTableAccounts``, and ``GetAccountStatement``
+for the balances the table shows, compared as of the batch that wrote them). The run is stored by
 the wallet (``RecordReconciliationRun``) and counted in metrics an alert fires on.
 
 Tables looked at: every table with an outbox in Redis (every table that ever moved money,
