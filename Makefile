@@ -20,7 +20,7 @@ help: ## List the targets
 LOCK := requirements/dev.lock
 UV_VERSION := 0.13.9
 
-$(VENV)/.installed: $(LOCK)
+$(VENV)/.installed: $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)
 	$(MAKE) --no-print-directory proto
