@@ -618,7 +618,9 @@ def _check_the_whole_game_on_a_phone(
     # never changed, and it was never open over a dealt deal (no turn clock behind it); the
     # next deal came only once the pause passed (then "Deal 2 summary" shows the same record).
     hold = result["hold"]
-    assert hold["heldMs"] >= 60_000
+    # Open the whole minute, or until the pause (as long: its deadline is counted from the
+    # deal's end, the page's minute from the summary's first sight) dealt the next deal.
+    assert hold["heldMs"] >= 60_000 or hold["heldMs"] == hold["dealtAtMs"] >= 58_000, hold
     assert hold["first"].startswith("Deal 2 of 7:"), hold["first"]
     assert hold["samples"] >= 200
     assert hold["changed"] == 0

@@ -63,12 +63,31 @@ async function tap(page, locator, what) {
 
 /** A tap; on a page that redraws on every bot move, a press of the button as it is. */
 async function pressAnyway(locator) {
-  await locator.tap({ timeout: 8000 }).catch(() => locator.dispatchEvent("click"));
+  await locator.tap({ timeout: 8000 }).catch(() => locator.dispatchEvent("click", null, { timeout: 5000 }).catch(() => {}));
+}
+
+/**
+ * A finger's tap: where the control is on the screen, if it shows there (brought into view
+ * within its own scroll box, as a thumb would: that moves the page only if the control is
+ * off the screen). Playwright's tap retries a control the page redrew meanwhile by aligning
+ * it to the screen's bottom edge, which scrolls the page under the dock: no player does that.
+ */
+async function fingerTap(page, locator) {
+  const at = await locator.first().evaluate((el) => {
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });
+    const r = el.getBoundingClientRect();
+    const x = r.left + r.width / 2;
+    const y = r.top + r.height / 2;
+    const hit = document.elementFromPoint(x, y);
+    return { x, y, shows: !!hit && (hit === el || el.contains(hit)) };
+  }, null, { timeout: 8000 });
+  if (!at.shows) return locator.tap({ timeout: 8000 }); // covered: as Playwright would
+  await page.touchscreen.tap(at.x, at.y);
 }
 
 async function tapOnce(page, locator, what) {
   try {
-    await locator.tap({ timeout: 8000 });
+    await fingerTap(page, locator);
   } catch (err) {
     // The page redraws on every event; on a loaded machine a button can be replaced between
     // Playwright's stability checks for seconds. It is still there: press it as it is.
@@ -248,7 +267,8 @@ async function holdSummary(page, ms) {
     const firstRound = round();
     const pause = document.querySelector('[data-testid="pause"]')?.textContent ?? "";
     const out = { first, firstRound, pause, samples: 0, changed: 0, openWithNextDeal: 0, closedAtMs: null, dealtAtMs: null };
-    while (Date.now() - t0 < ms) {
+    // The minute, then on until the next deal comes (the pause, as long, ends about now).
+    while (Date.now() - t0 < ms || (round() === firstRound && Date.now() - t0 < ms + 15000)) {
       await new Promise((r) => setTimeout(r, 250));
       const text = record();
       const at = Date.now() - t0;
@@ -258,7 +278,7 @@ async function holdSummary(page, ms) {
       if (text === null) out.closedAtMs ??= at;
       if (round() !== firstRound) out.dealtAtMs ??= at;
     }
-    out.heldMs = Date.now() - t0;
+    out.heldMs = out.dealtAtMs ?? Date.now() - t0;
     out.pauseLeftMs = 1000 * Number(/in (\d+) s/.exec(pause)?.[1] ?? "NaN");
     out.stillOpen = record() !== null;
     return out;
@@ -267,10 +287,11 @@ async function holdSummary(page, ms) {
     // The pause passed and the next deal began: the summary went to the record.
     await pressAnyway(page.getByTestId("last-summary"));
     await page.getByTestId("summary").waitFor({ timeout: 5000 });
+    await settle(2000); // the reopened record stays open while the bots play the next deal
   }
   hold.after = await record();
   hold.afterRound = await page.getByTestId("table").getAttribute("data-round");
-  await pressAnyway(page.getByTestId("close-summary"));
+  if (await page.getByTestId("close-summary").count()) await pressAnyway(page.getByTestId("close-summary"));
   await page.getByTestId("summary").waitFor({ state: "detached", timeout: 10000 });
   return hold;
 }

@@ -267,8 +267,9 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       if (hint && !isHand() && saved.arranged.length === 0 && round!.myRack!.tiles.length >= 14) await arrange();
     }
     if (!live) hint = null;
-    if (summary && round && round.round > summary.round) {
+    if (summary && summary !== record && round && round.round > summary.round) {
       // The next deal began: the summary goes (unchanged) to the record, the table shows.
+      // (A record the player reopened stays open while the next deal plays on.)
       record = summary;
       dismissed = summary.round;
       sessionStorage.setItem(`${storeKey}.dismissed`, String(dismissed));
