@@ -14,7 +14,8 @@ const [base, out, dealsArg] = process.argv.slice(2);
 const deals = Number(dealsArg ?? "7");
 mkdirSync(out, { recursive: true });
 const started = Date.now();
-const result = { axe: {}, sideScroll: {}, smallTargets: {}, moves: {}, refusals: [], deals: [], timings: {} };
+const result = { axe: {}, sideScroll: {}, smallTargets: {}, moves: {}, refusals: [], deals: [], timings: {}, scroll: [] };
+let game = "hand"; // which game's turns the scroll measurements belong to
 const count = (what) => (result.moves[what] = (result.moves[what] ?? 0) + 1);
 
 /** Checks a screen: axe-core, no sideways scroll, 44 px targets. */
@@ -34,9 +35,59 @@ async function answered(page) {
   return page.evaluate(() => document.querySelector('[data-testid="status"]')?.textContent ?? "");
 }
 
+/** The page's vertical scroll: a turn on a phone needs none (issue 33). */
+const scrollY = (page) => page.evaluate(() => window.scrollY);
+
+/** Notes the page's scroll before and after a tap of a turn (both must be 0). */
+async function measured(page, what, act) {
+  const before = await scrollY(page);
+  const layout = () =>
+    page.evaluate(() => {
+      const box = (sel) => {
+        const r = document.querySelector(sel)?.getBoundingClientRect();
+        return r ? [Math.round(r.top), Math.round(r.bottom)] : null;
+      };
+      return { top: box(".table-top"), dock: box(".dock"), max: document.querySelector(".table-top")?.style.maxHeight, inner: window.innerHeight };
+    });
+  const was = await layout();
+  const done = await act();
+  const after = await scrollY(page);
+  // Where the table and the dock were, when a tap scrolled the page (to tell why).
+  result.scroll.push({ game, what, before, after, ...(after !== before ? { was, now: await layout() } : {}) });
+  return done;
+}
+
 async function tap(page, locator, what) {
+  return measured(page, what, () => tapOnce(page, locator, what));
+}
+
+/** A tap; on a page that redraws on every bot move, a press of the button as it is. */
+async function pressAnyway(locator) {
+  await locator.tap({ timeout: 8000 }).catch(() => locator.dispatchEvent("click", null, { timeout: 5000 }).catch(() => {}));
+}
+
+/**
+ * A finger's tap: where the control is on the screen, if it shows there (brought into view
+ * within its own scroll box, as a thumb would: that moves the page only if the control is
+ * off the screen). Playwright's tap retries a control the page redrew meanwhile by aligning
+ * it to the screen's bottom edge, which scrolls the page under the dock: no player does that.
+ */
+async function fingerTap(page, locator) {
+  const at = await locator.first().evaluate((el) => {
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });
+    const r = el.getBoundingClientRect();
+    const x = r.left + r.width / 2;
+    const y = r.top + r.height / 2;
+    const hit = document.elementFromPoint(x, y);
+    return { x, y, shows: !!hit && (hit === el || el.contains(hit)) };
+  }, null, { timeout: 8000 });
+  if (!at.shows) return locator.tap({ timeout: 8000 }); // covered: as Playwright would
+  await page.touchscreen.tap(at.x, at.y);
+}
+
+async function tapOnce(page, locator, what) {
   try {
-    await locator.tap({ timeout: 8000 });
+    await fingerTap(page, locator);
   } catch (err) {
     // The page redraws on every event; on a loaded machine a button can be replaced between
     // Playwright's stability checks for seconds. It is still there: press it as it is.
@@ -55,7 +106,7 @@ const melds = (page) =>
   page.getByTestId("meld").evaluateAll((els) =>
     els.map((e) => ({ id: e.dataset.meld, faces: [...e.querySelectorAll(".group [data-face]")].map((t) => t.dataset.face), layOff: !!e.querySelector('[data-testid="lay-off"]'), release: !!e.querySelector('[data-testid="release"]') })),
   );
-const pickTile = (page, id) => page.locator(`[data-testid="rack-tile"][data-id="${id}"]`).tap();
+const pickTile = (page, id) => measured(page, "pick", () => page.locator(`[data-testid="rack-tile"][data-id="${id}"]`).tap());
 const meldButton = (page, meldId, id) => page.locator(`[data-testid="meld"][data-meld="${meldId}"] [data-testid="${id}"]`);
 
 /** A card of the rack that fits a meld's end (or a set's missing suit), by the rules' values. */
@@ -185,6 +236,114 @@ async function readSummary(page, final) {
   }));
 }
 
+/**
+ * Leaves a deal's summary open for `ms` by the page's clock, reading it every 250 ms: its
+ * record (everything but the fairness line and the live footer: the pause, Ready) must not
+ * change, and the next deal may come only once the pause shown at the start has passed —
+ * the page then closes the summary itself, and "Deal N summary" must show the same record.
+ */
+async function holdSummary(page, ms) {
+  // The payments line is part of the record once read (mid-game Hand: "No tokens move…").
+  await page.waitForFunction(() => !!document.querySelector('[data-testid="summary"] [data-testid="payments"]'), null, { timeout: 20000 }).catch(() => {});
+  const record = () =>
+    page.evaluate(() => {
+      const s = document.querySelector('[data-testid="summary"]');
+      if (!s) return null;
+      const copy = s.cloneNode(true);
+      for (const live of copy.querySelectorAll('[data-testid="fairness"], .summary-actions')) live.remove();
+      return copy.textContent;
+    });
+  const hold = await page.evaluate(async (ms) => {
+    const record = () => {
+      const s = document.querySelector('[data-testid="summary"]');
+      if (!s) return null;
+      const copy = s.cloneNode(true);
+      for (const live of copy.querySelectorAll('[data-testid="fairness"], .summary-actions')) live.remove();
+      return copy.textContent;
+    };
+    const round = () => document.querySelector('[data-testid="table"]')?.getAttribute("data-round") ?? "";
+    const t0 = Date.now();
+    const first = record();
+    const firstRound = round();
+    const pause = document.querySelector('[data-testid="pause"]')?.textContent ?? "";
+    const out = { first, firstRound, pause, samples: 0, changed: 0, openWithNextDeal: 0, closedAtMs: null, dealtAtMs: null };
+    // The minute, then on until the next deal comes (the pause, as long, ends about now).
+    while (Date.now() - t0 < ms || (round() === firstRound && Date.now() - t0 < ms + 15000)) {
+      await new Promise((r) => setTimeout(r, 250));
+      const text = record();
+      const at = Date.now() - t0;
+      out.samples += 1;
+      if (text !== null && text !== first) out.changed += 1;
+      if (text !== null && round() !== firstRound) out.openWithNextDeal += 1;
+      if (text === null) out.closedAtMs ??= at;
+      if (round() !== firstRound) out.dealtAtMs ??= at;
+    }
+    out.heldMs = out.dealtAtMs ?? Date.now() - t0;
+    out.pauseLeftMs = 1000 * Number(/in (\d+) s/.exec(pause)?.[1] ?? "NaN");
+    out.stillOpen = record() !== null;
+    return out;
+  }, ms);
+  if (!hold.stillOpen) {
+    // The pause passed and the next deal began: the summary went to the record.
+    await pressAnyway(page.getByTestId("last-summary"));
+    await page.getByTestId("summary").waitFor({ timeout: 5000 });
+    await settle(2000); // the reopened record stays open while the bots play the next deal
+  }
+  hold.after = await record();
+  hold.afterRound = await page.getByTestId("table").getAttribute("data-round");
+  if (await page.getByTestId("close-summary").count()) await pressAnyway(page.getByTestId("close-summary"));
+  await page.getByTestId("summary").waitFor({ state: "detached", timeout: 10000 });
+  return hold;
+}
+
+/** "Leave" on the player's turn: the cost in tokens first, then Stay keeps the seat. */
+async function leaveAndStay(page) {
+  return measured(page, "leave", async () => {
+    await page.getByTestId("leave").tap();
+    await page.getByTestId("leave-dialog").waitFor({ timeout: 5000 });
+    const cost = await page.getByTestId("leave-cost").textContent();
+    const dialogs = await page.getByTestId("leave-cost").count();
+    await check(page, "hand leave");
+    await page.screenshot({ path: `${out}/phone-hand-leave.png` });
+    await page.getByTestId("stay").tap();
+    await page.getByTestId("leave-dialog").waitFor({ state: "detached", timeout: 5000 });
+    const draw = await shown(page, "draw");
+    return { cost, dialogs, stayed: (await page.getByTestId("table").count()) === 1, drawAfterStay: draw };
+  });
+}
+
+/** The game's end: its headline and the player's result, then "Play again" to the new table. */
+async function gameEndAndPlayAgain(page) {
+  const end = await page.evaluate(() => ({
+    title: document.querySelector("#summary-title")?.textContent ?? "",
+    myResult: document.querySelector('[data-testid="my-result"]')?.textContent ?? "",
+    rule: document.querySelector('[data-testid="pot-split"]')?.textContent ?? "",
+  }));
+  const again = page.getByTestId("summary").getByTestId("play-again"); // (the dock has one too)
+  await again.waitFor({ timeout: 30000 });
+  end.buttons = await page.locator('[data-testid="summary"] .summary-actions button, [data-testid="summary"] .summary-actions a').allTextContents();
+  await measured(page, "play again", () => again.tap());
+  await page.waitForFunction((old) => location.hash.startsWith("#/table/") && !location.hash.endsWith(old), result.handTableId, { timeout: 30000 });
+  end.newTableId = page.url().split("/").pop();
+  await page.getByTestId("rack").waitFor({ timeout: 30000 });
+  end.newPot = await page.getByTestId("pot").textContent();
+  await check(page, "hand play again");
+  await page.screenshot({ path: `${out}/phone-hand-play-again.png` });
+  end.token = await page.evaluate(() => JSON.parse(localStorage.getItem("kishpa.session") ?? "{}").token);
+  // The new game's buy-in is paid before the Kishpa round counts its balances.
+  const expected = String(Number(result.deals.at(-1).walletBalance) - 10);
+  await page.evaluate(() => (location.hash = "#/"));
+  await page.getByTestId("lobby").waitFor();
+  end.lobbyBalance = await page
+    .waitForFunction((want) => {
+      const shown = document.querySelector('[data-testid="lobby-balance"]')?.textContent ?? "";
+      return shown === want ? shown : false;
+    }, expected, { timeout: 30000, polling: 250 })
+    .then((h) => h.jsonValue())
+    .catch(() => page.getByTestId("lobby-balance").textContent());
+  return end;
+}
+
 async function chooseInLobby(page, game, stake) {
   await page.evaluate(() => (location.hash = "#/"));
   await page.getByTestId("lobby").waitFor();
@@ -245,6 +404,12 @@ try {
       const n = result.deals.length + 1;
       const summary = await readSummary(page, n === 7);
       result.deals.push(summary);
+      if (n === 2 && deals === 7) {
+        // The summary left open a minute, untouched (the pause may pass and deal behind it).
+        result.hold = await holdSummary(page, 60_000);
+        deal = { took: false };
+        continue;
+      }
       await page.locator("#summary-title").evaluate((e) => e.scrollIntoView()); // the dialog from its title
       if (n === 1) {
         await check(page, "hand deal end");
@@ -253,8 +418,10 @@ try {
       if (n === 7) {
         await check(page, "hand game end");
         await page.screenshot({ path: `${out}/phone-hand-game-end.png` });
+        result.gameEnd = await gameEndAndPlayAgain(page);
       }
       if (n >= deals) break;
+      await page.evaluate(() => window.scrollTo(0, 0)); // back from the screenshot's scroll
       await page.getByTestId("close-summary").tap();
       await page.getByTestId("summary").waitFor({ state: "detached" });
       deal = { took: false };
@@ -268,7 +435,9 @@ try {
       result.rack = await page.getByTestId("rack-tile").evaluateAll((els) => els.map((e) => ({ face: e.dataset.face, grouped: e.classList.contains("grouped") })));
       await page.getByTestId("seats").evaluate((e) => e.scrollIntoView()); // the table from its seats
       await page.screenshot({ path: `${out}/phone-hand.png` });
+      await page.evaluate(() => window.scrollTo(0, 0)); // back from the screenshot's scroll
     }
+    if (deals === 7 && result.deals.length === 1 && !result.leave && (await shown(page, "draw"))) result.leave = await leaveAndStay(page);
     if (await shown(page, "draw")) await handTurn(page, deal);
     else if (await shown(page, "discard")) await afterDraw(page);
   }
@@ -277,6 +446,7 @@ try {
 
   // ---- Kishpa: a round at stake 10 ----------------------------------------------------
   const kishpaStart = Date.now();
+  game = "kishpa";
   result.kishpaStakes = await chooseInLobby(page, "Kishpa", 10);
   await page.getByTestId("play-bots").tap();
   await page.getByTestId("rack").waitFor({ timeout: 30000 });
@@ -292,6 +462,7 @@ try {
       await check(page, "kishpa table");
       await page.getByTestId("seats").evaluate((e) => e.scrollIntoView());
       await page.screenshot({ path: `${out}/phone-kishpa.png` });
+      await page.evaluate(() => window.scrollTo(0, 0));
     }
     for (const id of ["reveal", "pass", "win", "draw", "discard"]) {
       if (await shown(page, id)) {

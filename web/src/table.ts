@@ -267,8 +267,9 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       if (hint && !isHand() && saved.arranged.length === 0 && round!.myRack!.tiles.length >= 14) await arrange();
     }
     if (!live) hint = null;
-    if (summary && round && round.round > summary.round) {
+    if (summary && summary !== record && round && round.round > summary.round) {
       // The next deal began: the summary goes (unchanged) to the record, the table shows.
+      // (A record the player reopened stays open while the next deal plays on.)
       record = summary;
       dismissed = summary.round;
       sessionStorage.setItem(`${storeKey}.dismissed`, String(dismissed));
@@ -1052,6 +1053,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     const active = document.activeElement as HTMLElement | null;
     const hadFocus = active && root.contains(active) ? active.dataset.key ?? null : null;
     const logScroll = root.querySelector(".log ol")?.scrollTop ?? 0;
+    const topScroll = root.querySelector(".table-top")?.scrollTop ?? 0;
     const v = view;
     const round = v.round;
     const me = mySeatOf(v);
@@ -1070,23 +1072,27 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         h("h1", { class: "visually-hidden" }, `${gameName} table`),
         h(
           "div",
-          { class: "facts" },
-          h("span", { class: "fact strong" }, v.status === TableStatus.WAITING ? `${gameName}: waiting` : v.status === TableStatus.CLOSED ? `${gameName}: closed` : hr ? `Hand · deal ${round?.round ?? ""} of ${hr.dealsPerGame}` : `Kishpa · round ${round?.round ?? ""}`),
-          kishpa?.kishpa ? h("span", { class: "fact" }, "kishpa ", tileEl(kishpa.kishpa, { "data-testid": "kishpa" })) : null,
-          kishpa?.jokerFace ? h("span", { class: "fact" }, "joker ", tileEl({ id: -1, face: kishpa.jokerFace } as Tile, { class: `${tileClass(kishpa.jokerFace)} joker` })) : null,
-          hr
-            ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${hr.pot} tokens`)
-            : isHand()
-              ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${BigInt(v.seats.filter((s) => s.playerId).length) * (v.settings?.stake || 1n)} tokens at the start`)
-              : h("span", { class: "fact", "data-testid": "bowl" }, `bowl ${v.bowl}`),
-          round ? h("span", { class: "fact" }, `${hr ? "stock" : "pile"} ${round.pileCount}`) : null,
-          h("span", { class: "fact" }, `stake ${v.settings?.stake || 1n}`),
-          h("span", { class: `conn ${connection === "live" ? "ok" : "down"}`, "data-testid": "connection", role: "status" }, connection),
+          { class: "table-top", "data-testid": "table-top", role: "region", "aria-label": "The table" },
+          h(
+            "div",
+            { class: "facts" },
+            h("span", { class: "fact strong" }, v.status === TableStatus.WAITING ? `${gameName}: waiting` : v.status === TableStatus.CLOSED ? `${gameName}: closed` : hr ? `Hand · deal ${round?.round ?? ""} of ${hr.dealsPerGame}` : `Kishpa · round ${round?.round ?? ""}`),
+            kishpa?.kishpa ? h("span", { class: "fact" }, "kishpa ", tileEl(kishpa.kishpa, { "data-testid": "kishpa" })) : null,
+            kishpa?.jokerFace ? h("span", { class: "fact" }, "joker ", tileEl({ id: -1, face: kishpa.jokerFace } as Tile, { class: `${tileClass(kishpa.jokerFace)} joker` })) : null,
+            hr
+              ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${hr.pot} tokens`)
+              : isHand()
+                ? h("span", { class: "fact", "data-testid": "pot" }, `pot ${BigInt(v.seats.filter((s) => s.playerId).length) * (v.settings?.stake || 1n)} tokens at the start`)
+                : h("span", { class: "fact", "data-testid": "bowl" }, `bowl ${v.bowl}`),
+            round ? h("span", { class: "fact" }, `${hr ? "stock" : "pile"} ${round.pileCount}`) : null,
+            h("span", { class: "fact" }, `stake ${v.settings?.stake || 1n}`),
+            h("span", { class: `conn ${connection === "live" ? "ok" : "down"}`, "data-testid": "connection", role: "status" }, connection),
+          ),
+          invite && v.status === TableStatus.WAITING ? h("p", { class: "invite" }, "Invite code: ", h("strong", { "data-testid": "invite-code" }, invite)) : null,
+          seatsEl(),
+          discardsEl(),
+          meldsEl(),
         ),
-        invite && v.status === TableStatus.WAITING ? h("p", { class: "invite" }, "Invite code: ", h("strong", { "data-testid": "invite-code" }, invite)) : null,
-        seatsEl(),
-        discardsEl(),
-        meldsEl(),
         h(
           "div",
           { class: "dock", "data-testid": "dock" },
@@ -1109,6 +1115,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     // On a phone the dock is fixed at the bottom: the table leaves room for it.
     const dock = root.querySelector<HTMLElement>(".dock");
     if (dock) root.style.setProperty("--dock-h", `${dock.offsetHeight + 12}px`);
+    fitTop(dock, topScroll);
     const key = myTurn ? `${round?.round}:${round?.phase}:${turnSeatOf(round)}` : "";
     if (key && key !== turnKey && !turnKey.startsWith(`${round?.round}:${round?.phase}:`)) yourTurn();
     turnKey = key;
@@ -1117,6 +1124,22 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       focusAfterDraw ??= "rack";
     }
     restoreFocus(hadFocus);
+  }
+
+  /**
+   * On a phone (the dock fixed at the bottom) the table above the dock — facts, seats,
+   * discards, melds — scrolls in its own box that ends where the dock begins, so reaching
+   * the last meld of a long table (to lay off) needs no page scroll (issue 33); the box keeps
+   * its scroll across redraws, as every pick and event redraws the table.
+   */
+  function fitTop(dock: HTMLElement | null, scrollTop: number): void {
+    const top = root.querySelector<HTMLElement>(".table-top");
+    if (!top) return;
+    if (!dock || getComputedStyle(dock).position !== "fixed") return;
+    top.tabIndex = 0; // a scroll box a keyboard can reach (axe: scrollable-region-focusable)
+    const from = top.getBoundingClientRect().top + window.scrollY;
+    top.style.maxHeight = `${Math.max(window.innerHeight - dock.offsetHeight - from - 4, 120)}px`;
+    top.scrollTop = scrollTop;
   }
 
   /** The discards: the top one and how many, the others on request (a phone's screen). */
