@@ -60,6 +60,7 @@ def pod_env(objects: list[Manifest], name: str, tmp_path: Path) -> dict[str, str
         "KISHPA_TOKEN_SECRET": secrets.token_urlsafe(48),
         "KISHPA_SERVICE_SECRET": secrets.token_urlsafe(48),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'wallet.sqlite3'}",
+        "ARCHIVE_DATABASE_URL": f"sqlite:///{tmp_path / 'archive.sqlite3'}",
     }
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env.update(values)
