@@ -22,7 +22,6 @@ from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from shared import keys, stream
-from tests.integration.first_deal import contribute_and_wait_for_deal
 from tests.integration.workers_support import (
     SHARED,
     STARTING_TOKENS,
@@ -33,6 +32,7 @@ from tests.integration.workers_support import (
     wait_for,
 )
 from tests.reference_settlement import kishpa_movements
+from tests.support.first_deal import contribute_and_wait_for_deal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

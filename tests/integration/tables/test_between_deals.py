@@ -26,8 +26,8 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority
 from services.common.errors import error_reason
 from shared import keys, stream
-from tests.integration.first_deal import contribute_and_wait_for_deal
 from tests.integration.tables.conftest import cleanup, versioned_state
+from tests.support.first_deal import contribute_and_wait_for_deal
 
 pytestmark = pytest.mark.integration
 
