@@ -30,6 +30,7 @@ from tests.integration.stream_wait import until_delivered
 from tests.integration.tables.conftest import cleanup, ids_in, private_part, versioned_state
 from tests.reference_settlement import kishpa_movements
 from tests.support.table_play import open_table, play_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -321,11 +322,19 @@ async def test_a_watcher_resumes_after_its_last_event_and_misses_nothing(
             entries = await redis.xrange(keys.events(table_id), min=f"({seen[-1].event_id}")
             return any(decode(fields).private_seat == 2 for _, fields in entries)
 
-        for moves in range(60):
+        # Counted in moves made, not in loops: between deals nobody can move for a while.
+        moves = 0
+
+        async def enough_played() -> bool:
+            nonlocal moves
             if moves >= 12 and await private_of_his_since_he_left():
-                break
+                return True
             for player in bots.values():
-                await player.play(table_id, await player.view(table_id))
+                if await player.play(table_id, await player.view(table_id)) is not None:
+                    moves += 1
+            return False
+
+        await wait_until(enough_played, timeout=60, interval=0.01, message="his private facts")
         # What the watcher may see of the whole stream, from Redis itself (seat 2's view).
         expected = [
             entry_id.decode()
