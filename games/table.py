@@ -430,7 +430,8 @@ def deadline_for(
 
     The running deadline is kept while the same wait goes on; ``restarted`` (a new turn or
     window began) or a different wait starts a new one. A seat on auto-play gets
-    :data:`AUTOPLAY_DELAY_MS` instead of a whole turn, a house bot its table's bot pause.
+    :data:`AUTOPLAY_DELAY_MS` instead of a whole turn, a house bot its table's bot pause (as
+    does every seat once the server plays them all).
     """
     seats = () if seat_to_act is None else (seat_to_act,)
     previous = table.deadline
@@ -441,9 +442,21 @@ def deadline_for(
         return Deadline(now_ms + table.settings.reveal_window_seconds * 1000, WINDOW)
     turn_ms = table.settings.turn_seconds * 1000
     if seat_to_act in table.autoplay:
-        bot = seat_to_act in table.bot_seats()
+        # A human seat on auto-play keeps a second for its player to come back; once every
+        # seat is played by the server (the last human left), it goes at the bots' pace.
+        bot = seat_to_act in table.bot_seats() or abandoned(table)
         turn_ms = min(turn_ms, table.settings.bot_pause_ms if bot else AUTOPLAY_DELAY_MS)
     return Deadline(now_ms + turn_ms, TURN, seats)
+
+
+def deadline_after_leave(table: Table, seat: int, now_ms: int) -> Deadline | None:
+    """The running deadline once ``seat`` left during a game: a turn of that seat still
+    waiting for its player is cut to the auto-play pace (nobody is coming to play it)."""
+    deadline = table.deadline
+    if deadline is None or deadline.kind != TURN or seat not in deadline.seats:
+        return deadline
+    sooner = deadline_for(table, TURN, seat, now_ms, restarted=True)
+    return sooner if sooner.at_ms < deadline.at_ms else deadline
 
 
 def pause_deadline(table: Table, now_ms: int) -> Deadline:

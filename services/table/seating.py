@@ -26,6 +26,7 @@ from services.table.engine import (
     Step,
     Table,
     TableSettings,
+    announce_deadline,
 )
 from services.table.store import (
     Snapshot,
@@ -182,12 +183,17 @@ class Seating(TableCore):
             if table.status != rules_table.WAITING:
                 round_no = self._engine(table.game_name).view(table, None).round_no
             event = TableEvent(fact.type, round_no, fact.seat, fact.data)
-            step = Step(game=table.game, events=[event], deadline=table.deadline)
+            events = [event]
+            if table.status == rules_table.PLAYING:
+                sooner = rules_table.deadline_after_leave(table, fact.seat, self.clock())
+                announce_deadline(table, round_no, sooner, events)
+                table.deadline = sooner
+            step = Step(game=table.game, events=events, deadline=table.deadline)
             if table.status == rules_table.PLAYING and rules_table.abandoned(table):
                 # Only the server plays here now: the table ends with the round in progress.
                 ended = self._engine(table.game_name).abandon(table, self.clock())
                 if ended is not None:
-                    ended.events = [event, *ended.events]
+                    ended.events = [*events, *ended.events]
                     step = ended
             return step, {}
 

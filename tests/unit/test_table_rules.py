@@ -159,6 +159,34 @@ def test_house_bots_take_their_tables_bot_pause_and_people_on_autoplay_a_second(
     assert refused.value.reason == "BAD_PAUSE"
 
 
+def test_a_turn_left_by_its_player_is_cut_to_the_autoplay_pace_or_the_bots_once_all_left() -> None:
+    settings = TableSettings(seats=3, turn_seconds=20, bot_pause_ms=200)
+    table = Table(
+        table_id="t1",
+        game_name="hand",
+        creator=PLAYERS[0],
+        settings=settings,
+        created_ms=0,
+        players=list(PLAYERS[:3]),
+        status=rules.PLAYING,
+        bots=[PLAYERS[2]],
+        autoplay=[2],
+    )
+    table.deadline = Deadline(20_000, rules.TURN, (0,))
+    rules.leave(table, "bob")
+    # Bob's leaving does not touch Ann's running turn.
+    assert rules.deadline_after_leave(table, 1, 5000) == Deadline(20_000, rules.TURN, (0,))
+    rules.leave(table, "ann")
+    # Ann left during her own turn and every seat is now played by the server: bot pace.
+    assert rules.deadline_after_leave(table, 0, 5000) == Deadline(5200, rules.TURN, (0,))
+    table.autoplay.remove(1)  # Bob came back: Ann's seat waits the auto-play second
+    assert rules.deadline_after_leave(table, 0, 5000) == Deadline(6000, rules.TURN, (0,))
+    table.deadline = Deadline(5500, rules.TURN, (0,))
+    assert rules.deadline_after_leave(table, 0, 5000).at_ms == 5500, "never later than it was"
+    table.deadline = Deadline(9000, rules.WINDOW)
+    assert rules.deadline_after_leave(table, 0, 5000) == Deadline(9000, rules.WINDOW)
+
+
 def test_kishpa_autoplay_is_a_function_of_state_seat_and_stream() -> None:
     game, _ = kishpa.start_round(kishpa.new_game(PLAYERS), _seed("auto"))
     while game.round is not None and game.round.phase == kishpa.START_REVEAL:
