@@ -439,7 +439,10 @@ def deadline_for(
     if previous is not None and same_wait and not restarted:
         return previous
     if kind == WINDOW:
-        return Deadline(now_ms + table.settings.reveal_window_seconds * 1000, WINDOW)
+        window_ms = table.settings.reveal_window_seconds * 1000
+        if abandoned(table):  # nobody left to answer it but the server's own seats
+            window_ms = min(window_ms, table.settings.bot_pause_ms)
+        return Deadline(now_ms + window_ms, WINDOW)
     turn_ms = table.settings.turn_seconds * 1000
     if seat_to_act in table.autoplay:
         # A human seat on auto-play keeps a second for its player to come back; once every
@@ -451,11 +454,16 @@ def deadline_for(
 
 def deadline_after_leave(table: Table, seat: int, now_ms: int) -> Deadline | None:
     """The running deadline once ``seat`` left during a game: a turn of that seat still
-    waiting for its player is cut to the auto-play pace (nobody is coming to play it)."""
+    waiting for its player is cut to the auto-play pace (nobody is coming to play it), and a
+    reveal window to the bots' pause when nobody else is left to answer it."""
     deadline = table.deadline
-    if deadline is None or deadline.kind != TURN or seat not in deadline.seats:
+    if deadline is None or (deadline.kind == TURN and seat not in deadline.seats):
         return deadline
-    sooner = deadline_for(table, TURN, seat, now_ms, restarted=True)
+    if deadline.kind not in (TURN, WINDOW):
+        return deadline
+    sooner = deadline_for(
+        table, deadline.kind, seat if deadline.kind == TURN else None, now_ms, restarted=True
+    )
     return sooner if sooner.at_ms < deadline.at_ms else deadline
 
 

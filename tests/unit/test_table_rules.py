@@ -160,7 +160,7 @@ def test_house_bots_take_their_tables_bot_pause_and_people_on_autoplay_a_second(
 
 
 def test_a_turn_left_by_its_player_is_cut_to_the_autoplay_pace_or_the_bots_once_all_left() -> None:
-    settings = TableSettings(seats=3, turn_seconds=20, bot_pause_ms=200)
+    settings = TableSettings(seats=3, turn_seconds=20, reveal_window_seconds=7, bot_pause_ms=200)
     table = Table(
         table_id="t1",
         game_name="hand",
@@ -183,8 +183,13 @@ def test_a_turn_left_by_its_player_is_cut_to_the_autoplay_pace_or_the_bots_once_
     assert rules.deadline_after_leave(table, 0, 5000) == Deadline(6000, rules.TURN, (0,))
     table.deadline = Deadline(5500, rules.TURN, (0,))
     assert rules.deadline_after_leave(table, 0, 5000).at_ms == 5500, "never later than it was"
+    # A reveal window waits its length for people, the bots' pause once none is left.
     table.deadline = Deadline(9000, rules.WINDOW)
     assert rules.deadline_after_leave(table, 0, 5000) == Deadline(9000, rules.WINDOW)
+    assert rules.deadline_for(table, rules.WINDOW, None, 0, restarted=True).at_ms == 7000
+    table.autoplay.append(1)
+    assert rules.deadline_after_leave(table, 1, 5000) == Deadline(5200, rules.WINDOW)
+    assert rules.deadline_for(table, rules.WINDOW, None, 0, restarted=True).at_ms == 200
 
 
 def test_kishpa_autoplay_is_a_function_of_state_seat_and_stream() -> None:

@@ -50,16 +50,12 @@ async def _open(
     *,
     bots: int = 0,
     pause_ms: int = 60_000,
-    window_s: int = 0,
 ) -> str:
-    """A started table: ``humans`` seated in order, then ``bots`` house bots (instant);
-    ``window_s`` shortens Kishpa's reveal windows (0: the table's default)."""
+    """A started table: ``humans`` seated in order, then ``bots`` house bots (instant)."""
     settings = table_pb2.TableSettings(
         game=game, seats=len(humans) + bots, stake=1, bots=bots, bot_level=0
     )
     settings.turn_time.FromSeconds(60)
-    if window_s:
-        settings.reveal_window.FromSeconds(window_s)
     settings.next_round_pause.FromMilliseconds(pause_ms)
     settings.bot_pause.FromMilliseconds(0)
     created = await stub.CreateTable(
@@ -241,7 +237,7 @@ async def test_without_ready_the_next_deal_comes_when_the_pause_has_passed(
         await cleanup(redis, table_id)
 
 
-@pytest.mark.slow  # the left seat is auto-played a second a turn until the round ends
+@pytest.mark.slow  # the server plays the round out at the bots' pace
 @pytest.mark.parametrize("game", ["kishpa", "hand"])
 async def test_the_last_human_leaving_ends_the_table_with_the_round_in_progress(
     stub: table_pb2_grpc.TableServiceStub,
@@ -252,8 +248,7 @@ async def test_the_last_human_leaving_ends_the_table_with_the_round_in_progress(
 ) -> None:
     game_enum, _ = GAMES[game]
     ann = players[0]
-    # A window nobody on auto-play answers lasts its whole length: keep them short.
-    table_id = await _open(stub, md, [ann], game_enum, bots=2, window_s=1)
+    table_id = await _open(stub, md, [ann], game_enum, bots=2)
     try:
         left = await stub.LeaveTable(
             table_pb2.LeaveTableRequest(table_id=table_id, request_id=_rid()), metadata=md[ann]
