@@ -48,6 +48,7 @@ try {
   const page = await context.newPage();
   page.on("pageerror", (err) => console.error("page error:", err.message));
   const started = Date.now();
+  result.startedAt = new Date(started).toISOString();
   await login(page, base, "Rina");
   await playAndLeave(page, "Kishpa");
   await playAndLeave(page, "Hand");
@@ -61,6 +62,7 @@ try {
   const deadline = Date.now() + 150_000;
   for (;;) {
     const tablesListed = await page.getByTestId("history-game").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-table")));
+    for (const [game, table] of Object.entries(result.tables)) if (tablesListed.includes(table)) result.listedAfterMs = { [game]: Date.now() - started, ...result.listedAfterMs };
     if (Object.values(result.tables).every((t) => tablesListed.includes(t))) break;
     if (Date.now() > deadline) throw new Error(`the games never showed in History: ${tablesListed}`);
     await settle(1000);

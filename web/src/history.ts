@@ -246,13 +246,13 @@ function replayOf(record: RoundRecord, tableId: string, name: Namer): HTMLElemen
             "section",
             { class: `seat${m?.seat === s ? " turn" : ""}`, "aria-label": seatName(s) },
             h("h2", { class: "small" }, seatName(s), h("span", { class: "muted" }, ` · ${ids.length} ${hand ? "cards" : "tiles"}`)),
-            group(sorted(ids), `${seatName(s)}: ${hand ? "cards" : "tiles"} in hand`, { "data-testid": "replay-hand", "data-seat": s }),
+            ids.length ? group(sorted(ids), `${seatName(s)}: ${hand ? "cards" : "tiles"} in hand`, { "data-testid": "replay-hand", "data-seat": s }) : h("p", { class: "muted", "data-testid": "replay-hand", "data-seat": s }, "none left"),
           ),
         ),
       ),
       h("h2", { class: "small" }, "Discards, oldest first"),
       b.discards.length ? group(b.discards, "Discards, oldest first", { "data-testid": "replay-discards" }) : h("p", { class: "muted", "data-testid": "replay-discards" }, "none"),
-      hand ? h("h2", { class: "small" }, "Laid on the table") : null,
+      hand ? h("h2", { class: "small" }, "Laid on the table, move by move") : null,
       hand ? h("div", { class: "groups", "data-testid": "replay-laid" }, b.laid.filter((l) => l.ids.length).map((l) => group(l.ids, `laid by ${seatName(l.seat)}`))) : null,
     );
   }
@@ -278,8 +278,8 @@ function replayOf(record: RoundRecord, tableId: string, name: Namer): HTMLElemen
     h("h1", {}, `${gameName(hand ? Game.HAND : Game.KISHPA)}: replay of ${roundWord(record.game)} ${record.round}`),
     verdict,
     h("p", { class: "facts" }, `Seat ${record.starterSeat + 1} started. `, ...facts),
-    h("div", { class: "actions", role: "toolbar", "aria-label": "Step through the moves (← and →, Home, End)", "aria-controls": "replay-board", onkeydown: keys }, controls),
-    moveLine,
+    // The steps stay on screen (sticky) while the hands below them scroll.
+    h("div", { class: "replay-steps" }, h("div", { class: "actions", role: "toolbar", "aria-label": "Step through the moves (← and →, Home, End)", "aria-controls": "replay-board", onkeydown: keys }, controls), moveLine),
     board,
   );
   board.id = "replay-board";
