@@ -219,13 +219,13 @@ function replayOf(record: RoundRecord, tableId: string, name: Namer): HTMLElemen
   const moveLine = h("p", { class: "turn", "aria-live": "polite", "data-testid": "replay-move" });
   const board = h("div", { "data-testid": "replay-board" });
   let step = 0;
-  const buttons: [string, string, () => number][] = [
-    ["replay-first", "Start", () => 0],
-    ["replay-back", "Back", () => step - 1],
-    ["replay-next", "Next", () => step + 1],
-    ["replay-last", "End", () => moves.length],
+  const buttons: [string, string, string, () => number][] = [
+    ["replay-first", "Start", "Home", () => 0],
+    ["replay-back", "Back", "ArrowLeft", () => step - 1],
+    ["replay-next", "Next", "ArrowRight", () => step + 1],
+    ["replay-last", "End", "End", () => moves.length],
   ];
-  const controls = buttons.map(([id, text, to]) => h("button", { "data-testid": id, onclick: () => go(to()) }, text));
+  const controls = buttons.map(([id, text, key, to]) => h("button", { "data-testid": id, "aria-keyshortcuts": key, onclick: () => go(to()) }, text));
 
   function go(to: number): void {
     step = Math.max(0, Math.min(moves.length, to));
