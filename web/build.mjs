@@ -111,6 +111,14 @@ await build({
   logLevel: "warning",
 });
 await build({
+  entryPoints: ["src/replay.ts"],
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  outfile: "test/dist/replay.mjs",
+  logLevel: "warning",
+});
+await build({
   entryPoints: ["src/trimmed.ts"],
   bundle: true,
   format: "esm",
