@@ -9,20 +9,26 @@
 import { build } from "esbuild";
 import { createHash } from "node:crypto";
 import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { basename } from "node:path";
 import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 
 rmSync("dist", { recursive: true, force: true });
 mkdirSync("dist", { recursive: true });
+rmSync("maps", { recursive: true, force: true });
 mkdirSync("maps", { recursive: true });
 const bundle = await build({
   entryPoints: ["src/main.ts"],
   bundle: true,
+  // Parts loaded on first use (History) are chunks of their own; the code they share with
+  // the app is a chunk the app imports at once (index.html preloads it).
+  splitting: true,
   minify: process.env.KISHPA_WEB_DEBUG !== "1",
   sourcemap: "external",
   format: "esm",
   target: ["es2022"],
   outdir: "maps",
   entryNames: "app",
+  chunkNames: "[name]-[hash]",
   write: false,
   logLevel: "warning",
 });
@@ -33,23 +39,41 @@ const hashed = (name, content) => {
   return `${name.slice(0, dot)}-${digest}${name.slice(dot)}`;
 };
 
-let js = null;
+const scripts = new Map(); // esbuild's name -> the script without its map comment
 for (const file of bundle.outputFiles) {
-  if (file.path.endsWith(".map")) writeFileSync("maps/app.js.map", file.contents);
-  else js = Buffer.from(file.text.replace(/\n\/\/# sourceMappingURL=.*\n?$/, "\n"));
+  const name = basename(file.path);
+  if (name.endsWith(".map")) writeFileSync(`maps/${name}`, file.contents);
+  else scripts.set(name, file.text.replace(/\n\/\/# sourceMappingURL=.*\n?$/, "\n"));
 }
+// Every script gets the hash of its content, the names of the chunks it imports included:
+// so each is named after the chunks it imports are (esbuild's own [hash] is not the edge's
+// 12 hex digits).
+const names = new Map();
+while (names.size < scripts.size) {
+  for (const [name, text] of scripts) {
+    if (names.has(name) || [...scripts.keys()].some((other) => other !== name && !names.has(other) && text.includes(`./${other}`))) continue;
+    let content = text;
+    for (const [old, fresh] of names) content = content.replaceAll(`./${old}"`, `./${fresh}"`);
+    const fresh = hashed(name.replace(/-[A-Z0-9]{8}\.js$/, ".js"), Buffer.from(content));
+    names.set(name, fresh);
+    writeFileSync(`dist/${fresh}`, content);
+  }
+}
+const jsName = names.get("app.js");
+// What the app imports at once (statically): preloaded by the page, and in the size budget.
+const preload = [...scripts.get("app.js").matchAll(/(?:import|from)\s*"\.\/([\w-]+\.js)"/g)].map((m) => names.get(m[1]));
 const css = readFileSync("static/app.css");
-const jsName = hashed("app.js", js);
 const cssName = hashed("app.css", css);
-writeFileSync(`dist/${jsName}`, js);
 writeFileSync(`dist/${cssName}`, css);
 cpSync("static/favicon.svg", "dist/favicon.svg");
 writeFileSync("dist/favicon.ico", icoOf(readFileSync("static/favicon-32.png")));
 writeFileSync(
   "dist/index.html",
-  readFileSync("static/index.html", "utf8").replace("app.css", cssName).replace("app.js", jsName),
+  readFileSync("static/index.html", "utf8")
+    .replace("app.css", cssName)
+    .replace(/( *)(<script [^>]*)app\.js(.*)/, (_, indent, start, end) => [...preload.map((p) => `${indent}<link rel="modulepreload" href="${p}" />\n`), `${indent}${start}${jsName}${end}`].join("")),
 );
-writeFileSync("dist/assets.json", JSON.stringify({ js: jsName, css: cssName }, null, 1) + "\n");
+writeFileSync("dist/assets.json", JSON.stringify({ js: jsName, css: cssName, preload, lazy: [...names.values()].filter((n) => n !== jsName && !preload.includes(n)) }, null, 1) + "\n");
 
 for (const name of readdirSync("dist")) {
   if (!/\.(js|css|html|svg)$/.test(name)) continue;
@@ -84,6 +108,14 @@ await build({
   format: "esm",
   platform: "neutral",
   outfile: "test/dist/hand.mjs",
+  logLevel: "warning",
+});
+await build({
+  entryPoints: ["src/replay.ts"],
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  outfile: "test/dist/replay.mjs",
   logLevel: "warning",
 });
 await build({

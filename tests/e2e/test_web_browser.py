@@ -778,3 +778,130 @@ def test_a_newcomer_plays_hand_and_a_kishpa_round_at_stake_10_on_a_phone(
     whole = ["hand-game-end", "hand-leave", "hand-play-again"]
     for name in [*shots, *(whole if FULL_WEB else [])]:
         assert (SCREENSHOTS / f"phone-{name}.png").read_bytes().startswith(b"\x89PNG"), name
+
+
+# --- history and replay (issue 31) ------------------------------------------------------------
+
+
+def _archived(wallet_db: Path, table_id: str) -> list[table_pb2.RoundRecord]:
+    """The table's archived round records (``make run`` keeps the archive in the wallet's
+    SQLite file), in round order: what the server stored, read without the web code."""
+    with sqlite3.connect(wallet_db) as db:
+        rows = db.execute(
+            "SELECT record FROM archive_rounds WHERE table_id = ? ORDER BY round_no", (table_id,)
+        ).fetchall()
+    return [table_pb2.RoundRecord.FromString(record) for (record,) in rows]
+
+
+def _boards(record: table_pb2.RoundRecord) -> list[dict[str, Any]]:
+    """The table after each public move (the first: as dealt), folded here from the record as
+    docs/fairness.md "Every public move" reads the moves: hands as sorted ids, the discards in
+    order, the cards laid (Hand) group by group."""
+    hands: list[list[int]] = [[] for _ in record.player_ids]
+    for dealt in record.dealt_hands:
+        hands[dealt.seat] = list(dealt.tile_ids)
+    discards = [record.top_discard_card_id] if record.HasField("top_discard_card_id") else []
+    laid: list[list[int]] = []
+    taken_back: dict[int, tuple[list[list[int]], list[int], list[list[int]]]] = {}
+
+    def board() -> dict[str, Any]:
+        return {
+            "hands": [sorted(h) for h in hands],
+            "discards": list(discards),
+            "laid": [list(g) for g in laid if g],
+        }
+
+    out = [board()]
+    for move in record.moves:
+        hand, ids = hands[move.seat], list(move.tile_ids)
+        if move.kind == "draw":
+            hand.extend(ids)
+        elif move.kind == "take":
+            taken_back[move.seat] = (
+                [list(h) for h in hands],
+                list(discards),
+                [list(g) for g in laid],
+            )
+            assert discards.pop() == ids[0]
+            hand.extend(ids)
+        elif move.kind in ("discard", "meld"):
+            for tile in ids:
+                hand.remove(tile)
+            if move.kind == "discard":
+                discards.extend(ids)
+                taken_back.pop(move.seat, None)
+            else:
+                laid.append(ids)
+        elif move.kind == "release":
+            laid = [[t for t in g if t not in ids] for g in laid]
+            hand.extend(ids)
+        elif move.kind == "undo":
+            hands, discards, laid = taken_back.pop(move.seat)
+        else:
+            assert move.kind == "show", move.kind
+        out.append(board())
+    return out
+
+
+def test_history_replays_every_move_of_an_archived_kishpa_round_and_hand_deal(
+    web_stack: WebStack,
+) -> None:
+    """A guest's Kishpa round and Hand deal, played out by bots once he left, are listed in
+    History once archived; each round's replay is verified from its archived record and
+    shows, at every one of its moves, each seat's hand, the discards and the laid cards as
+    this test folds them from the record the server stored."""
+    result = _node("history.mjs", web_stack.base, SCREENSHOTS, timeout=300)
+    me = result["playerId"]
+    with sqlite3.connect(web_stack.wallet_db) as db:
+        games = {
+            table: (game, stake, seat, seats, net, outcome)
+            for table, game, stake, seat, seats, net, outcome in db.execute(
+                "SELECT table_id, game, stake, seat, seats, net_tokens, result"
+                " FROM archive_player_games WHERE player_id = ?",
+                (me,),
+            )
+        }
+    listed = {row["table"]: row["cells"] for row in result["games"]}
+    assert set(listed) == set(games) == set(result["tables"].values())
+    for table, (game, stake, seat, seats, net, outcome) in games.items():
+        cells = listed[table]
+        assert cells["Game"] == game.capitalize()
+        assert cells["Seats"] == f"seat {seat + 1} of {seats}"
+        assert cells[("Buy-in" if game == "hand" else "Stake")].endswith(f" {stake}")
+        assert cells["Tokens"] == (f"+{net}" if net > 0 else f"−{-net}" if net < 0 else "0")
+        assert cells["Result"] == outcome.capitalize(), (cells, outcome)
+    for game, table in result["tables"].items():
+        records = _archived(web_stack.wallet_db, table)
+        replays = result["replays"][game]
+        assert [r["round"] for r in replays] == [r.round for r in records] != []
+        for replay, record in zip(replays, records, strict=True):
+            expected = _boards(record)
+            moves = len(record.moves)
+            assert replay["moves"] == moves > 0
+            assert replay["verdict"].startswith("Table verified from the archived record")
+            assert [s["step"] for s in replay["steps"]] == list(range(moves + 1))
+            for step, (seen, want) in enumerate(zip(replay["steps"], expected, strict=True)):
+                got = {
+                    "hands": [sorted(h) for h in seen["hands"]],
+                    "discards": seen["discards"],
+                    "laid": seen["laid"],
+                }
+                if game == "Kishpa":
+                    assert want["laid"] == []  # nothing is laid at Kishpa
+                assert got == want, (game, record.round, step, seen["move"])
+                if step:
+                    move = record.moves[step - 1]
+                    assert seen["move"].startswith(
+                        f"Move {step} of {moves}: Seat {move.seat + 1}, "
+                    ), seen["move"]
+            # Past the end nothing moves; ← goes back one move, Home to the deal.
+            assert (replay["pastEnd"], replay["back"]["step"], replay["home"]) == (
+                moves,
+                moves - 1,
+                0,
+            )
+            assert replay["focusAfter"] == "replay-next"
+    assert all(v == [] for v in result["axe"].values()), result["axe"]
+    assert len(result["axe"]) == 8
+    assert all(v <= 0 for v in result["sideScroll"].values()), result["sideScroll"]
+    assert all(v == [] for v in result["smallTargets"].values()), result["smallTargets"]

@@ -36,7 +36,7 @@ const withToken: Interceptor = (next) => async (req) => {
   return next(req);
 };
 
-const transport = createGrpcWebTransport({
+export const transport = createGrpcWebTransport({
   baseUrl: location.origin,
   useBinaryFormat: true,
   interceptors: [withToken],

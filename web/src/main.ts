@@ -31,6 +31,7 @@ function header(): HTMLElement {
       { "aria-label": "Main" },
       session ? h("a", { href: "#/", "data-testid": "lobby-link" }, "Lobby") : null,
       session ? h("a", { href: "#/wallet", "data-testid": "wallet-link" }, "Wallet") : null,
+      session ? h("a", { href: "#/history", "data-testid": "history-link" }, "History") : null,
       h("a", { href: "#/rules", "data-testid": "rules-link" }, "Rules"),
       session ? h("span", { class: "who", "data-testid": "player-name" }, session.name) : null,
       session ? h("button", { class: "link", onclick: () => { saveSession(null); location.hash = "#/"; route(); } }, "Sign out") : null,
@@ -334,10 +335,21 @@ function route(): void {
     return;
   }
   const table = /^#\/table\/([\w-]+)$/.exec(hash);
+  let past: RegExpExecArray | null;
   if (table) {
     const main = h("main", { class: "table-screen" });
     screen(header(), main);
     leaveScreen = openTable(main, table[1]!, session);
+  } else if ((past = /^#\/history(?:\/([\w-]+)(?:\/(\d+))?)?$/.exec(hash))) {
+    const me = session.playerId;
+    const names = knownNames();
+    const name = (player: string) => accountLabel(`player:${player}`, me, names);
+    const [, tableId, round] = past;
+    // History is a part of its own (HistoryService and the replay), loaded when first opened.
+    void import("./history").then(
+      (view) => hash === location.hash && screen(header(), round ? view.replayScreen(tableId!, Number(round), name) : tableId ? view.roundsScreen(tableId, name) : view.gamesScreen()),
+      () => screen(header(), h("main", {}, h("p", { class: "status", role: "status" }, "History could not be loaded: check your connection and reload."))),
+    );
   } else if (hash === "#/wallet") {
     void walletScreen();
   } else {

@@ -31,7 +31,7 @@ import {
   type UiEvent,
   type UiPayment,
 } from "./events";
-import { evidenceFromRecord, tableSummary, verifyTable, type TableVerdict } from "./fair";
+import type { TableVerdict } from "./fair";
 import { OPENING_POINTS, arrangeCards, isJoker, layOrder, meldValue, suggestedDiscard } from "./hand";
 import { rulesDialog } from "./rules";
 import { leaveCostText, nextDealMs, pauseText, playAgain, readyButton, rematchText, rememberLeft, rememberTable } from "./between";
@@ -59,13 +59,16 @@ function compareIds(a: string, b: string): number {
   return am - bm || as - bs;
 }
 
+/** The fairness check's verdict and its sentence (docs/fairness.md). */
+type Verdict = TableVerdict & { summary: string };
+
 interface Summary {
   round: number;
   /** The table as the deal ended: the summary is drawn from it only, so it never changes. */
   view: TableView;
   transfers: Transfer[] | null;
   wallet: bigint | null;
-  fairness: TableVerdict | "checking" | string;
+  fairness: Verdict | "checking" | string;
 }
 
 export function openTable(root: HTMLElement, tableId: string, session: Session): () => void {
@@ -561,7 +564,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
     draw();
   }
 
-  async function checkFairness(round: number): Promise<TableVerdict | string> {
+  async function checkFairness(round: number): Promise<Verdict | string> {
     try {
       const record = (await withRetry(() => tables.getRoundRecord({ tableId, round }), abort.signal)).record!;
       // What this seat handed in for the deal: its contribution (this page's, or after a
@@ -569,7 +572,10 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
       const mine = record.contributions.find((c) => c.seat === record.mySeat)?.contribution;
       const mySeed = contributed[round] ?? mine ?? knownSeed(tableId) ?? record.clientSeeds[record.mySeat] ?? "";
       // This page's own contribution, when it made one, must be in the deal (named if so).
-      return await verifyTable(evidenceFromRecord(record, mySeed, { myContribution: contributed[round] ?? null }));
+      // The verifier is a part of its own, loaded when a round first ends (docs/web.md).
+      const fair = await import("./fair");
+      const verdict = await fair.verifyTable(fair.evidenceFromRecord(record, mySeed, { myContribution: contributed[round] ?? null }));
+      return { ...verdict, summary: fair.tableSummary(verdict) };
     } catch (err) {
       return `could not check: ${errorText(err)}`;
     }
@@ -838,7 +844,7 @@ export function openTable(root: HTMLElement, tableId: string, session: Session):
         ? h("span", {}, "checking the deal…")
         : typeof s.fairness === "string"
           ? h("span", { class: "bad" }, s.fairness)
-          : h("strong", { class: s.fairness.ok ? "good" : "bad", title: tableSummary(s.fairness) }, s.fairness.ok ? (s.fairness.wholeTable ? "table verified" : "deal verified") : `NOT verified: ${s.fairness.failed.map((f) => f.check).join(", ")}`);
+          : h("strong", { class: s.fairness.ok ? "good" : "bad", title: s.fairness.summary }, s.fairness.ok ? (s.fairness.wholeTable ? "table verified" : "deal verified") : `NOT verified: ${s.fairness.failed.map((f) => f.check).join(", ")}`);
     const title = gameOver
       ? gameEndTitle(sv, hr!.payouts)
       : hr
