@@ -15,11 +15,13 @@ from typing import Any
 from google.protobuf import duration_pb2
 
 from games.contributions import contributed, next_deal
+from games.registry import BY_NAME
 from games.table import NEXT_ROUND
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
 from services.table.engine import BOT_NORMAL, WATCH_ANYONE, GameView, Hint, TableSettings
+from services.table.game_wire import WIRES, options_from
 from services.table.service import TableView
 from services.table.wire_enums import (
     BOT_LEVEL_NAMES,
@@ -70,7 +72,7 @@ def settings_from(
         bots=msg.bots,
         bot_level=BOT_LEVEL_NAMES.get(msg.bot_level, BOT_NORMAL),
         bot_pause_ms=bot_pause,
-        options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
+        options=options_from(msg),
         watch_policy=WATCH_POLICY_NAMES.get(msg.watch_policy, WATCH_ANYONE),
         invited_watchers=tuple(msg.invited_watchers),
     )
@@ -169,7 +171,8 @@ class Converter:
         pausing = table.deadline is not None and table.deadline.kind == NEXT_ROUND
         if pausing and view.my_seat not in table.ready:
             out.append(table_pb2.PLAYER_ACTION_READY)
-        pressable = table.game_name == "kishpa"  # a Hand game always plays all its deals
+        # A game of a fixed number of rounds (Hand's deals) always plays them all.
+        pressable = BY_NAME[table.game_name].presses_last_round
         if creator and pressable and not view.game.public.get("last_round_pressed"):
             out.append(table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND)
         return out
@@ -201,49 +204,9 @@ class Converter:
             msg.deadline.CopyFrom(timestamp(deadline.at_ms))
         if game.phase in ("end_reveal", "ended", "between_rounds"):
             msg.result.CopyFrom(self.result(name, public))
-        if name == "kishpa":
-            ids = list(public.get("kishpa_ids", []))
-            revealed = public.get("start_reveal")
-            if revealed is None:
-                revealed = public.get("end_reveal")
-            kishpa = table_pb2.KishpaRound(
-                kishpa=self.tile(name, ids[-1]),
-                joker_face=str(public.get("joker", "")),
-                revealed_by_seat=None if revealed is None else int(revealed),
-            )
-            if len(ids) > 1:
-                kishpa.replaced_kishpa.CopyFrom(self.tile(name, ids[0]))
-                kishpa.first_kishpa.CopyFrom(self.tile(name, ids[0]))
-            msg.kishpa.CopyFrom(kishpa)
-        elif name == "hand":
-            msg.hand.CopyFrom(self._hand_round(name, public))
-        return msg
-
-    def _hand_round(self, name: str, public: Mapping[str, Any]) -> table_pb2.HandRound:
-        """The melds on the table and the pot: public to every viewer."""
-        msg = table_pb2.HandRound(
-            melds=[
-                table_pb2.Meld(
-                    meld_id=int(m["id"]),
-                    kind=GROUP_KINDS.get(str(m["kind"]), common_pb2.GROUP_KIND_UNSPECIFIED),
-                    cards=self.tiles(name, m["cards"]),
-                    seat=int(m["owner"]),
-                )
-                for m in public.get("melds", [])
-            ],
-            opened_seats=[s for s, opened in enumerate(public.get("opened", [])) if opened],
-            pot=int(public.get("pot", 0)),
-            deals_per_game=int(public.get("deals", 0)),
-            hand_win=bool(public.get("hand_win", False)),
-            deal_scores=list(public.get("deal_scores") or []),
-            payouts=list(public.get("payouts") or []),
-            end_hands=[
-                table_pb2.SeatTiles(seat=seat, tiles=self.tiles(name, hand))
-                for seat, hand in enumerate(public.get("hands") or [])
-            ],
-        )
-        if public.get("must_use") is not None:
-            msg.must_use.CopyFrom(self.tile(name, int(public["must_use"])))
+        wire = WIRES.get(name)
+        if wire is not None:
+            wire.round_message(public, lambda tile_id: self.tile(name, tile_id), msg)
         return msg
 
     def result(self, game: str, public: Mapping[str, Any]) -> table_pb2.RoundResult:

@@ -28,6 +28,7 @@ from kishpa.table.v1 import table_pb2
 from kishpa.wallet.v1 import wallet_pb2
 from services.common.games import GAME_ENUMS
 from services.table.engine import TableSettings
+from services.table.game_wire import WIRES
 from services.table.wire_enums import (
     BOT_LEVELS,
     BOWL_OUTCOMES,
@@ -106,9 +107,9 @@ def settings_message(game: str, settings: TableSettings) -> table_pb2.TableSetti
         bot_level=BOT_LEVELS.get(settings.bot_level, table_pb2.BOT_LEVEL_UNSPECIFIED),
         bot_pause=duration(settings.bot_pause_ms),
     )
-    if game == "kishpa":
-        allow = bool(settings.options.get("allow_high_wrap", False))
-        msg.kishpa.CopyFrom(table_pb2.KishpaOptions(allow_high_wrap=allow))
+    wire = WIRES.get(game)
+    if wire is not None:
+        wire.options_message(settings, msg)
     return msg
 
 
