@@ -96,13 +96,13 @@ def fold_round(
     round_no: int,
     events: Iterable[StoredEvent],
     *,
-    hand_players: list[str],
+    table_players: list[str],
     sit_down_seeds: Mapping[str, Any],
 ) -> RoundRecord | None:
     """The record of ``round_no`` from the table's stream entries in stream order (None when
-    the round never started in them). ``hand_players`` are a Hand table's players in seat
-    order (its deal events do not name them); ``sit_down_seeds`` the table state's
-    ``client_seeds`` (player -> seed)."""
+    the round never started in them). ``table_players`` are the table's players in seat
+    order (for a game whose deal events do not name them: Hand); ``sit_down_seeds`` the
+    table state's ``client_seeds`` (player -> seed)."""
     record: RoundRecord | None = None
     before = _Before()
     for stored in events:
@@ -116,7 +116,7 @@ def fold_round(
             continue
         starts = STARTS.get(event.type)
         if starts is not None:
-            record = starts.start(table_id, round_no, hand_players, event)
+            record = starts.start(table_id, round_no, table_players, event)
         elif record is not None:
             FOLDS[record.game].observe(record, event, stored.id)
         if starts is not None and record is not None:

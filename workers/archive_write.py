@@ -162,7 +162,7 @@ def _ended_rounds(
     out = []
     for round_no in range(first, last + 1):
         folded = fold_round(
-            record.table_id, round_no, events, hand_players=players, sit_down_seeds=seeds
+            record.table_id, round_no, events, table_players=players, sit_down_seeds=seeds
         )
         usable = folded is not None and folded.ended
         if not usable:

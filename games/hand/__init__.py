@@ -54,7 +54,15 @@ from games.hand.record import BUY_IN, PAYOUT, buy_in_record, payout_record
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
 from games.hand.spec import GAME
 from games.hand.turns import apply
-from games.hand.view import Advice, SeatSummary, SeatView, advice_for, view_for
+from games.hand.view import (
+    Advice,
+    HandPublic,
+    MeldView,
+    SeatSummary,
+    SeatView,
+    advice_for,
+    view_for,
+)
 
 __all__ = [
     "BUY_IN",
@@ -71,10 +79,12 @@ __all__ = [
     "DrawStock",
     "Event",
     "GameState",
+    "HandPublic",
     "LayMelds",
     "LayOff",
     "MeldKind",
     "MeldSpec",
+    "MeldView",
     "Phase",
     "PhaseRecord",
     "ReleaseJoker",

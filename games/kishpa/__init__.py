@@ -64,9 +64,10 @@ from games.kishpa.round import (
 from games.kishpa.ruleset import DEFAULT_RULES, RuleSet
 from games.kishpa.spec import GAME
 from games.kishpa.tiles import TILE_COUNT, face_of
-from games.kishpa.view import SeatSummary, SeatView, table_view
+from games.kishpa.view import KishpaPublic, SeatSummary, SeatView, table_view
 
 __all__ = [
+    "KishpaPublic",
     "unknown_options",
     "timed_out_turn",
     "table_view",

@@ -9,8 +9,7 @@ engines and the store never see a message. Game-specific public facts go to the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 from google.protobuf import duration_pb2
 
@@ -20,7 +19,15 @@ from games.table import NEXT_ROUND
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
-from services.table.engine import BOT_NORMAL, WATCH_ANYONE, GameView, Hint, TableSettings
+from services.table.engine import (
+    BOT_NORMAL,
+    NO_FACTS,
+    WATCH_ANYONE,
+    GameView,
+    Hint,
+    PublicFacts,
+    TableSettings,
+)
 from services.table.game_wire import WIRES, options_from
 from services.table.service import TableView
 from services.table.wire_enums import (
@@ -118,7 +125,7 @@ class Converter:
                 )
             )
         settings = settings_message(table.game_name, table.settings)
-        public = game.public if game is not None else {}
+        public = game.public if game is not None else NO_FACTS
         msg = table_pb2.TableView(
             table_id=table.table_id,
             settings=settings,
@@ -126,8 +133,8 @@ class Converter:
             creator_player_id=table.creator,
             seats=seats,
             my_seat=view.my_seat,
-            bowl=int(public.get("bowl", 0)),
-            last_round_pressed=bool(public.get("last_round_pressed", False)),
+            bowl=public.bowl,
+            last_round_pressed=public.last_round_pressed,
             available_actions=self._actions(view),
             last_event_id=view.last_event_id,
             version=view.version,
@@ -173,7 +180,7 @@ class Converter:
             out.append(table_pb2.PLAYER_ACTION_READY)
         # A game of a fixed number of rounds (Hand's deals) always plays them all.
         pressable = BY_NAME[table.game_name].presses_last_round
-        if creator and pressable and not view.game.public.get("last_round_pressed"):
+        if creator and pressable and not view.game.public.last_round_pressed:
             out.append(table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND)
         return out
 
@@ -189,15 +196,15 @@ class Converter:
         msg = table_pb2.Round(
             round=game.round_no,
             phase=ROUND_PHASES.get(game.phase, table_pb2.ROUND_PHASE_UNSPECIFIED),
-            starter_seat=int(public.get("starter", 0)),
+            starter_seat=public.starter,
             turn_seat=game.turn_seat,
-            turn_drew=bool(public.get("drew", False)),
+            turn_drew=public.drew,
             acting_seats=acting,
-            pile_count=int(public.get("pile", 0)),
+            pile_count=public.pile,
             discards=self.tiles(name, game.discards),
             shuffle_commitment=game.commitment,
             server_seed=game.server_seed,
-            client_seeds=[s or "" for s in public.get("client_seeds", [])],
+            client_seeds=[s or "" for s in public.client_seeds],
             my_rack=table_pb2.Rack(tiles=self.tiles(name, view.my_tiles)),
         )
         if deadline is not None and deadline.kind in ("turn", "window"):
@@ -209,19 +216,13 @@ class Converter:
             wire.round_message(public, lambda tile_id: self.tile(name, tile_id), msg)
         return msg
 
-    def result(self, game: str, public: Mapping[str, Any]) -> table_pb2.RoundResult:
-        """How the round ended (no winner when the pile ran out or it has not ended)."""
-        winner = public.get("winner")
-        out = table_pb2.RoundResult(
-            winner_seat=None if winner is None else int(winner),
-            win_payout=int(public.get("win_payout", 0)),
-            bowl_taken=bool(public.get("bowl_taken", False)),
-            winning_groups=self.groups(
-                game, public.get("winning_groups", []), public.get("winning_group_kinds", [])
-            ),
-        )
-        if public.get("final_discard_id") is not None:
-            out.final_discard.CopyFrom(self.tile(game, int(public["final_discard_id"])))
+    def result(self, game: str, public: PublicFacts) -> table_pb2.RoundResult:
+        """How the round ended (no winner when the pile ran out or it has not ended), with
+        the game's own facts of it (Kishpa: the payout, the bowl, the winning hand)."""
+        out = table_pb2.RoundResult(winner_seat=public.winner)
+        wire = WIRES.get(game)
+        if wire is not None:
+            wire.result_message(public, lambda tile_id: self.tile(game, tile_id), out)
         return out
 
     def groups(
@@ -253,7 +254,7 @@ class Converter:
     def event(self, game: str, stored: StoredEvent) -> table_pb2.TableEvent | None:
         """A stream entry already filtered for its viewer (``TableEvent.for_viewer``) as its
         typed message; None for an internal entry clients are not sent."""
-        return event_message(stored, lambda tile_id: self._face(game, tile_id))
+        return event_message(stored, lambda tile_id: self._face(game, tile_id), game)
 
     def shared_event(
         self, game: str, table_id: str, stored: StoredEvent

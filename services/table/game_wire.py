@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
-from services.table.engine import TableSettings
+from services.table.engine import PublicFacts, TableSettings
 from services.table.hand_wire import HandWire
 from services.table.kishpa_wire import KishpaWire
 
@@ -32,8 +32,12 @@ class GameWire(Protocol):
     def options_message(self, settings: TableSettings, msg: table_pb2.TableSettings) -> None:
         """Set the game's options of a table's settings in ``msg``."""
 
-    def round_message(self, public: Mapping[str, Any], tile: TileOf, msg: table_pb2.Round) -> None:
-        """Set the game's branch of a round (``Round.game_round``) from the view's facts."""
+    def round_message(self, public: PublicFacts, tile: TileOf, msg: table_pb2.Round) -> None:
+        """Set the game's branch of a round (``Round.game_round``) from the view's facts
+        (the game's own type; another is a ``TypeError``)."""
+
+    def result_message(self, public: PublicFacts, tile: TileOf, msg: table_pb2.RoundResult) -> None:
+        """Add the game's own facts of how a round ended to ``msg``."""
 
 
 WIRES: Mapping[str, GameWire] = {w.name: w for w in (KishpaWire(), HandWire())}

@@ -33,6 +33,7 @@ from games.fair import SERVER_SEED_BYTES, FairStream
 from services.common.compat import compat_hit
 from services.table.engine import (
     BETWEEN_ROUNDS,
+    NO_FACTS,
     Action,
     BadRequestError,
     Deadline,
@@ -339,7 +340,7 @@ class HandEngine:
         table and public facts; never another hand before the deal ends, nor the stock)."""
         deal: dict[str, Any] | None = table.game.get("deal") if table.game else None
         if deal is None:
-            return GameView(0, "waiting", [], [], [], None, [], "", "", {})
+            return GameView(0, "waiting", [], [], [], None, [], "", "", NO_FACTS)
         view = hand.view_for(
             self._game(table),
             deal,

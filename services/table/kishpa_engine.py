@@ -20,6 +20,7 @@ from games import table as rules_table
 from games.contributions import deal_seeds
 from services.table.engine import (
     BETWEEN_ROUNDS,
+    NO_FACTS,
     Action,
     BadRequestError,
     Deadline,
@@ -244,7 +245,7 @@ class KishpaEngine:
         game = self._game(table)
         view = None if game is None else kishpa.table_view(game, seat)
         if view is None:
-            return GameView(0, "waiting", [], [], [], None, [], "", "", {})
+            return GameView(0, "waiting", [], [], [], None, [], "", "", NO_FACTS)
         phase = view.phase
         if view.ended and table.status != "closed":
             phase = BETWEEN_ROUNDS
