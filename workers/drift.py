@@ -106,7 +106,7 @@ ACTIONS: Mapping[str, str] = {
 }
 
 
-def _pot(round_msg: table_pb2.Round) -> int:
+def round_pot(round_msg: table_pb2.Round) -> int:
     """The tokens a round's game part shows in its pot (0 for a game without one)."""
     case = round_msg.WhichOneof("game_round")
     part = getattr(round_msg, case) if case else None
@@ -526,7 +526,7 @@ class GrpcSources:
             if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.NOT_FOUND:
                 return None
             raise
-        pot = _pot(view.round)
+        pot = round_pot(view.round)
         return TableFacts(view.status == table_pb2.TABLE_STATUS_CLOSED, view.bowl, pot)
 
     def ledger(self, table_id: str) -> LedgerFacts:
