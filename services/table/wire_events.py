@@ -144,7 +144,7 @@ def _payments(raw: Any) -> list[table_pb2.Payment]:
 Builder = Callable[[str, Mapping[str, Any], _Build], message.Message]
 """``(internal type, the entry's data with its private part, builder) -> the case's message``."""
 
-BOTH, KISHPA, HAND = "both", "Kishpa", "Hand"
+BOTH, KISHPA, HAND = "both", kishpa.GAME.title, hand.GAME.title
 
 
 @dataclass(frozen=True, slots=True)
