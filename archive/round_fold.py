@@ -10,16 +10,18 @@ view (his seat, his dealt tiles, his draws) is cut from it by :mod:`archive.roun
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from games.contributions import CONTRIBUTION_ACCEPTED, SEED_COMMITTED
+from games.hand import GAME as HAND
+from games.kishpa import GAME as KISHPA
+from games.registry import GAMES
+from games.spec import GameSpec
 from shared.stream import StoredEvent, TableEvent
 
-KISHPA_START, KISHPA_END = "round_started", "round_ended"
-HAND_START, HAND_END = "deal_started", "seed_revealed"
-ENDING_EVENTS = frozenset({KISHPA_END, HAND_END})
+ENDING_EVENTS = frozenset(g.round_end_event for g in GAMES)
 """The event that ends a round (Kishpa) or a deal (Hand): its seed is revealed in it."""
 
 
@@ -40,7 +42,7 @@ class RoundRecord:
     replacement_id: int | None = None
     dolls_returned: list[int] = field(default_factory=list)
     hand_size: int = 14
-    game: str = "kishpa"
+    game: str = KISHPA.name
     top_discard: int | None = None
     hands: dict[int, list[int]] = field(default_factory=dict)
     draws: list[tuple[int, int, int]] = field(default_factory=list)
@@ -94,13 +96,13 @@ def fold_round(
     round_no: int,
     events: Iterable[StoredEvent],
     *,
-    hand_players: list[str],
+    table_players: list[str],
     sit_down_seeds: Mapping[str, Any],
 ) -> RoundRecord | None:
     """The record of ``round_no`` from the table's stream entries in stream order (None when
-    the round never started in them). ``hand_players`` are a Hand table's players in seat
-    order (its deal events do not name them); ``sit_down_seeds`` the table state's
-    ``client_seeds`` (player -> seed)."""
+    the round never started in them). ``table_players`` are the table's players in seat
+    order (for a game whose deal events do not name them: Hand); ``sit_down_seeds`` the
+    table state's ``client_seeds`` (player -> seed)."""
     record: RoundRecord | None = None
     before = _Before()
     for stored in events:
@@ -112,15 +114,12 @@ def fold_round(
             continue
         if event.round != round_no:
             continue
-        if event.type == KISHPA_START:
-            record = _started(table_id, round_no, event)
-        elif event.type == HAND_START:
-            record = _deal_started(table_id, round_no, hand_players, event)
-        elif record is not None and record.game == "hand":
-            _observe_hand(record, event, stored.id)
+        starts = STARTS.get(event.type)
+        if starts is not None:
+            record = starts.start(table_id, round_no, table_players, event)
         elif record is not None:
-            _observe(record, event, stored.id)
-        if event.type in (KISHPA_START, HAND_START) and record is not None:
+            FOLDS[record.game].observe(record, event, stored.id)
+        if starts is not None and record is not None:
             _seat_marks(record, event.data)
             record.deal_event_id = stored.id
             record.precommitment = before.precommitment
@@ -175,7 +174,8 @@ def _seated(
     return out
 
 
-def _started(table_id: str, round_no: int, event: TableEvent) -> RoundRecord:
+def _started(table_id: str, round_no: int, _players: list[str], event: TableEvent) -> RoundRecord:
+    """A Kishpa round's record; its players are in its start event."""
     data = event.data
     players = [str(p) for p in data.get("players") or []]
     starter = int(data.get("starter") or 0)
@@ -190,6 +190,7 @@ def _started(table_id: str, round_no: int, event: TableEvent) -> RoundRecord:
         kishpa_id=None if kishpa_id is None else int(kishpa_id),
         dolls_returned=[int(t) for t in data.get("dolls_returned_ids") or []],
         hand_size=_hand_size(data, starter),
+        game=KISHPA.name,
     )
 
 
@@ -217,7 +218,7 @@ def _observe(record: RoundRecord, event: TableEvent, event_id: str = "") -> None
         replacement = event.data.get("kishpa_id")
         record.replacement_id = None if replacement is None else int(replacement)
         record.dolls_returned += [int(t) for t in event.data.get("dolls_returned_ids") or []]
-    elif event.type == KISHPA_END:
+    elif event.type == KISHPA.round_end_event:
         record.server_seed = str(event.data.get("server_seed") or "")
         record.client_seeds = list(event.data.get("client_seeds") or [])
         record.ended = True
@@ -237,7 +238,7 @@ def _deal_started(
         starter=starter,
         commitment=str(data.get("commitment") or ""),
         hand_size=_hand_size(data, starter),
-        game="hand",
+        game=HAND.name,
         top_discard=None if top is None else int(top),
     )
 
@@ -262,7 +263,7 @@ def _observe_hand(record: RoundRecord, event: TableEvent, event_id: str = "") ->
                 record.moves.append((seat, "draw", [int(data["card"])], event_id))
     elif event.type == "drew_from_stock" and event.seat >= 0:
         record.draws.append((event.seat, -1, int(event.data["stock_size"])))
-    elif event.type == HAND_END:
+    elif event.type == HAND.round_end_event:
         record.server_seed = str(event.data.get("server_seed") or "")
         record.client_seeds = list(event.data.get("client_seeds") or [])
         record.ended = True
@@ -294,3 +295,26 @@ def _hand_move(record: RoundRecord, event: TableEvent, event_id: str) -> None:
         moves = [("undo", [])]
     for kind, cards in moves:
         record.moves.append((seat, kind, cards, event_id))
+
+
+@dataclass(frozen=True, slots=True)
+class GameFold:
+    """How one game's stream entries fold into a round's record."""
+
+    game: GameSpec
+    start: Callable[[str, int, list[str], TableEvent], RoundRecord]
+    """``(table id, round, the table's players, the start event) -> the new record``."""
+    observe: Callable[[RoundRecord, TableEvent, str], None]
+    """Fold one later event of the round (with its stream id) into the record."""
+
+
+FOLDS: Mapping[str, GameFold] = {
+    f.game.name: f
+    for f in (
+        GameFold(KISHPA, _started, _observe),
+        GameFold(HAND, _deal_started, _observe_hand),
+    )
+}
+"""Each game's fold, by game name (a unit test checks every registered game has one)."""
+STARTS: Mapping[str, GameFold] = {f.game.round_start_event: f for f in FOLDS.values()}
+"""The fold a round starts with, by the game's round start event."""

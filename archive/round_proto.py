@@ -12,10 +12,14 @@ from __future__ import annotations
 from google.protobuf import timestamp_pb2
 
 from archive.round_fold import RoundRecord
+from games.registry import GAMES
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 
-GAME_ENUMS = {"kishpa": common_pb2.GAME_KISHPA, "hand": common_pb2.GAME_HAND}
+GAME_ENUMS: dict[str, common_pb2.Game.ValueType] = {
+    g.name: common_pb2.Game.ValueType(g.wire_value) for g in GAMES
+}
+"""Game name -> wire enum (``games.registry``)."""
 PUBLIC_SEAT = -1
 
 

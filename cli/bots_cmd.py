@@ -21,9 +21,8 @@ from rich.table import Table
 
 from cli.play.bot import BotSeat, BotStats
 from cli.play.fill import bot_name, join_all, logged_in_bots
-from cli.play.games import HAND, KISHPA
-from games.hand.ruleset import DEFAULT_RULES as HAND_RULES
-from kishpa.common.v1 import common_pb2
+from cli.play.games import BY_NAME
+from games.registry import NAMES, game
 from sdk import KishpaClient, KishpaError
 from sdk.client import DEFAULT_MATCHMAKING_ADDR, DEFAULT_TABLE_ADDR
 
@@ -39,8 +38,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--tables", type=int, default=1, help="tables to fill (default 1)")
     parser.add_argument(
         "--game",
-        choices=("kishpa", "hand"),
-        default="kishpa",
+        choices=NAMES,
+        default=NAMES[0],
         help="the game to play (hand: a game of 7 deals, --rounds is ignored)",
     )
     parser.add_argument("--seats", type=int, default=4, choices=(2, 3, 4), help="seats per table")
@@ -110,10 +109,10 @@ async def _run_table(
         clients = await logged_in_bots(names, mm_addr, table_addr)
         run.clients = clients
         creator, *others = clients
-        hand = args.game == "hand"
+        adapter = BY_NAME[args.game]
         private = await creator.create_private_table(
             args.seats,
-            game=common_pb2.GAME_HAND if hand else common_pb2.GAME_KISHPA,
+            game=adapter.game,
             turn_seconds=args.turn_seconds,
             reveal_window_seconds=args.reveal_seconds,
             next_round_pause_ms=args.pause_ms,
@@ -125,7 +124,6 @@ async def _run_table(
         def round_ended(table_id: str, round_no: int) -> None:
             progress.advance(task)
 
-        adapter = HAND if hand else KISHPA
         seats = [
             BotSeat(
                 client,
@@ -156,7 +154,8 @@ async def _run(args: argparse.Namespace, console: Console) -> list[TableRun]:
         TextColumn("{task.fields[summary]}"),
         console=console,
     ) as progress:
-        per_table = HAND_RULES.deals_per_game if args.game == "hand" else args.rounds
+        # A game of a fixed number of rounds (Hand's deals) ignores --rounds.
+        per_table = game(args.game).fixed_rounds or args.rounds
         task = progress.add_task("rounds", total=args.tables * per_table, summary="")
         jobs = [_run_table(args, run, progress, task) for run in runs]
         ticker = asyncio.create_task(_tick(runs, progress, task))

@@ -21,11 +21,10 @@ from rich.console import Console
 
 from cli.play.bot import BotSeat
 from cli.play.fill import bot_name, join_all, logged_in_bots
-from cli.play.games import adapter_for
-from cli.play.hand_ui import HandUI
-from cli.play.kishpa_ui import KishpaUI
+from cli.play.games import BY_NAME, adapter_for
 from cli.play.session import PlaySession
-from kishpa.common.v1 import common_pb2
+from cli.play.uis import ui_for
+from games.registry import NAMES
 from kishpa.matchmaking.v1 import matchmaking_pb2 as mm_pb2
 from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError
@@ -43,7 +42,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--name", default="", help="your display name (default: your login)")
     parser.add_argument(
-        "--game", choices=("kishpa", "hand"), default="kishpa", help="the game (default kishpa)"
+        "--game", choices=NAMES, default=NAMES[0], help=f"the game (default {NAMES[0]})"
     )
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--bots", type=int, metavar="N", help="a private table with N bots (1-3)")
@@ -91,8 +90,8 @@ class Play:
         self.names: dict[str, str] = {}
         self.bot_tasks: list[asyncio.Task[Any]] = []
         self.bot_clients: list[KishpaClient] = []
-        self.hand = getattr(args, "game", "kishpa") == "hand"
-        self.game = common_pb2.GAME_HAND if self.hand else common_pb2.GAME_KISHPA
+        self.adapter = BY_NAME[getattr(args, "game", None) or NAMES[0]]
+        self.game = self.adapter.game
         # Mixed into every shuffle at the table; each round end checks it was (fairness.md).
         self.client_seed: str = getattr(args, "client_seed", "") or secrets.token_hex(8)
         self.stake = int(getattr(args, "stake", 1) or 1)
@@ -111,7 +110,7 @@ class Play:
                 table_id = await self.find_table(client)
                 if table_id is None:
                     return 1
-                ui = HandUI() if self.hand else KishpaUI()
+                ui = ui_for(self.adapter)
                 playing = PlaySession(client, self.console, table_id, self.names, ui)
                 playing.use_client_seed(self.client_seed)
                 return await playing.run()

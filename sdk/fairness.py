@@ -64,6 +64,9 @@ MOVE_MISMATCH = "MOVE_MISMATCH"
 SEATS_MISMATCH = "SEATS_MISMATCH"
 RECORD_VERSION_SEATS = 3
 """The record version from which a deal names its seats (bots, declared, awaited)."""
+KISHPA_GAME, HAND_GAME = "kishpa", "hand"
+"""The games this module verifies (``games.registry`` names them; a unit test keeps the two
+lists equal). Each has its checks in :data:`GAME_CHECKS`."""
 DEADLINE_SLACK_MS = 1_000
 """How much earlier than its contribution deadline a deal with a silent awaited seat may be
 stamped: the deadline is on the table service's clock, stream ids on Redis's."""
@@ -241,7 +244,7 @@ class RoundEvidence:
     replacements: int = 1
     round_no: int = 0
     table_id: str = ""
-    game: str = "kishpa"
+    game: str = KISHPA_GAME
     """``kishpa`` or ``hand`` (a Hand deal: ``dealt`` holds card ids, draws are from the stock)."""
     top_discard: int | None = None
     """Hand: the card id turned to start the discard pile, if known."""
@@ -399,9 +402,49 @@ def verify_round(evidence: RoundEvidence) -> Verification:
         )
     elif e.my_client_seed is not None:
         checked.append("your client seed")
-    if e.game == "hand":
-        _check_hand_deal(e, seed, seeds, failures, checked)
-        return _with_table(e, seed, seeds, failures, checked)
+    checks_of(e.game).own_seat(e, seed, seeds, failures, checked)
+    return _with_table(e, seed, seeds, failures, checked)
+
+
+# --- the whole table --------------------------------------------------------------------
+
+
+def _with_table(
+    e: RoundEvidence,
+    seed: bytes,
+    seeds: list[str | None],
+    failures: list[Failure],
+    checked: list[str],
+) -> Verification:
+    """The own-seat checks' verdict, with the whole-table checks when the evidence has every
+    seat's hand (a record served after the reveal)."""
+    if e.hands is None:
+        return Verification(tuple(failures), tuple(checked))
+    _check_order(e, failures, checked)
+    _check_contributions(e, seeds, failures, checked)
+    notes: list[str] = []
+    mine = _check_my_contribution(e, seeds, failures, checked, notes)
+    _check_seats(e, failures, checked, notes)
+    checks_of(e.game).whole_table(e, seed, seeds, failures, checked)
+    return Verification(
+        tuple(failures),
+        tuple(checked),
+        whole_table=True,
+        contributed=bool(e.contributions),
+        my_contribution=mine,
+        bots_only=_bots_only(e),
+        notes=tuple(notes),
+    )
+
+
+def _check_kishpa_deal(
+    e: RoundEvidence,
+    seed: bytes,
+    seeds: list[str | None],
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    """A Kishpa seat's own deal: its tiles, the kishpa, its replacement, its pile draws."""
     dealt = deal(
         seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
     )
@@ -463,63 +506,50 @@ def verify_round(evidence: RoundEvidence) -> Verification:
             )
     if e.pile_draws and draws_ok:
         checked.append(f"your {len(e.pile_draws)} pile draws")
-    return _with_table(e, seed, seeds, failures, checked)
 
 
-# --- the whole table --------------------------------------------------------------------
-
-
-def _with_table(
+def _check_hand_table(
     e: RoundEvidence,
     seed: bytes,
     seeds: list[str | None],
     failures: list[Failure],
     checked: list[str],
-) -> Verification:
-    """The own-seat checks' verdict, with the whole-table checks when the evidence has every
-    seat's hand (a record served after the reveal)."""
-    if e.hands is None:
-        return Verification(tuple(failures), tuple(checked))
-    _check_order(e, failures, checked)
-    _check_contributions(e, seeds, failures, checked)
-    notes: list[str] = []
-    mine = _check_my_contribution(e, seeds, failures, checked, notes)
-    _check_seats(e, failures, checked, notes)
-    if e.game == "hand":
-        dealt_h = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
-        _check_hands(e, dealt_h.hands, card_text, DEALT_CARDS_MISMATCH, failures, checked)
-        _check_draws(e, len(dealt_h.stock), dealt_h.stock_card, card_text, failures, checked)
-        if e.record_version >= RECORD_VERSION_SEATS and e.cards_left is None:
-            # Every Hand deal ends with deal_ended (the cards left, the penalties' basis).
-            failures.append(
-                Failure(RECORD_INCOMPLETE, "the record does not show the cards left at the end")
-            )
-        _check_moves(e, dealt_h.hands, [dealt_h.top_discard], card_text, failures, checked)
-    else:
-        dealt_k = deal(
-            seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
+) -> None:
+    """Every seat's dealt cards, the stock draws, the cards left and the moves of a deal."""
+    dealt_h = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
+    _check_hands(e, dealt_h.hands, card_text, DEALT_CARDS_MISMATCH, failures, checked)
+    _check_draws(e, len(dealt_h.stock), dealt_h.stock_card, card_text, failures, checked)
+    if e.record_version >= RECORD_VERSION_SEATS and e.cards_left is None:
+        # Every Hand deal ends with deal_ended (the cards left, the penalties' basis).
+        failures.append(
+            Failure(RECORD_INCOMPLETE, "the record does not show the cards left at the end")
         )
-        _check_hands(e, dealt_k.hands, face, DEALT_TILES_MISMATCH, failures, checked)
-        _check_kishpa_ids(e, dealt_k, failures, checked)
-        pile = dealt_k.pile
-        _check_draws(
-            e,
-            len(pile),
-            lambda left: pile[left] if 0 <= left < len(pile) else None,
-            face,
-            failures,
-            checked,
-        )
-        _check_moves(e, dealt_k.hands, [], face, failures, checked)
-    return Verification(
-        tuple(failures),
-        tuple(checked),
-        whole_table=True,
-        contributed=bool(e.contributions),
-        my_contribution=mine,
-        bots_only=_bots_only(e),
-        notes=tuple(notes),
+    _check_moves(e, dealt_h.hands, [dealt_h.top_discard], card_text, failures, checked)
+
+
+def _check_kishpa_table(
+    e: RoundEvidence,
+    seed: bytes,
+    seeds: list[str | None],
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    """Every seat's dealt tiles, the kishpas, the pile draws and the moves of a round."""
+    dealt_k = deal(
+        seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
     )
+    _check_hands(e, dealt_k.hands, face, DEALT_TILES_MISMATCH, failures, checked)
+    _check_kishpa_ids(e, dealt_k, failures, checked)
+    pile = dealt_k.pile
+    _check_draws(
+        e,
+        len(pile),
+        lambda left: pile[left] if 0 <= left < len(pile) else None,
+        face,
+        failures,
+        checked,
+    )
+    _check_moves(e, dealt_k.hands, [], face, failures, checked)
 
 
 def _short(text: str) -> str:
@@ -1219,7 +1249,7 @@ class RoundWitness:
                 my_client_seed=self.my_client_seed,
                 hand_size=others[0] if others else HAND_SIZE,
                 round_no=round_no,
-                game="hand",
+                game=HAND_GAME,
                 top_discard=None if data.get("top_discard") is None else int(data["top_discard"]),
             )
             _live_seats(self._rounds[round_no], data)
@@ -1228,8 +1258,16 @@ class RoundWitness:
         evidence = self._rounds.get(round_no)
         if evidence is None:
             return None  # joined mid-round: nothing to check this round
-        if evidence.game == "hand":
-            return self._observe_hand(evidence, kind, seat, data, private)
+        return checks_of(evidence.game).observe(self, evidence, kind, seat, data, private)
+
+    def _observe_kishpa(
+        self,
+        evidence: RoundEvidence,
+        kind: str,
+        seat: int,
+        data: Mapping[str, Any],
+        private: Mapping[str, Any] | None,
+    ) -> Verification | None:
         if kind == "dealt" and private and "hand" in private:
             evidence.my_seat = seat
             evidence.dealt = [int(t["id"]) for t in private["hand"]]
@@ -1238,7 +1276,7 @@ class RoundWitness:
         elif kind == "drew" and private and data.get("source") == "pile":
             evidence.pile_draws.append(PileDraw(int(private["tile_id"]), int(data["pile"])))
         elif kind == "round_ended":
-            del self._rounds[round_no]
+            del self._rounds[evidence.round_no]
             if evidence.my_seat < 0:
                 return None  # a watcher without a seat has nothing of his own to check
             evidence.server_seed_hex = str(data.get("server_seed") or "")
@@ -1402,7 +1440,7 @@ def evidence_from_record(
         my_client_seed = my_contribution
     from kishpa.common.v1 import common_pb2  # the generated contract, only here
 
-    hand = record.game == common_pb2.GAME_HAND
+    game = _game_of(common_pb2.Game.Name(record.game))
     return RoundEvidence(
         commitment=record.shuffle_commitment,
         server_seed_hex=record.server_seed,
@@ -1420,8 +1458,8 @@ def evidence_from_record(
         hand_size=record.hand_size or HAND_SIZE,
         round_no=record.round,
         table_id=record.table_id,
-        game="hand" if hand else "kishpa",
-        top_discard=_top_discard(record) if hand else None,
+        game=game,
+        top_discard=GAME_CHECKS[game].top_discard(record),
         hands=(
             {d.seat: list(d.tile_ids) for d in record.dealt_hands} if record.dealt_hands else None
         ),
@@ -1432,7 +1470,7 @@ def evidence_from_record(
             if record.HasField("replacement_kishpa_tile_id")
             else None
         ),
-        dolls_returned=None if hand else list(record.dolls_returned_ids),
+        dolls_returned=GAME_CHECKS[game].dolls_returned(record),
         precommitment=record.precommitment,
         precommitment_event_id=record.precommitment_event_id,
         contributions=[
@@ -1519,3 +1557,78 @@ def verification_to_dict(result: Verification) -> dict[str, Any]:
         "checked": list(result.checked),
         "failures": [{"check": f.check, "message": f.message} for f in result.failures],
     }
+
+
+def _no_top_discard(record: Any) -> int | None:
+    del record
+    return None
+
+
+def _dolls_returned(record: Any) -> list[int] | None:
+    return list(record.dolls_returned_ids)
+
+
+def _no_dolls(record: Any) -> list[int] | None:
+    del record
+    return None
+
+
+Check = Callable[[RoundEvidence, bytes, list[str | None], list[Failure], list[str]], None]
+"""``(evidence, server seed, client seeds, failures, checked)``: add what a check found."""
+Observe = Callable[
+    [RoundWitness, RoundEvidence, str, int, Mapping[str, Any], Mapping[str, Any] | None],
+    Verification | None,
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GameChecks:
+    """One game's part of verifying a round (the rest is the same for every game)."""
+
+    name: str
+    own_seat: Check
+    """The seat's own deal and draws."""
+    whole_table: Check
+    """Every seat's deal, draws and moves (a record served after the reveal)."""
+    observe: Observe
+    """A live event of a round already started (``RoundWitness``)."""
+    top_discard: Callable[[Any], int | None]
+    """The card turned up at the deal, from a ``RoundRecord`` (None: the game turns none)."""
+    dolls_returned: Callable[[Any], list[int] | None]
+    """The tiles turned back to the pile, from a ``RoundRecord`` (None: the game has none)."""
+
+
+GAME_CHECKS: dict[str, GameChecks] = {
+    c.name: c
+    for c in (
+        GameChecks(
+            KISHPA_GAME,
+            _check_kishpa_deal,
+            _check_kishpa_table,
+            RoundWitness._observe_kishpa,
+            _no_top_discard,
+            _dolls_returned,
+        ),
+        GameChecks(
+            HAND_GAME,
+            _check_hand_deal,
+            _check_hand_table,
+            RoundWitness._observe_hand,
+            _top_discard,
+            _no_dolls,
+        ),
+    )
+}
+"""Each game's checks by its name."""
+
+
+def _game_of(enum_name: str) -> str:
+    """The game of a wire enum name (``GAME_HAND`` -> ``hand``); a record of a server before
+    games were named (``GAME_UNSPECIFIED``) is Kishpa's."""
+    name = enum_name.removeprefix("GAME_").lower()
+    return name if name in GAME_CHECKS else KISHPA_GAME
+
+
+def checks_of(game: str) -> GameChecks:
+    """The checks of a game by name (an unknown name: Kishpa's, as before games were named)."""
+    return GAME_CHECKS.get(game) or GAME_CHECKS[KISHPA_GAME]

@@ -25,6 +25,7 @@ from archive.migrate import prepare_archive
 from archive.round_fold import ENDING_EVENTS, fold_round
 from archive.round_proto import public_bytes
 from archive.store import ArchiveConflict, ArchiveStore, PhaseRow, RoundRow
+from games.registry import GAMES, game
 from services.common.logging import get_logger
 from shared import keys
 from shared.phase_record import PhaseRecord
@@ -32,8 +33,8 @@ from shared.stream import StoredEvent, decode
 
 log = get_logger(__name__)
 
-ENDING_PHASES = frozenset({("kishpa", "end"), ("hand", "payout")})
-"""The phase that ends a round (Kishpa) or a game's deals (Hand)."""
+ENDING_PHASES = frozenset((g.name, g.ending_phase) for g in GAMES)
+"""The phase that ends a round (Kishpa) or a game's deals (Hand), per ``games.registry``."""
 READ_PAGE = 500
 SETTLED = "settled"
 
@@ -143,11 +144,13 @@ def _ended_rounds(
     """The rounds an ending phase ends (Kishpa: its round; Hand: the game's deals, from its
     buy-in on) and the rounds whose phases settled them."""
     last = record.round_no
-    if record.game == "hand":
-        # The game's deals follow its buy-in (round = deals played before it): the same
-        # answer however often this runs, so a redelivery writes the same rows.
-        bought_in = store.latest_phase_round(record.table_id, "buy_in", last - 1)
-        start = 0 if bought_in is None else bought_in
+    since = game(record.game).settles_since
+    if since is not None:
+        # The game's deals follow its opening phase (Hand's buy-in; round = deals played
+        # before it): the same answer however often this runs, so a redelivery writes the
+        # same rows.
+        opened = store.latest_phase_round(record.table_id, since, last - 1)
+        start = 0 if opened is None else opened
         first, phase_rounds = start + 1, (start, last)
     else:
         first, phase_rounds = last, (last, last)
@@ -159,7 +162,7 @@ def _ended_rounds(
     out = []
     for round_no in range(first, last + 1):
         folded = fold_round(
-            record.table_id, round_no, events, hand_players=players, sit_down_seeds=seeds
+            record.table_id, round_no, events, table_players=players, sit_down_seeds=seeds
         )
         usable = folded is not None and folded.ended
         if not usable:

@@ -106,6 +106,13 @@ ACTIONS: Mapping[str, str] = {
 }
 
 
+def round_pot(round_msg: table_pb2.Round) -> int:
+    """The tokens a round's game part shows in its pot (0 for a game without one)."""
+    case = round_msg.WhichOneof("game_round")
+    part = getattr(round_msg, case) if case else None
+    return int(getattr(part, "pot", 0))
+
+
 def _elapsed(started: float) -> Duration:
     """The time since ``started`` (a ``time.time()``), to the millisecond."""
     duration = Duration()
@@ -519,7 +526,7 @@ class GrpcSources:
             if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.NOT_FOUND:
                 return None
             raise
-        pot = view.round.hand.pot if view.round.WhichOneof("game_round") == "hand" else 0
+        pot = round_pot(view.round)
         return TableFacts(view.status == table_pb2.TABLE_STATUS_CLOSED, view.bowl, pot)
 
     def ledger(self, table_id: str) -> LedgerFacts:

@@ -38,15 +38,15 @@ import redis
 
 from archive.migrate import ArchiveNotMigrated
 from archive.store import ArchiveStore, is_transient_db_error
-from games.kishpa.record import end_postings, start_postings
 from games.ledger import Posting
+from games.registry import GAMES
 from services.common.errors import error_reason
 from services.common.logging import get_logger
 from services.common.redis_client import sync_client
 from shared.phase_record import BadPhaseRecord, PhaseRecord, PhaseRef
 from shared.retry import retrying_sync, task_backoff
 from shared.tasks import SETTLE_TASK
-from workers import hand_postings, metrics
+from workers import metrics
 from workers.archive_write import ArchiveRefused, archive_phase, archive_store
 from workers.celery_app import TransientError, is_transient, kishpa_task
 from workers.config import worker_config
@@ -71,14 +71,11 @@ TASK_NAME = SETTLE_TASK
 
 PostingsOf = Callable[[dict[str, Any]], Sequence[Posting]]
 
-# Which rules compute each phase's postings, per game. Each takes the round record (a JSON
-# object) and returns postings between player ids and the table's own accounts; a new game
-# adds its phases here.
+# Which rules compute each phase's postings, per game (``games.registry``: each game's spec
+# names its phases). Each takes the round record (a JSON object) and returns postings
+# between player ids and the table's own accounts.
 PHASE_POSTINGS: Mapping[tuple[str, str], PostingsOf] = {
-    ("kishpa", "start"): start_postings,
-    ("kishpa", "end"): end_postings,
-    ("hand", "buy_in"): hand_postings.buy_in_postings,
-    ("hand", "payout"): hand_postings.payout_postings,
+    (g.name, phase): postings for g in GAMES for phase, postings in g.postings.items()
 }
 # Accounts of a table in the rules' postings, and the wallet account each becomes.
 TABLE_ACCOUNTS: Mapping[str, str] = {"bowl": "bowl", "pot": "pot"}

@@ -246,7 +246,10 @@ class HandAdapter:
 
 KISHPA = KishpaAdapter()
 HAND = HandAdapter()
-ADAPTERS: dict[common_pb2.Game.ValueType, GameAdapter] = {KISHPA.game: KISHPA, HAND.game: HAND}
+ADAPTERS: dict[common_pb2.Game.ValueType, GameAdapter] = {a.game: a for a in (KISHPA, HAND)}
+"""Every game's adapter by its wire enum (a unit test checks every registered game has one)."""
+BY_NAME: dict[str, GameAdapter] = {a.name: a for a in ADAPTERS.values()}
+"""Every game's adapter by the game's name (``games.registry``)."""
 
 
 def adapter_for(game: common_pb2.Game.ValueType) -> GameAdapter:

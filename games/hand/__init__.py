@@ -52,13 +52,23 @@ from games.hand.meld_search import best_meld_specs, best_melds
 from games.hand.melds import MeldKind, make_meld
 from games.hand.record import BUY_IN, PAYOUT, buy_in_record, payout_record
 from games.hand.ruleset import DEFAULT_RULES, RuleSet
+from games.hand.spec import GAME
 from games.hand.turns import apply
-from games.hand.view import Advice, SeatSummary, SeatView, advice_for, view_for
+from games.hand.view import (
+    Advice,
+    HandPublic,
+    MeldView,
+    SeatSummary,
+    SeatView,
+    advice_for,
+    view_for,
+)
 
 __all__ = [
     "BUY_IN",
     "CARD_COUNT",
     "DEFAULT_RULES",
+    "GAME",
     "PAYOUT",
     "TIMEOUTS_BEFORE_AUTOPLAY",
     "Action",
@@ -69,10 +79,12 @@ __all__ = [
     "DrawStock",
     "Event",
     "GameState",
+    "HandPublic",
     "LayMelds",
     "LayOff",
     "MeldKind",
     "MeldSpec",
+    "MeldView",
     "Phase",
     "PhaseRecord",
     "ReleaseJoker",

@@ -20,6 +20,39 @@ from typing import Any
 from games.hand.deal_state import DealState, Phase
 from games.hand.game import GameState, available_actions, is_last_deal
 from games.hand.meld_search import best_meld_specs
+from games.view import PublicFacts
+
+
+@dataclass(frozen=True, slots=True)
+class MeldView:
+    """A meld on the table as every viewer sees it (its stored form, with its id)."""
+
+    id: int
+    kind: str
+    cards: list[int]
+    rank: int
+    suit: str | None
+    owner: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandPublic(PublicFacts):
+    """A Hand deal's facts (with :class:`PublicFacts`'), the same for every viewer but
+    ``must_use`` (the viewer's own turn only)."""
+
+    deal_no: int
+    deals: int
+    pot: int
+    stake: int
+    melds: list[MeldView]
+    opened: list[bool]
+    must_use: int | None
+    hand_win: bool
+    deal_scores: list[int] | None
+    totals: list[int]
+    hands: list[list[int]] | None
+    """Every seat's cards once the deal is over (they justify the penalties); else None."""
+    payouts: list[int] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +88,7 @@ class SeatView:
     commitment: str
     server_seed: str
     """The deal's server seed, hex, once the deal ended (``""`` before)."""
-    public: dict[str, Any]
+    public: HandPublic
     """Every other fact, the same for every viewer but ``must_use`` (the viewer's turn only)."""
 
 
@@ -81,27 +114,30 @@ def view_for(
     turn = int(deal["turn"])
     my_turn = seat is not None and not ended and turn == seat
     scores = deal["scores"]
-    public: dict[str, Any] = {
-        "deal_no": int(deal["deal_no"]) + 1,
-        "deals": game.deals,
-        "starter": int(deal["starter"]),
-        "drew": deal["phase"] == Phase.PLAY.value,
-        "pile": len(deal["stock"]),
-        "pot": 0 if game.finished else game.pot,
-        "stake": game.stake,
-        "melds": [dict(m, id=i) for i, m in enumerate(deal["melds"])],
-        "opened": [int(t) >= 0 for t in deal["opened_turn"]],
-        "must_use": deal["must_use"] if my_turn else None,
-        "winner": deal["winner"],
-        "hand_win": bool(deal["hand_win"]),
-        "deal_scores": None if scores is None else list(scores),
-        "totals": totals,
+    public = HandPublic(
+        deal_no=int(deal["deal_no"]) + 1,
+        deals=game.deals,
+        starter=int(deal["starter"]),
+        drew=deal["phase"] == Phase.PLAY.value,
+        pile=len(deal["stock"]),
+        pot=0 if game.finished else game.pot,
+        stake=game.stake,
+        melds=[
+            MeldView(i, str(m["kind"]), list(m["cards"]), m["rank"], m["suit"], int(m["owner"]))
+            for i, m in enumerate(deal["melds"])
+        ],
+        opened=[int(t) >= 0 for t in deal["opened_turn"]],
+        must_use=deal["must_use"] if my_turn else None,
+        winner=deal["winner"],
+        hand_win=bool(deal["hand_win"]),
+        deal_scores=None if scores is None else list(scores),
+        totals=totals,
         # The deal is over: the hands left are shown to justify the penalties.
-        "hands": [list(h) for h in hands] if ended else None,
-        "payouts": game.payouts() if game.finished else None,
-        "last_round": is_last_deal(game, ended),
-        "client_seeds": list(client_seeds),
-    }
+        hands=[list(h) for h in hands] if ended else None,
+        payouts=game.payouts() if game.finished else None,
+        last_round=is_last_deal(game, ended),
+        client_seeds=list(client_seeds),
+    )
     return SeatView(
         deal_no=int(deal["deal_no"]) + 1,
         phase=phase,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -22,6 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from games.registry import GAMES
 from games.table import DEFAULT_NEXT_DEAL_PAUSE_MS, DEFAULT_TURN_SECONDS, TableSettings
 
 LogFormat = Literal["console", "json"]
@@ -54,8 +55,36 @@ MAX_STAKE = 5_000
 nothing left need at most 4 x 13 x 5000 / 50 = 5,200 bank loads in one batch, within the
 wallet's 10,000 (services/wallet/batch.py MAX_LOADS_PER_BATCH)."""
 
-Stakes = Annotated[tuple[int, ...], NoDecode]
-"""A list of allowed stakes: ``"1,5,10,50,100"`` in the environment, sorted and distinct."""
+
+def parse_stakes(value: object) -> tuple[int, ...]:
+    """``"1,5,10"`` (or a sequence of ints) -> ``(1, 5, 10)``; every stake 1..MAX_STAKE."""
+    items: list[object]
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ValueError("a comma-separated list of stakes, e.g. 1,5,10,50,100")
+    stakes: set[int] = set()
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise ValueError(f"a stake is a whole number of tokens, not {item!r}")
+        try:
+            stake = int(item)
+        except ValueError:
+            raise ValueError(f"a stake is a whole number of tokens, not {item!r}") from None
+        if not 1 <= stake <= MAX_STAKE:
+            raise ValueError(f"a stake is 1-{MAX_STAKE} tokens, not {stake}")
+        stakes.add(stake)
+    if not stakes:
+        raise ValueError("at least one stake must be offered")
+    return tuple(sorted(stakes))
+
+
+Stakes = Annotated[tuple[int, ...], NoDecode, BeforeValidator(parse_stakes)]
+"""A list of allowed stakes: ``"1,5,10,50,100"`` in the environment, sorted and distinct.
+One field ``stakes_<game>`` (``KISHPA_STAKES_<GAME>``) per registered game
+(``games.registry``; a unit test checks every game has one)."""
 # The processes that cannot run without the Celery broker (the table service checks it
 # when it enqueues settlements).
 BROKER_USERS = frozenset({"worker", "beat"})
@@ -260,32 +289,6 @@ class Settings(BaseSettings):
     stakes_kishpa: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_KISHPA")
     stakes_hand: Stakes = Field(default=DEFAULT_STAKES, validation_alias="KISHPA_STAKES_HAND")
 
-    @field_validator("stakes_kishpa", "stakes_hand", mode="before")
-    @classmethod
-    def _parse_stakes(cls, value: object) -> tuple[int, ...]:
-        """``"1,5,10"`` (or a sequence of ints) -> ``(1, 5, 10)``; every stake 1..MAX_STAKE."""
-        items: list[object]
-        if isinstance(value, str):
-            items = [part.strip() for part in value.split(",") if part.strip()]
-        elif isinstance(value, (list, tuple)):
-            items = list(value)
-        else:
-            raise ValueError("a comma-separated list of stakes, e.g. 1,5,10,50,100")
-        stakes: set[int] = set()
-        for item in items:
-            if isinstance(item, bool) or not isinstance(item, (int, str)):
-                raise ValueError(f"a stake is a whole number of tokens, not {item!r}")
-            try:
-                stake = int(item)
-            except ValueError:
-                raise ValueError(f"a stake is a whole number of tokens, not {item!r}") from None
-            if not 1 <= stake <= MAX_STAKE:
-                raise ValueError(f"a stake is 1-{MAX_STAKE} tokens, not {stake}")
-            stakes.add(stake)
-        if not stakes:
-            raise ValueError("at least one stake must be offered")
-        return tuple(sorted(stakes))
-
     def table_defaults(self) -> TableSettings:
         """The table settings a CreateTable gets for the timers it leaves unset."""
         return TableSettings(
@@ -295,7 +298,7 @@ class Settings(BaseSettings):
 
     def stakes(self) -> dict[str, tuple[int, ...]]:
         """The allowed stakes of each game, by the game's name."""
-        return {"kishpa": self.stakes_kishpa, "hand": self.stakes_hand}
+        return {g.name: tuple(getattr(self, f"stakes_{g.name}")) for g in GAMES}
 
     # Abuse limits (services.common.limits), counted in the service's Redis.
     rate_limits: bool = Field(default=True, validation_alias="KISHPA_RATE_LIMITS")

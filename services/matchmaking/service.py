@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import structlog
 
+from games.registry import NAMES
 from games.table import TableSettings
 from kishpa.table.v1 import table_pb2
 from services.common.errors import (
@@ -54,7 +55,7 @@ from services.matchmaking.store import (
 
 log = structlog.get_logger("kishpa.matchmaking")
 
-GAMES = ("kishpa", "hand")
+GAMES = NAMES
 """Games the table service plays; each (game, seats, stake) has its own queue."""
 SEAT_RANGE = (2, 4)
 MAX_REQUEST_ID = 128

@@ -9,17 +9,26 @@ engines and the store never see a message. Game-specific public facts go to the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 from google.protobuf import duration_pb2
 
 from games.contributions import contributed, next_deal
+from games.registry import BY_NAME
 from games.table import NEXT_ROUND
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from services.common.games import GAME_ENUMS, GAMES
-from services.table.engine import BOT_NORMAL, WATCH_ANYONE, GameView, Hint, TableSettings
+from services.table.engine import (
+    BOT_NORMAL,
+    NO_FACTS,
+    WATCH_ANYONE,
+    GameView,
+    Hint,
+    PublicFacts,
+    TableSettings,
+)
+from services.table.game_wire import WIRES, options_from
 from services.table.service import TableView
 from services.table.wire_enums import (
     BOT_LEVEL_NAMES,
@@ -70,7 +79,7 @@ def settings_from(
         bots=msg.bots,
         bot_level=BOT_LEVEL_NAMES.get(msg.bot_level, BOT_NORMAL),
         bot_pause_ms=bot_pause,
-        options={"allow_high_wrap": True} if msg.kishpa.allow_high_wrap else {},
+        options=options_from(msg),
         watch_policy=WATCH_POLICY_NAMES.get(msg.watch_policy, WATCH_ANYONE),
         invited_watchers=tuple(msg.invited_watchers),
     )
@@ -116,7 +125,7 @@ class Converter:
                 )
             )
         settings = settings_message(table.game_name, table.settings)
-        public = game.public if game is not None else {}
+        public = game.public if game is not None else NO_FACTS
         msg = table_pb2.TableView(
             table_id=table.table_id,
             settings=settings,
@@ -124,8 +133,8 @@ class Converter:
             creator_player_id=table.creator,
             seats=seats,
             my_seat=view.my_seat,
-            bowl=int(public.get("bowl", 0)),
-            last_round_pressed=bool(public.get("last_round_pressed", False)),
+            bowl=public.bowl,
+            last_round_pressed=public.last_round_pressed,
             available_actions=self._actions(view),
             last_event_id=view.last_event_id,
             version=view.version,
@@ -169,8 +178,9 @@ class Converter:
         pausing = table.deadline is not None and table.deadline.kind == NEXT_ROUND
         if pausing and view.my_seat not in table.ready:
             out.append(table_pb2.PLAYER_ACTION_READY)
-        pressable = table.game_name == "kishpa"  # a Hand game always plays all its deals
-        if creator and pressable and not view.game.public.get("last_round_pressed"):
+        # A game of a fixed number of rounds (Hand's deals) always plays them all.
+        pressable = BY_NAME[table.game_name].presses_last_round
+        if creator and pressable and not view.game.public.last_round_pressed:
             out.append(table_pb2.PLAYER_ACTION_PRESS_LAST_ROUND)
         return out
 
@@ -186,79 +196,33 @@ class Converter:
         msg = table_pb2.Round(
             round=game.round_no,
             phase=ROUND_PHASES.get(game.phase, table_pb2.ROUND_PHASE_UNSPECIFIED),
-            starter_seat=int(public.get("starter", 0)),
+            starter_seat=public.starter,
             turn_seat=game.turn_seat,
-            turn_drew=bool(public.get("drew", False)),
+            turn_drew=public.drew,
             acting_seats=acting,
-            pile_count=int(public.get("pile", 0)),
+            pile_count=public.pile,
             discards=self.tiles(name, game.discards),
             shuffle_commitment=game.commitment,
             server_seed=game.server_seed,
-            client_seeds=[s or "" for s in public.get("client_seeds", [])],
+            client_seeds=[s or "" for s in public.client_seeds],
             my_rack=table_pb2.Rack(tiles=self.tiles(name, view.my_tiles)),
         )
         if deadline is not None and deadline.kind in ("turn", "window"):
             msg.deadline.CopyFrom(timestamp(deadline.at_ms))
         if game.phase in ("end_reveal", "ended", "between_rounds"):
             msg.result.CopyFrom(self.result(name, public))
-        if name == "kishpa":
-            ids = list(public.get("kishpa_ids", []))
-            revealed = public.get("start_reveal")
-            if revealed is None:
-                revealed = public.get("end_reveal")
-            kishpa = table_pb2.KishpaRound(
-                kishpa=self.tile(name, ids[-1]),
-                joker_face=str(public.get("joker", "")),
-                revealed_by_seat=None if revealed is None else int(revealed),
-            )
-            if len(ids) > 1:
-                kishpa.replaced_kishpa.CopyFrom(self.tile(name, ids[0]))
-                kishpa.first_kishpa.CopyFrom(self.tile(name, ids[0]))
-            msg.kishpa.CopyFrom(kishpa)
-        elif name == "hand":
-            msg.hand.CopyFrom(self._hand_round(name, public))
+        wire = WIRES.get(name)
+        if wire is not None:
+            wire.round_message(public, lambda tile_id: self.tile(name, tile_id), msg)
         return msg
 
-    def _hand_round(self, name: str, public: Mapping[str, Any]) -> table_pb2.HandRound:
-        """The melds on the table and the pot: public to every viewer."""
-        msg = table_pb2.HandRound(
-            melds=[
-                table_pb2.Meld(
-                    meld_id=int(m["id"]),
-                    kind=GROUP_KINDS.get(str(m["kind"]), common_pb2.GROUP_KIND_UNSPECIFIED),
-                    cards=self.tiles(name, m["cards"]),
-                    seat=int(m["owner"]),
-                )
-                for m in public.get("melds", [])
-            ],
-            opened_seats=[s for s, opened in enumerate(public.get("opened", [])) if opened],
-            pot=int(public.get("pot", 0)),
-            deals_per_game=int(public.get("deals", 0)),
-            hand_win=bool(public.get("hand_win", False)),
-            deal_scores=list(public.get("deal_scores") or []),
-            payouts=list(public.get("payouts") or []),
-            end_hands=[
-                table_pb2.SeatTiles(seat=seat, tiles=self.tiles(name, hand))
-                for seat, hand in enumerate(public.get("hands") or [])
-            ],
-        )
-        if public.get("must_use") is not None:
-            msg.must_use.CopyFrom(self.tile(name, int(public["must_use"])))
-        return msg
-
-    def result(self, game: str, public: Mapping[str, Any]) -> table_pb2.RoundResult:
-        """How the round ended (no winner when the pile ran out or it has not ended)."""
-        winner = public.get("winner")
-        out = table_pb2.RoundResult(
-            winner_seat=None if winner is None else int(winner),
-            win_payout=int(public.get("win_payout", 0)),
-            bowl_taken=bool(public.get("bowl_taken", False)),
-            winning_groups=self.groups(
-                game, public.get("winning_groups", []), public.get("winning_group_kinds", [])
-            ),
-        )
-        if public.get("final_discard_id") is not None:
-            out.final_discard.CopyFrom(self.tile(game, int(public["final_discard_id"])))
+    def result(self, game: str, public: PublicFacts) -> table_pb2.RoundResult:
+        """How the round ended (no winner when the pile ran out or it has not ended), with
+        the game's own facts of it (Kishpa: the payout, the bowl, the winning hand)."""
+        out = table_pb2.RoundResult(winner_seat=public.winner)
+        wire = WIRES.get(game)
+        if wire is not None:
+            wire.result_message(public, lambda tile_id: self.tile(game, tile_id), out)
         return out
 
     def groups(
@@ -290,7 +254,7 @@ class Converter:
     def event(self, game: str, stored: StoredEvent) -> table_pb2.TableEvent | None:
         """A stream entry already filtered for its viewer (``TableEvent.for_viewer``) as its
         typed message; None for an internal entry clients are not sent."""
-        return event_message(stored, lambda tile_id: self._face(game, tile_id))
+        return event_message(stored, lambda tile_id: self._face(game, tile_id), game)
 
     def shared_event(
         self, game: str, table_id: str, stored: StoredEvent

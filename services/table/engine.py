@@ -24,6 +24,8 @@ from games.table import WATCH_PLAYERS as WATCH_PLAYERS
 from games.table import Deadline as Deadline
 from games.table import Table as Table
 from games.table import TableSettings as TableSettings
+from games.view import NO_FACTS as NO_FACTS
+from games.view import PublicFacts as PublicFacts
 from services.common.errors import Category, DomainError
 from shared.stream import NO_SEAT, TableEvent
 
@@ -119,8 +121,9 @@ class GameView:
     actions: Sequence[str]
     commitment: str
     server_seed: str
-    public: Mapping[str, Any]
-    """Game-specific public facts (Kishpa: kishpa, joker, bowl, last_round, replaced...)."""
+    public: PublicFacts
+    """The round's public facts: every game's (``games.view.PublicFacts``), as the game's
+    own type (``games.kishpa.KishpaPublic``, ``games.hand.HandPublic``)."""
 
 
 @dataclass(frozen=True, slots=True)

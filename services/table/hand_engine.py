@@ -33,6 +33,7 @@ from games.fair import SERVER_SEED_BYTES, FairStream
 from services.common.compat import compat_hit
 from services.table.engine import (
     BETWEEN_ROUNDS,
+    NO_FACTS,
     Action,
     BadRequestError,
     Deadline,
@@ -61,7 +62,7 @@ DRAW_SOURCES: dict[str, type[hand.DrawStock | hand.DrawDiscard]] = {
     "discard": hand.DrawDiscard,
 }
 RUN_ENDS = ("low", "high")
-RESTARTS = frozenset({"turn_started", "deal_started"})
+RESTARTS = hand.GAME.restarts
 """Deal events that begin a new turn (a new deadline even for the same seat)."""
 NO_STREAM = FairStream(bytes(SERVER_SEED_BYTES), (), "kishpa/table/v1/hand-autoplay")
 """Hand's auto-play draws nothing from its stream (the rules' timeout involves no choice)."""
@@ -137,7 +138,7 @@ def _rules(settings: TableSettings) -> hand.RuleSet:
 class HandEngine:
     """Games of Hand (7 deals and a token pot) over a table; pure."""
 
-    name = "hand"
+    name = hand.GAME.name
     timeouts_before_autoplay = hand.TIMEOUTS_BEFORE_AUTOPLAY
 
     # ---- state helpers -----------------------------------------------------------------
@@ -339,7 +340,7 @@ class HandEngine:
         table and public facts; never another hand before the deal ends, nor the stock)."""
         deal: dict[str, Any] | None = table.game.get("deal") if table.game else None
         if deal is None:
-            return GameView(0, "waiting", [], [], [], None, [], "", "", {})
+            return GameView(0, "waiting", [], [], [], None, [], "", "", NO_FACTS)
         view = hand.view_for(
             self._game(table),
             deal,

@@ -1,17 +1,18 @@
 """Kishpa behind the table service's :class:`~services.table.engine.GameEngine` interface.
 
 A translator, holding no rule: the game across rounds (starter, bowl, streaks, last round,
-auto-play) is ``games.kishpa`` (``game``, ``round``, ``autoplay``), the deadlines and the
+auto-play) is ``games.kishpa`` (``game``, ``round``, ``autoplay``); the table's rules, the
+round dealt next, a timed-out turn and the settlement phases each step records are
+``games.kishpa.flow``; what each viewer sees is ``games.kishpa.view``; the deadlines and the
 seating are ``games.table``. This module turns table actions into the rules' moves, the
-rules' events into stream events, phase records into outbox phases, and the game's state
-into views.
+rules' events into stream events, phase records into outbox phases, and the rules' views
+into the service's.
 
 The engine's part of the table state (``table.game``) is :meth:`games.kishpa.GameState.to_dict`.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import games.kishpa as kishpa
@@ -19,6 +20,7 @@ from games import table as rules_table
 from games.contributions import deal_seeds
 from services.table.engine import (
     BETWEEN_ROUNDS,
+    NO_FACTS,
     Action,
     BadRequestError,
     Deadline,
@@ -37,19 +39,12 @@ from services.table.engine import (
 from shared.stream import NO_SEAT, PRIVATE, TableEvent
 
 FACES = tuple(str(kishpa.face_of(t)) for t in range(kishpa.TILE_COUNT))
-KNOWN_OPTIONS = frozenset({"allow_high_wrap"})
-RESTARTS = frozenset({"turn_started", "reveal_window_opened", "kishpa_replaced"})
+RESTARTS = kishpa.GAME.restarts
 """Round events that begin a new wait (a new deadline even if the kind is the same)."""
 
 
 def _rules(settings: TableSettings) -> kishpa.RuleSet:
-    return replace(
-        kishpa.DEFAULT_RULES,
-        turn_seconds=settings.turn_seconds,
-        reveal_window_seconds=settings.reveal_window_seconds,
-        allow_run_12_13_1=bool(settings.options.get("allow_high_wrap", False)),
-        stake=settings.stake,
-    )
+    return kishpa.rules_for(settings)
 
 
 def _tile_id(value: Any, what: str) -> int:
@@ -91,7 +86,7 @@ def _move(seat: int, action: Action) -> kishpa.Action:
 class KishpaEngine:
     """Kishpa rounds, bowl and streaks over a table; pure."""
 
-    name = "kishpa"
+    name = kishpa.GAME.name
     timeouts_before_autoplay = kishpa.DEFAULT_RULES.timeouts_before_autoplay
 
     @staticmethod
@@ -115,27 +110,33 @@ class KishpaEngine:
         *,
         timed_out_seat: int | None = None,
         result: dict[str, Any] | None = None,
-        before: list[TableEvent] | None = None,
     ) -> Step:
-        """The table step after the game moved: outbox phases, the deadline, closing."""
-        game, more = kishpa.bots_in_window(game, table.bot_seats())
-        events = [*events, *more]
+        """The table step after the game moved (``games.kishpa.settle``)."""
+        return self._moved(
+            table,
+            kishpa.settle(game, events, table.bot_seats()),
+            now_ms,
+            timed_out_seat=timed_out_seat,
+            result=result,
+        )
+
+    def _moved(
+        self,
+        table: Table,
+        moved: kishpa.Moved,
+        now_ms: int,
+        *,
+        timed_out_seat: int | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> Step:
+        """The table step of a move: its events, outbox phases, the deadline, closing."""
+        game, events = moved.game, moved.events
         state = game.round
         assert state is not None
         round_no = state.round_no
-        out = list(before or [])
+        out = [_table_event(game.round_no - 1, e) for e in moved.earlier]
         out += [_table_event(round_no, e) for e in events]
-        phases = [
-            Phase(
-                round_no,
-                e.data["phase"],
-                kishpa.start_record(state)
-                if e.data["phase"] == "start"
-                else kishpa.end_record(state),
-            )
-            for e in events
-            if e.type == "phase_recorded"
-        ]
+        phases = [Phase(p.round_no, p.phase, p.record) for p in moved.phases]
         deadline: Deadline | None = None
         waiting = kishpa.waiting_for(state)
         if state.phase == kishpa.ENDED:
@@ -159,22 +160,23 @@ class KishpaEngine:
     def _start_round(self, table: Table, seed: bytes, now_ms: int) -> Step:
         game = self._game(table)
         assert game is not None
-        seeds = deal_seeds(table)
-        new, events = kishpa.start_round(game, seed, seeds, abandoned=rules_table.abandoned(table))
-        before: list[TableEvent] = []
-        if events and events[0].type == "last_round_pressed":
-            # Pressed between rounds: it belongs to the round that ended.
-            before = [_table_event(new.round_no - 1, events.pop(0))]
+        moved = kishpa.next_round(
+            game,
+            seed,
+            deal_seeds(table),
+            abandoned=rules_table.abandoned(table),
+            bot_seats=table.bot_seats(),
+        )
         table.deadline = None
-        return self._step(table, new, events, now_ms, before=before)
+        return self._moved(table, moved, now_ms)
 
     # ---- the GameEngine interface ------------------------------------------------------
 
     def check_settings(self, settings: TableSettings) -> None:
         """Kishpa's own options (the table module checks the common limits)."""
-        unknown = set(settings.options) - KNOWN_OPTIONS
+        unknown = kishpa.unknown_options(settings.options)
         if unknown:
-            raise BadRequestError(f"unknown Kishpa options {sorted(unknown)}", "BAD_OPTIONS")
+            raise BadRequestError(f"unknown Kishpa options {unknown}", "BAD_OPTIONS")
         _rules(settings)
 
     def start(self, table: Table, seed: bytes, now_ms: int) -> Step:
@@ -206,14 +208,14 @@ class KishpaEngine:
             new, events = kishpa.apply_action(game, kishpa.CloseWindow())
             return self._step(table, new, events, now_ms)
         seat = game.round.turn
-        if seat in table.autoplay:
-            # House bots play at the table's level; an absent player's seat at normal.
-            level = rules_table.BOT_NORMAL
-            if seat in table.bot_seats():
-                level = table.settings.bot_level
-            new, events = kishpa.autoplay_turn(game, seat, seed, level)
-        else:
-            new, events = kishpa.apply_action(game, kishpa.TurnTimeout(seat))
+        new, events = kishpa.timed_out_turn(
+            game,
+            seat,
+            seed,
+            on_autoplay=seat in table.autoplay,
+            house_bot=seat in table.bot_seats(),
+            bot_level=table.settings.bot_level,
+        )
         return self._step(table, new, events, now_ms, timed_out_seat=seat)
 
     def abandon(self, table: Table, now_ms: int) -> Step | None:
@@ -241,56 +243,26 @@ class KishpaEngine:
     def view(self, table: Table, seat: int | None) -> GameView:
         """Own tiles and public facts only."""
         game = self._game(table)
-        if game is None or game.round is None:
-            return GameView(0, "waiting", [], [], [], None, [], "", "", {})
-        state = game.round
-        raw = kishpa.view_for(state, seat)
-        seats = [
-            SeatInfo(
-                s,
-                p,
-                len(state.hands[s]),
-                streak=game.streaks.get(p, 0),
-                rounds_won=game.wins.get(p, 0),
-            )
-            for s, p in enumerate(state.players)
-        ]
-        phase = state.phase
-        if phase == kishpa.ENDED and table.status != "closed":
+        view = None if game is None else kishpa.table_view(game, seat)
+        if view is None:
+            return GameView(0, "waiting", [], [], [], None, [], "", "", NO_FACTS)
+        phase = view.phase
+        if view.ended and table.status != "closed":
             phase = BETWEEN_ROUNDS
-        public = {
-            "kishpa_ids": list(state.kishpa_tiles),
-            "kishpa": raw["kishpa"],
-            "kishpas": raw["kishpas"],
-            "joker": raw["joker"],
-            "starter": state.starter,
-            "drew": state.drew,
-            "pile": raw["pile"],
-            "bowl": game.bowl,
-            "last_round": state.last_round,
-            "last_round_pressed": game.last_round_pressed,
-            "start_reveal": raw["start_reveal"],
-            "end_reveal": raw["end_reveal"],
-            "winner": raw["winner"],
-            "final_discard": raw["final_discard"],
-            "winning_groups": [list(g) for g in state.winning_groups],
-            "winning_group_kinds": kishpa.winning_group_kinds(state),
-            "final_discard_id": state.final_discard,
-            "win_payout": kishpa.round_win_payout(state),
-            "bowl_taken": game.bowl_outcome == "taken",
-            "client_seeds": raw["client_seeds"],
-        }
         return GameView(
-            round_no=state.round_no,
+            round_no=view.round_no,
             phase=phase,
-            seats=seats,
-            my_tiles=[] if seat is None else list(state.hands[seat]),
-            discards=list(state.discards),
-            turn_seat=raw["turn"],
-            actions=kishpa.available_actions(game, seat),
-            commitment=state.commitment,
-            server_seed=raw["server_seed"] or "",
-            public=public,
+            seats=[
+                SeatInfo(s.seat, s.player, s.tiles, streak=s.streak, rounds_won=s.rounds_won)
+                for s in view.seats
+            ],
+            my_tiles=view.my_tiles,
+            discards=view.discards,
+            turn_seat=view.turn,
+            actions=view.actions,
+            commitment=view.commitment,
+            server_seed=view.server_seed,
+            public=view.public,
         )
 
     def hand(self, table: Table, seat: int) -> list[int]:

@@ -18,6 +18,7 @@ from archive.round_fold import ENDING_EVENTS, fold_round
 from archive.round_proto import for_player, public_proto
 from kishpa.table.v1 import table_pb2
 from services.common.errors import FailedPrecondition, NotFound, PermissionDenied
+from services.table.engine import Table
 from services.table.store import TableStore
 from shared.stream import StoredEvent
 
@@ -50,13 +51,13 @@ async def round_record(
         raise NotFound("ROUND_NOT_FOUND", "rounds are numbered from 1")
     events = await _events_through(store, table_id, round_no)
     snapshot = await store.load(table_id)
-    state = {} if snapshot is None else snapshot.state
+    table = None if snapshot is None else Table.from_dict(snapshot.state)
     record = fold_round(
         table_id,
         round_no,
         events,
-        hand_players=[str(p) for p in state.get("players") or []],
-        sit_down_seeds=dict(state.get("client_seeds") or {}),
+        table_players=[] if table is None else list(table.players),
+        sit_down_seeds={} if table is None else dict(table.client_seeds),
     )
     if record is None:
         if snapshot is None:

@@ -26,12 +26,11 @@ from services.common.server import KishpaServer, ServiceRegistration, create_ser
 from services.common.settings import Settings, load_settings
 from services.common.tls import client_tls_from_settings
 from services.table import durability, gctune
-from services.table.engine import GameEngine, TableSettings
+from services.table.engine import TableSettings
+from services.table.engines import engines
 from services.table.fanout import StreamHub
-from services.table.hand_engine import HandEngine
 from services.table.history import History
 from services.table.history_servicer import HistoryServicer
-from services.table.kishpa_engine import KishpaEngine
 from services.table.service import Tables
 from services.table.servicer import TableServicer
 from services.table.store import FINISHED_TABLE_TTL_S, TableStore
@@ -51,11 +50,6 @@ ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
 BALANCES_CALLER = "table"
 """The service name on the table service's own credential (it reads wallet balances)."""
 """Set to ``0`` to write outbox records without enqueueing (the sweeper still finds them)."""
-
-
-def engines() -> dict[str, GameEngine]:
-    """The games this service plays, by name."""
-    return {"kishpa": KishpaEngine(), "hand": HandEngine()}
 
 
 def settlement_enqueue(settings: Settings) -> Enqueue | None:

@@ -4,7 +4,10 @@ The stream keeps each event as a ``type`` plus JSON ``data`` (``shared/stream.py
 shared with the workers); clients receive one typed message per event
 (``TableEvent.event``, a ``oneof``). This module is the one place that maps one to the
 other, in one table (:data:`EVENT_KINDS`): per case of the ``oneof`` a builder, the internal
-types it is built from, which game writes it and what it tells a client. The table renders
+types it is built from, which game writes it and what it tells a client. Where two games
+write the same type with their own data (``dealt``, ``discarded``, ``turn_started``), each
+game's builder is registered for it (``@kind(..., games=...)``): a builder is chosen by the
+table's game and the event's type, never by the data's shape. The table renders
 the list of events in ``docs/api.md`` (``python -m services.table.wire_events`` prints it; a
 test keeps the two equal), and ``tests/unit/test_wire_events.py`` checks that the table, the
 ``oneof`` and the types the games and the workers write are the same sets. Adding an event
@@ -23,11 +26,14 @@ from typing import Any
 
 from google.protobuf import duration_pb2, message, timestamp_pb2
 
+import games.hand as hand
+import games.kishpa as kishpa
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from kishpa.wallet.v1 import wallet_pb2
 from services.common.games import GAME_ENUMS
 from services.table.engine import TableSettings
+from services.table.game_wire import WIRES
 from services.table.wire_enums import (
     BOT_LEVELS,
     BOWL_OUTCOMES,
@@ -106,9 +112,9 @@ def settings_message(game: str, settings: TableSettings) -> table_pb2.TableSetti
         bot_level=BOT_LEVELS.get(settings.bot_level, table_pb2.BOT_LEVEL_UNSPECIFIED),
         bot_pause=duration(settings.bot_pause_ms),
     )
-    if game == "kishpa":
-        allow = bool(settings.options.get("allow_high_wrap", False))
-        msg.kishpa.CopyFrom(table_pb2.KishpaOptions(allow_high_wrap=allow))
+    wire = WIRES.get(game)
+    if wire is not None:
+        wire.options_message(settings, msg)
     return msg
 
 
@@ -138,7 +144,7 @@ def _payments(raw: Any) -> list[table_pb2.Payment]:
 Builder = Callable[[str, Mapping[str, Any], _Build], message.Message]
 """``(internal type, the entry's data with its private part, builder) -> the case's message``."""
 
-BOTH, KISHPA, HAND = "both", "Kishpa", "Hand"
+BOTH, KISHPA, HAND = "both", kishpa.GAME.title, hand.GAME.title
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,21 +159,34 @@ class EventKind:
     """What a client learns from it (a row of the table in ``docs/api.md``)."""
     types: tuple[str, ...]
     """The internal stream types built into this case (usually just the case's name)."""
-    build: Builder
+    builds: dict[str, Builder]
+    """The builder by game name (:data:`ANY_GAME`: every game without its own)."""
+
+    def builder(self, game: str) -> Builder:
+        """The builder of this case for the table's game."""
+        return self.builds.get(game) or self.builds[ANY_GAME]
 
 
 EVENT_KINDS: dict[str, EventKind] = {}
 """Every case of ``TableEvent.event`` by its field name, in the order of the docs."""
+ANY_GAME = ""
 
 
-def kind(case: str, game: str, shows: str, *types: str) -> Callable[[Builder], Builder]:
+def kind(
+    case: str, game: str, shows: str, *types: str, games: tuple[str, ...] = (ANY_GAME,)
+) -> Callable[[Builder], Builder]:
     """Register the decorated builder as the one for ``case`` (built from ``types``, by
-    default the internal type of the same name)."""
+    default the internal type of the same name) at the tables of ``games`` (by name; by
+    default every game). The first registration of a case makes its row in the docs."""
 
     def register(build: Builder) -> Builder:
-        if case in EVENT_KINDS:
-            raise ValueError(f"two builders for the event case {case!r}")
-        EVENT_KINDS[case] = EventKind(case, game, shows, types or (case,), build)
+        known = EVENT_KINDS.get(case)
+        if known is None:
+            known = EVENT_KINDS[case] = EventKind(case, game, shows, types or (case,), {})
+        for name in games:
+            if name in known.builds:
+                raise ValueError(f"two builders for the event case {case!r} of {name!r}")
+            known.builds[name] = build
         return build
 
     return register
@@ -205,11 +224,20 @@ def _deadline(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
     )
 
 
-@kind("turn_started", BOTH, "`first_turn`: the starter's turn without a draw")
+@kind(
+    "turn_started",
+    BOTH,
+    "`first_turn`: the starter's turn without a draw",
+    games=(kishpa.GAME.name,),
+)
 def _turn_started(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
-    # Kishpa says first_discard; Hand's starter begins in the "play" phase (no draw).
-    first = bool(d.get("first_discard", False)) or d.get("phase") == "play"
-    return table_pb2.TurnStarted(first_turn=first)
+    return table_pb2.TurnStarted(first_turn=bool(d.get("first_discard", False)))
+
+
+@kind("turn_started", BOTH, "", games=(hand.GAME.name,))
+def _hand_turn_started(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
+    # Hand's starter begins in the "play" phase (no draw).
+    return table_pb2.TurnStarted(first_turn=d.get("phase") == "play")
 
 
 @kind(
@@ -228,13 +256,21 @@ def _autoplay_on(_t: str, d: Mapping[str, Any], _b: _Build) -> message.Message:
     return table_pb2.AutoplayOn(player_id=str(d["player_id"]))
 
 
-@kind("dealt", BOTH, "`tile_count`; private: the `tiles`. Hand: wholly private")
+@kind(
+    "dealt",
+    BOTH,
+    "`tile_count`; private: the `tiles`. Hand: wholly private",
+    games=(kishpa.GAME.name,),
+)
 def _dealt(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
-    if "cards" in d:  # Hand: wholly private
-        tiles = b.tiles(d["cards"])
-        return table_pb2.Dealt(tile_count=len(tiles), tiles=tiles)
-    hand = [int(x["id"]) for x in d.get("hand", [])]
-    return table_pb2.Dealt(tile_count=int(d["tiles"]), tiles=b.tiles(hand))
+    mine = [int(x["id"]) for x in d.get("hand", [])]
+    return table_pb2.Dealt(tile_count=int(d["tiles"]), tiles=b.tiles(mine))
+
+
+@kind("dealt", BOTH, "", games=(hand.GAME.name,))
+def _hand_dealt(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
+    tiles = b.tiles(d["cards"])  # wholly private: only the seat's own entry has them
+    return table_pb2.Dealt(tile_count=len(tiles), tiles=tiles)
 
 
 @kind(
@@ -265,9 +301,14 @@ def _card_drawn(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
     return table_pb2.CardDrawn(tile=b.tile(d["card"]))
 
 
-@kind("discarded", BOTH, "the tile")
+@kind("discarded", BOTH, "the tile", games=(kishpa.GAME.name,))
 def _discarded(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
-    return table_pb2.Discarded(tile=b.tile(d["tile_id"] if "tile_id" in d else d["card"]))
+    return table_pb2.Discarded(tile=b.tile(d["tile_id"]))
+
+
+@kind("discarded", BOTH, "", games=(hand.GAME.name,))
+def _hand_discarded(_t: str, d: Mapping[str, Any], b: _Build) -> message.Message:
+    return table_pb2.Discarded(tile=b.tile(d["card"]))
 
 
 @kind("phase_recorded", KISHPA, "a settlement record (`SettlementPhase` `START`/`END`) was written")
@@ -593,9 +634,9 @@ KNOWN = frozenset(BY_TYPE)
 """Every internal event type :func:`event_message` converts (checked by the tests)."""
 
 
-def event_message(stored: StoredEvent, face: Face) -> table_pb2.TableEvent | None:
-    """The typed message of a stream entry already filtered for its viewer
-    (``TableEvent.for_viewer``); None for an internal type clients are not sent."""
+def event_message(stored: StoredEvent, face: Face, game: str) -> table_pb2.TableEvent | None:
+    """The typed message of a stream entry of a table of ``game`` already filtered for its
+    viewer (``TableEvent.for_viewer``); None for an internal type clients are not sent."""
     event: TableEvent = stored.event
     found = BY_TYPE.get(event.type)
     if found is None:
@@ -607,7 +648,8 @@ def event_message(stored: StoredEvent, face: Face) -> table_pb2.TableEvent | Non
         seat=None if event.seat < 0 else event.seat,
         create_time=timestamp(int(stored.id.split("-", 1)[0])),
     )
-    getattr(msg, found.case).CopyFrom(found.build(event.type, data, _Build(face)))
+    built = found.builder(game)(event.type, data, _Build(face))
+    getattr(msg, found.case).CopyFrom(built)
     return msg
 
 

@@ -50,7 +50,7 @@ async def final_ticket(mm: Any, md: Any, ticket_id: str) -> mm_pb2.QueueTicket:
     return last
 
 
-async def test_hand_players_queue_apart_and_sit_at_a_started_hand_table(
+async def test_table_players_queue_apart_and_sit_at_a_started_hand_table(
     redis_url: str, redis: Redis
 ) -> None:
     secrets_env = {
@@ -78,7 +78,7 @@ async def test_hand_players_queue_apart_and_sit_at_a_started_hand_table(
     await mm_server.start()
     authority = TokenAuthority(secrets_env["token_secret"], secrets_env["service_secret"])
     run = uuid.uuid4().hex[:8]
-    hand_players = [f"h{run}x{i}" for i in range(4)]
+    table_players = [f"h{run}x{i}" for i in range(4)]
     kishpa_players = [f"k{run}x{i}" for i in range(2)]
     tables: set[str] = set()
     try:
@@ -86,7 +86,7 @@ async def test_hand_players_queue_apart_and_sit_at_a_started_hand_table(
             mm = mm_grpc.MatchmakingServiceStub(channel)
             md = {
                 p: bearer_metadata(authority.issue_player_token(p, p).token)
-                for p in hand_players + kishpa_players
+                for p in table_players + kishpa_players
             }
 
             async def join(player: str, game: int) -> mm_pb2.QueueTicket:
@@ -100,12 +100,12 @@ async def test_hand_players_queue_apart_and_sit_at_a_started_hand_table(
 
             # Two Kishpa players wait in their own queue while four Hand players arrive.
             kishpa = [await join(p, common_pb2.GAME_KISHPA) for p in kishpa_players]
-            hand = await asyncio.gather(*(join(p, common_pb2.GAME_HAND) for p in hand_players))
+            hand = await asyncio.gather(*(join(p, common_pb2.GAME_HAND) for p in table_players))
             finals = await asyncio.wait_for(
                 asyncio.gather(
                     *(
                         final_ticket(mm, md[p], t.ticket_id)
-                        for p, t in zip(hand_players, hand, strict=True)
+                        for p, t in zip(table_players, hand, strict=True)
                     )
                 ),
                 timeout=30,
@@ -114,7 +114,7 @@ async def test_hand_players_queue_apart_and_sit_at_a_started_hand_table(
             assert len({f.table_id for f in finals}) == 1
             table_id = finals[0].table_id
             tables.add(table_id)
-            seats = {f.seat: p for p, f in zip(hand_players, finals, strict=True)}
+            seats = {f.seat: p for p, f in zip(table_players, finals, strict=True)}
 
             raw = await redis.hget(keys.state(table_id), "state")  # type: ignore[misc]
             state = json.loads(raw)

@@ -17,9 +17,9 @@ from redis.asyncio import BlockingConnectionPool, Redis
 
 from devkit.redis_servers import RedisProcess
 from services.table.engine import Table, TableSettings
+from services.table.engines import engines
 from services.table.fanout import StreamHub, WatchCutOffError
 from services.table.metrics import FANOUT_OFFERS
-from services.table.server import engines
 from services.table.service import Tables
 from services.table.store import Committed, TableStore, Transition
 from shared import keys

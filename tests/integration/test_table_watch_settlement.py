@@ -17,7 +17,7 @@ import pytest
 
 from services.common.redis_client import async_client, sync_client
 from services.table.engine import Table, TableSettings
-from services.table.server import engines
+from services.table.engines import engines
 from services.table.service import Tables
 from services.table.store import TableStore, Transition
 from shared import keys

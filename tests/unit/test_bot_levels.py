@@ -277,7 +277,7 @@ def test_winning_groups_reach_the_wire_with_their_kind() -> None:
             if not won:
                 continue
             joker = str(rnd.RoundState.from_dict(table.game["round"]).joker)
-            msg = event_message(StoredEvent("1-0", won[0]), lambda t: str(face_of(t)))
+            msg = event_message(StoredEvent("1-0", won[0]), lambda t: str(face_of(t)), "kishpa")
             assert msg is not None
             kinds_look_right(list(msg.won.groups), joker)
             assert any(
@@ -302,6 +302,8 @@ def test_a_won_event_stored_before_kinds_existed_still_converts() -> None:
         "group_ids": [[1, 2, 3]],
         "payout_per_loser": 2,
     }
-    msg = event_message(StoredEvent("1-0", TableEvent("won", 1, 0, old)), lambda t: str(face_of(t)))
+    msg = event_message(
+        StoredEvent("1-0", TableEvent("won", 1, 0, old)), lambda t: str(face_of(t)), "kishpa"
+    )
     assert msg is not None
     assert [g.kind for g in msg.won.groups] == [common_pb2.GROUP_KIND_UNSPECIFIED]

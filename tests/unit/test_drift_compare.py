@@ -9,8 +9,9 @@ from dataclasses import replace
 from typing import cast
 
 from games.ledger import Posting
+from kishpa.table.v1 import table_pb2
 from shared.phase_record import PhaseRecord
-from workers.drift import LedgerBatch, LedgerFacts, RedisFacts, TableFacts, compare
+from workers.drift import LedgerBatch, LedgerFacts, RedisFacts, TableFacts, compare, round_pot
 
 TABLE = "t-drift"
 # Records are only handed to ``expected`` here: stand-ins named after what the rules give.
@@ -97,3 +98,9 @@ def test_a_batch_of_a_round_trimmed_from_redis_is_no_difference_a_later_one_is()
     )
     found = compare(TABLE, trimmed, OPEN, ledger, expected, settled_still=True)
     assert [(d.check, "3:end" in d.detail) for d in found] == [("batch_without_phase", True)]
+
+
+def test_a_tables_pot_is_read_from_whichever_game_round_it_shows() -> None:
+    assert round_pot(table_pb2.Round(hand=table_pb2.HandRound(pot=7))) == 7
+    assert round_pot(table_pb2.Round(kishpa=table_pb2.KishpaRound(joker_face="R5"))) == 0
+    assert round_pot(table_pb2.Round()) == 0

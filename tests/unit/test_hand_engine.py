@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 import grpc
@@ -16,11 +17,13 @@ from games.hand.errors import HandMoveError
 from games.hand.game import GameState, game_payout_postings
 from games.hand.ledger import net_movements
 from games.hand.record import postings_for_phase
+from games.hand.view import HandPublic
 from games.table import BadTableRequest
 from services.common.errors import failure_of
 from services.table.engine import (
     Action,
     BadRequestError,
+    GameView,
     Step,
     Table,
     TableError,
@@ -65,6 +68,12 @@ def new_table(seats: int = 4, **settings: int) -> Table:
         players=PLAYERS[:seats],
         status="playing",
     )
+
+
+def hand_facts(view: GameView) -> HandPublic:
+    """A Hand view's facts, of their own type."""
+    assert isinstance(view.public, HandPublic)
+    return view.public
 
 
 def apply_step(table: Table, step: Step) -> None:
@@ -132,7 +141,7 @@ def test_a_game_of_bots_buys_in_once_and_pays_out_once_by_the_totals() -> None:
     assert {e.round for e in events if e.type == "deal_started"} == set(range(1, 8))
     final = engine.view(table, None)
     assert final.phase == "ended"
-    assert final.public["payouts"] == game.payouts()
+    assert hand_facts(final).payouts == game.payouts()
     assert [s.score for s in final.seats] == game.totals
 
 
@@ -149,11 +158,11 @@ def test_views_show_own_cards_and_every_meld_but_never_another_hand() -> None:
         for seat in range(4):
             view = engine.view(t, seat)
             assert view.my_tiles == deal.hands[seat]
-            assert view.public["melds"] == spectator.public["melds"]
-            assert len(view.public["melds"]) == len(deal.melds)
-            text = json.dumps(view.public)
+            assert hand_facts(view).melds == hand_facts(spectator).melds
+            assert len(hand_facts(view).melds) == len(deal.melds)
+            text = json.dumps(asdict(view.public))
             if view.phase in ("draw", "play"):
-                assert view.public["hands"] is None
+                assert hand_facts(view).hands is None
                 assert view.server_seed == ""
                 assert "stock" not in text
         seen_melds = max(seen_melds, len(deal.melds))

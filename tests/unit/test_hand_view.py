@@ -51,23 +51,23 @@ def test_a_seat_sees_its_own_cards_and_only_counts_of_the_others() -> None:
     mine = view_for(game, deal, 0, server_seed_hex="ab" * 40, client_seeds=["c0", None, None])
     assert mine.my_cards == [parse_card(c) for c in ("AS", "2S", "3S", "9H")]
     assert [(s.player, s.cards) for s in mine.seats] == [("ann", 4), ("bob", 4), ("cat", 2)]
-    assert mine.public["hands"] is None
+    assert mine.public.hands is None
     assert mine.server_seed == ""  # the deal is being played: the seed stays hidden
-    assert mine.public["opened"] == [False, False, True]
-    assert mine.public["pot"] == 15
-    assert mine.public["client_seeds"] == ["c0", None, None]
+    assert mine.public.opened == [False, False, True]
+    assert mine.public.pot == 15
+    assert mine.public.client_seeds == ["c0", None, None]
     spectator = view_for(game, deal, None, server_seed_hex="ab" * 40, client_seeds=[])
     assert spectator.my_cards == []
     assert spectator.actions == []
     assert "stock" not in str(spectator.public)
-    assert spectator.public["pile"] == 106 - 4 - 4 - 2 - 1 - 3
+    assert spectator.public.pile == 106 - 4 - 4 - 2 - 1 - 3
 
 
 def test_the_card_to_use_is_shown_only_to_the_seat_on_turn() -> None:
     game, _events, _due = open_game(PLAYERS, 5)
     deal = _deal()
     seen = {
-        seat: view_for(game, deal, seat, server_seed_hex="", client_seeds=[]).public["must_use"]
+        seat: view_for(game, deal, seat, server_seed_hex="", client_seeds=[]).public.must_use
         for seat in (None, 0, 1, 2)
     }
     assert seen == {None: None, 0: None, 1: parse_card("KH"), 2: None}
@@ -80,8 +80,8 @@ def test_an_ended_deal_shows_every_hand_and_the_seed() -> None:
     assert view.ended
     assert view.turn is None
     assert view.server_seed == "ab" * 40
-    assert view.public["hands"][1] == [parse_card(c) for c in ("KD", "KC", "KH", "4C")]
-    assert view.public["deal_scores"] == [0, 30, 11]
+    assert (view.public.hands or [])[1] == [parse_card(c) for c in ("KD", "KC", "KH", "4C")]
+    assert view.public.deal_scores == [0, 30, 11]
 
 
 def test_a_finished_game_shows_an_empty_pot_and_the_payouts() -> None:
@@ -90,9 +90,9 @@ def test_a_finished_game_shows_an_empty_pot_and_the_payouts() -> None:
     over = replace(game, results=results)
     deal = _deal(scores=[50, -10, -20])
     view = view_for(over, deal, None, server_seed_hex="", client_seeds=[])
-    assert view.public["pot"] == 0
+    assert view.public.pot == 0
     # ann has the highest total and nobody is within 50 points of it: the whole pot is hers.
-    assert view.public["payouts"] == [15, 0, 0]
+    assert view.public.payouts == [15, 0, 0]
     assert [s.deals_won for s in view.seats] == [7, 0, 0]
     assert [s.total for s in view.seats] == [350, -70, -140]
 

@@ -39,7 +39,7 @@ def test_the_deals_seat_marks_are_folded_sorted_and_put_on_the_wire() -> None:
         "autoplay_seats": [],
         "awaited_until_ms": 1_796_600_000_250,
     }
-    record = fold_round("t1", 1, _game(marks), hand_players=[], sit_down_seeds={})
+    record = fold_round("t1", 1, _game(marks), table_players=[], sit_down_seeds={})
     assert record is not None
     wire = public_proto(record)
     assert wire.record_version == 3
@@ -58,7 +58,7 @@ def test_the_deals_seat_marks_are_folded_sorted_and_put_on_the_wire() -> None:
 
 
 def test_a_deal_that_named_no_seats_is_record_version_0_without_a_deadline() -> None:
-    record = fold_round("t1", 1, _game({}), hand_players=[], sit_down_seeds={})
+    record = fold_round("t1", 1, _game({}), table_players=[], sit_down_seeds={})
     assert record is not None
     wire = public_proto(record)
     assert wire.record_version == 0

@@ -102,7 +102,7 @@ def test_the_wire_start_event_carries_the_seats_to_the_witness() -> None:
         "awaited_until_ms": 1_767_225_603_000,
     }
     stored = StoredEvent("1767225600000-0", TableEvent("round_started", 1, -1, data))
-    message = event_message(stored, lambda t: "R4")
+    message = event_message(stored, lambda t: "R4", "kishpa")
     assert isinstance(message, table_pb2.TableEvent)
     seats = message.round_started.seats
     assert list(seats.bot_seats) == [1, 2]
@@ -115,6 +115,8 @@ def test_the_wire_start_event_carries_the_seats_to_the_witness() -> None:
     assert live.awaited_until_ms == 1_767_225_603_000
     # A deal dealt before the table committed in advance names no seats.
     bare = {k: x for k, x in data.items() if k not in MARKS}
-    older = event_message(StoredEvent("1-0", TableEvent("round_started", 1, -1, bare)), str)
+    older = event_message(
+        StoredEvent("1-0", TableEvent("round_started", 1, -1, bare)), str, "kishpa"
+    )
     assert older is not None
     assert not older.round_started.HasField("seats")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -126,7 +127,7 @@ def test_views_never_show_another_hand_or_the_pile() -> None:
     for seat in range(4):
         view = engine.view(table, seat)
         assert sorted(view.my_tiles) == sorted(state.hands[seat])
-        text = json.dumps([view.public, [s.tile_count for s in view.seats]])
+        text = json.dumps([asdict(view.public), [s.tile_count for s in view.seats]])
         assert "pile_order" not in text
         assert view.server_seed == ""
         assert view.commitment == state.commitment

@@ -130,7 +130,9 @@ def _tiles(msg: table_pb2.TableEvent) -> list[common_pb2.Tile]:
     return out
 
 
-def _convert_all(stored: list[StoredEvent], face: object) -> dict[str, list[table_pb2.TableEvent]]:
+def _convert_all(
+    stored: list[StoredEvent], face: object, game: str
+) -> dict[str, list[table_pb2.TableEvent]]:
     """Every event as every viewer sees it, by oneof case; fails on an unconverted type."""
     seen: dict[str, list[table_pb2.TableEvent]] = {}
     for entry in stored:
@@ -138,7 +140,7 @@ def _convert_all(stored: list[StoredEvent], face: object) -> dict[str, list[tabl
             visible = entry.event.for_viewer(viewer)
             if visible is None:
                 continue
-            msg = event_message(StoredEvent(entry.id, visible), face)  # type: ignore[arg-type]
+            msg = event_message(StoredEvent(entry.id, visible), face, game)  # type: ignore[arg-type]
             assert msg is not None, f"internal event {visible.type!r} has no wire message"
             kind = msg.WhichOneof("event")
             assert kind is not None
@@ -157,7 +159,7 @@ def _convert_all(stored: list[StoredEvent], face: object) -> dict[str, list[tabl
 def test_every_kishpa_event_is_a_typed_message_with_faces_beside_ids() -> None:
     kinds: set[str] = set()
     for game in kishpa_games():
-        seen = _convert_all(_stored(game), kishpa_face)
+        seen = _convert_all(_stored(game), kishpa_face, "kishpa")
         kinds |= {k for k in seen if "@" not in k}
         for msgs in seen.values():
             for msg in msgs:
@@ -189,7 +191,7 @@ def test_every_kishpa_event_is_a_typed_message_with_faces_beside_ids() -> None:
 
 def test_every_hand_event_is_a_typed_message_and_a_deal_end_shows_the_hands_faces() -> None:
     events = hand_game()
-    seen = _convert_all(_stored(events), card_text)
+    seen = _convert_all(_stored(events), card_text, "hand")
     for key, msgs in seen.items():
         for msg in msgs:
             for tile in _tiles(msg):
@@ -226,7 +228,7 @@ def test_every_hand_event_is_a_typed_message_and_a_deal_end_shows_the_hands_face
 
 def test_service_and_worker_events_convert_with_enums_and_timestamps() -> None:
     events = SERVICE_EVENTS
-    seen = _convert_all(_stored(events), kishpa_face)
+    seen = _convert_all(_stored(events), kishpa_face, "kishpa")
     created = seen["table_created@None"][0].table_created
     assert created.creator_player_id == "ann"
     assert created.settings.game == common_pb2.GAME_KISHPA
@@ -265,7 +267,7 @@ def test_every_internal_event_type_has_a_wire_message() -> None:
             written.add(str(event.private_data["type"]) if event.type == "private" else event.type)
     assert written == KNOWN
     unknown = StoredEvent("1-0", TableEvent("something_new", 0, NO_SEAT, {}))
-    assert event_message(unknown, kishpa_face) is None
+    assert event_message(unknown, kishpa_face, "kishpa") is None
 
 
 def test_every_case_of_the_oneof_has_exactly_one_builder() -> None:

@@ -63,7 +63,7 @@ def _converted() -> list[tuple[str, table_pb2.WatchTableResponse]]:
                 visible = event.for_viewer(viewer)
                 if visible is None:
                     continue
-                msg = event_message(StoredEvent(f"{1_700_000_000_000 + n}-0", visible), face)
+                msg = event_message(StoredEvent(f"{1_700_000_000_000 + n}-0", visible), face, game)
                 assert msg is not None
                 out.append((game, table_pb2.WatchTableResponse(event=msg)))
     return out
