@@ -25,7 +25,6 @@ This module imports nothing of the platform, so every layer may import it.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -34,6 +33,8 @@ from typing import TypeVar
 
 import grpc
 import redis.exceptions
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RETRYABLE_CODES = frozenset(
     {
@@ -104,18 +105,26 @@ def has_retry_hint(call: grpc.Call) -> bool:
     return any(key == "retry_after_ms" for key, _ in trailers)
 
 
+class ClientRetrySettings(BaseSettings):
+    """Read by the players' clients: the SDK, ``kishpa play``, ``kishpa bots``."""
+
+    model_config = SettingsConfigDict(
+        extra="ignore", frozen=True, use_attribute_docstrings=True, env_ignore_empty=True
+    )
+
+    budget_s: float = Field(default=CLIENT_BUDGET_S, ge=0, validation_alias=BUDGET_ENV)
+    """Seconds a player's client keeps retrying an unreachable server, from the first
+    failure of an outage (``0``: no retries)."""
+
+
 def client_budget_s() -> float:
-    """``KISHPA_RETRY_BUDGET_S`` (seconds, default 30; 0 disables client retries)."""
-    raw = os.environ.get(BUDGET_ENV, "")
-    if not raw:
-        return CLIENT_BUDGET_S
+    """``KISHPA_RETRY_BUDGET_S`` (seconds, default 30; 0 disables client retries); a bad
+    value raises ``ValueError`` naming the variable."""
     try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{BUDGET_ENV} must be a number of seconds, got {raw!r}") from exc
-    if value < 0:
-        raise ValueError(f"{BUDGET_ENV} must not be negative, got {raw!r}")
-    return value
+        return ClientRetrySettings().budget_s
+    except ValidationError as exc:
+        reason = "; ".join(str(err["msg"]) for err in exc.errors())
+        raise ValueError(f"{BUDGET_ENV}: {reason}") from None
 
 
 @dataclass(frozen=True, slots=True)
