@@ -1,6 +1,8 @@
-"""Configuration of every process, read from environment variables (see docs/DEVELOPING.md).
+"""Configuration of every process, read from environment variables (docs/configuration.md,
+written from these classes by ``python -m cli.configuration``).
 
-One ``Settings`` type for every service; :func:`load_settings` picks the per-service default
+One ``Settings`` type for what every process shares (each deployable's own knobs are a
+:class:`SectionSettings` beside it); :func:`load_settings` picks the per-service default
 ports and fails fast, naming the variable, when a secret the service needs is missing.
 """
 
@@ -38,7 +40,7 @@ DEFAULT_METRICS_PORTS: Mapping[str, int] = {
 TOKEN_SECRET_ENV = "KISHPA_TOKEN_SECRET"  # noqa: S105 - the variable's name, not a secret
 SERVICE_SECRET_ENV = "KISHPA_SERVICE_SECRET"  # noqa: S105 - the variable's name
 
-# Which secrets each process cannot start without (docs/DEVELOPING.md, "used by").
+# Which secrets each process cannot start without (docs/configuration.md).
 REQUIRED_SECRETS: Mapping[str, tuple[str, ...]] = {
     "wallet": (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV),
     "table": (TOKEN_SECRET_ENV, SERVICE_SECRET_ENV),

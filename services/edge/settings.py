@@ -1,4 +1,4 @@
-"""The browser edge's own settings (the shared ones are :class:`services.common.settings.Settings`:
+"""The browser edge's own settings (the shared ones, services.common.settings.Settings:
 the upstream services' addresses, TLS, logging)."""
 
 from __future__ import annotations

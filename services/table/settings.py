@@ -1,4 +1,4 @@
-"""The table service's own settings (the shared ones are :class:`services.common.settings.Settings`).
+"""The table service's own settings (the shared ones: services.common.settings.Settings).
 
 Read at start by ``kishpa serve table`` (a bad value stops it, naming the variable) and again
 where a value is used, so a test may change one with ``monkeypatch.setenv``.
