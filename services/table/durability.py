@@ -347,9 +347,9 @@ async def probe(client: Any) -> Durability:
     its own. A cluster client yields ``none`` (not probed): each node must run
     ``appendfsync always``, which this process cannot check.
     """
-    settings = _settings()
-    replicas, timeout_ms = settings.durable_replicas, settings.durability_timeout_ms
-    if settings.phase_durability == "off" or not hasattr(client, "connection_pool"):
+    own = _settings()
+    replicas, timeout_ms = own.durable_replicas, own.durability_timeout_ms
+    if own.phase_durability == "off" or not hasattr(client, "connection_pool"):
         return Durability(NONE, replicas, timeout_ms, "not probed")
     try:
         info = await client.info("server")
