@@ -116,9 +116,8 @@ def _code(exc: BaseException) -> grpc.StatusCode | None:
 def _wait(exc: BaseException) -> float | None:
     """The pause a rate-limited call was told to take (``RESOURCE_EXHAUSTED`` with
     ``retry_after_ms``), else ``None``."""
-    if _code(exc) != grpc.StatusCode.RESOURCE_EXHAUSTED:
+    if not isinstance(exc, grpc.RpcError) or _code(exc) != grpc.StatusCode.RESOURCE_EXHAUSTED:
         return None
-    assert isinstance(exc, grpc.RpcError)
     return retry_after_s(exc)
 
 
