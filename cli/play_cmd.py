@@ -16,7 +16,6 @@ import os
 import secrets
 from typing import Any
 
-import grpc
 from rich.console import Console
 
 from cli.play.bot import BotSeat
@@ -30,6 +29,7 @@ from kishpa.table.v1 import table_pb2
 from sdk import KishpaClient, KishpaError
 from sdk.client import DEFAULT_MATCHMAKING_ADDR, DEFAULT_TABLE_ADDR
 from sdk.credentials import save_token
+from shared.retry import UNREACHABLE_CODES
 
 
 def register(subparsers: Any) -> None:
@@ -235,7 +235,7 @@ def handle(args: argparse.Namespace) -> int:
         console.print("\nBye!")
         return 0
     except KishpaError as exc:
-        if exc.code == grpc.StatusCode.UNAVAILABLE:
+        if exc.code in UNREACHABLE_CODES:
             console.print(
                 "[red]Cannot reach the Kishpa services.[/red] "
                 "Start them with [bold]make run[/bold] "

@@ -19,7 +19,7 @@ def register(subparsers: Any) -> None:
         "serve",
         help="run one gRPC service (configured by environment variables)",
         description="Run one gRPC service until SIGTERM/SIGINT. Configuration comes from "
-        "the environment (see docs/DEVELOPING.md).",
+        "the environment (see docs/configuration.md).",
     )
     parser.add_argument("service", choices=SERVICES, help="which service to run")
     parser.set_defaults(handler=handle)

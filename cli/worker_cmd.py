@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from services.common.settings import SettingsError, load_settings
+from services.common.settings import SettingsError, load_section, load_settings
 
 
 def register(subparsers: Any) -> None:
@@ -69,6 +69,9 @@ def register(subparsers: Any) -> None:
 def _check_settings(service: str) -> bool:
     try:
         settings = load_settings(service)
+        from workers.config import WorkerSettings
+
+        load_section(WorkerSettings)  # its knobs too: a bad one stops the start, named
     except SettingsError as exc:
         print(f"kishpa {service}: {exc}", file=sys.stderr)
         return False

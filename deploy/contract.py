@@ -6,11 +6,11 @@ Ports, required secrets and environment variable names come from the code that r
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+import cli.configuration
 import services.edge.server
-import workers.config
+import services.edge.settings
 from services.common.settings import (
     DEFAULT_GRPC_PORTS,
     DEFAULT_METRICS_PORTS,
@@ -18,7 +18,6 @@ from services.common.settings import (
     SERVICE_SECRET_ENV,
     TOKEN_SECRET_ENV,
     Settings,
-    environment_variables,
 )
 
 DATABASE_URL_ENV = "DATABASE_URL"
@@ -109,7 +108,7 @@ WORKLOADS: dict[str, Workload] = {
             None,
             None,
             frozenset(),
-            http_port=services.edge.server.DEFAULT_PORT,
+            http_port=services.edge.settings.DEFAULT_PORT,
             http_port_env="KISHPA_EDGE_PORT",
             http_probes=services.edge.server.PROBES,
         ),
@@ -182,24 +181,14 @@ REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
         {"matchmaking", "wallet", "edge", "drift", EXTERNAL}
     ),
     ("matchmaking", DEFAULT_GRPC_PORTS["matchmaking"]): frozenset({"edge", EXTERNAL}),
-    ("edge", services.edge.server.DEFAULT_PORT): frozenset({EXTERNAL}),
+    ("edge", services.edge.settings.DEFAULT_PORT): frozenset({EXTERNAL}),
 }
 
 
-def worker_env_vars() -> frozenset[str]:
-    """The workers' own knobs, as workers/config.py documents them (``KISHPA_...``)."""
-    return frozenset(re.findall(r"``(KISHPA_[A-Z_]+)``", workers.config.__doc__ or ""))
-
-
-def edge_env_vars() -> frozenset[str]:
-    """The browser edge's own variables, as services/edge/server.py documents them."""
-    return frozenset(re.findall(r"``(KISHPA_EDGE_[A-Z_]+)``", services.edge.server.__doc__ or ""))
-
-
 def settings_env_vars() -> frozenset[str]:
-    """Every environment variable the processes read: ``Settings``, the workers' knobs and
-    the edge's."""
-    return frozenset(environment_variables()) | worker_env_vars() | edge_env_vars()
+    """Every environment variable the processes read: the fields of every settings class
+    (docs/configuration.md)."""
+    return cli.configuration.variables()
 
 
 def default_shutdown_grace_seconds() -> float:

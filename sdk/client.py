@@ -54,7 +54,15 @@ from kishpa.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
 from kishpa.table.v1 import history_pb2, history_pb2_grpc, table_pb2, table_pb2_grpc
 from sdk.contributing import SEED_COMMITTED, Contributions, new_contribution
 from sdk.errors import EVENTS_TRIMMED, KishpaError, error_reason, retry_after_s
-from sdk.retry import STREAM_RETRYABLE, RetryPolicy, client_backoff, is_retryable
+from sdk.retry import (
+    STREAM_RETRYABLE,
+    Attempts,
+    RetryPolicy,
+    client_backoff,
+    code_in,
+    is_retryable,
+    retrying,
+)
 from shared.tls import ClientTls, aio_channel, client_tls_from_env
 
 R = TypeVar("R")
@@ -97,6 +105,20 @@ def table_settings(
     if next_round_pause_ms:
         settings.next_round_pause.FromMilliseconds(next_round_pause_ms)
     return settings
+
+
+def _code(exc: BaseException) -> grpc.StatusCode | None:
+    """The status a failed call ended with (``None``: not a call's failure)."""
+    code = getattr(exc, "code", None) if isinstance(exc, grpc.RpcError) else None
+    return code() if callable(code) else None
+
+
+def _wait(exc: BaseException) -> float | None:
+    """The pause a rate-limited call was told to take (``RESOURCE_EXHAUSTED`` with
+    ``retry_after_ms``), else ``None``."""
+    if not isinstance(exc, grpc.RpcError) or _code(exc) != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    return retry_after_s(exc)
 
 
 def new_request_id() -> str:
@@ -252,36 +274,43 @@ class KishpaClient:
         """One unary call with the token, retried (same request) while unreachable, and
         after the wait the server names when it refuses a call as rate-limited (a refused
         call changed nothing, so sending it again is safe)."""
-        deadline: float | None = None  # the budget counts from the first failure
-        attempt = 0
-        while True:
+
+        async def attempt() -> Any:
             metadata = await self._metadata() if authenticated else None
-            try:
-                response = await method(request, metadata=metadata, timeout=CALL_TIMEOUT_S)
-            except grpc.RpcError as exc:
-                code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-                wait = retry_after_s(exc) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
-                pause = wait if wait is not None else self.retry.delay(attempt)
-                deadline = deadline or self.retry.deadline()
-                if not is_retryable(code, hinted=wait is not None) or not self.retry.may_retry(
-                    attempt, deadline, pause
-                ):
-                    raise KishpaError.from_rpc(exc) from None
-                if wait is None:
-                    self._set_reconnecting(True)
-                await asyncio.sleep(pause)
-                attempt += 1
-                continue
+            response = await method(request, metadata=metadata, timeout=CALL_TIMEOUT_S)
             self._set_reconnecting(False)
             return response
 
-    def _stream_deadline(self, deadline: float | None, opened: float) -> float:
-        """When a reopened stream gives up: the budget counts from the first failure of an
-        outage; a stream that stayed open longer than the longest pause was up (a quiet
-        table sends nothing for minutes), so its failure starts a new outage."""
-        if deadline is None or time.monotonic() - opened > self.retry.max_delay_s:
-            return self.retry.deadline()
-        return deadline
+        def retryable(exc: BaseException) -> bool:
+            code = _code(exc)
+            return code is not None and is_retryable(code, hinted=_wait(exc) is not None)
+
+        def note(_tried: int, exc: BaseException, _pause: float) -> None:
+            if _wait(exc) is None:  # unreachable, not rate-limited
+                self._set_reconnecting(True)
+
+        try:
+            return await retrying(
+                attempt,
+                self.retry,
+                retry_on=retryable,
+                pause_hint=_wait,
+                on_retry=note,
+                from_first_failure=True,  # the first try may take its whole deadline
+            )
+        except grpc.RpcError as exc:
+            raise KishpaError.from_rpc(exc) from None
+
+    def _reopening(self) -> Attempts:
+        """The retry state of a watch stream: reopened after :data:`STREAM_RETRYABLE`
+        codes, the budget counting from the first failure of an outage."""
+        return Attempts(self.retry, retry_on=code_in(STREAM_RETRYABLE), from_first_failure=True)
+
+    def _outage_of(self, attempts: Attempts, opened: float) -> None:
+        """A stream that stayed open longer than the longest pause was up (a quiet table
+        sends nothing for minutes), so its failure starts a new outage."""
+        if time.monotonic() - opened > self.retry.max_delay_s:
+            attempts.reset()
 
     def _set_reconnecting(self, reconnecting: bool) -> None:
         """Note (and tell ``on_reconnecting``) that the services became unreachable, or
@@ -428,8 +457,7 @@ class KishpaClient:
 
         A dropped stream is reopened (the server sends the current state first).
         """
-        attempt = 0
-        deadline: float | None = None  # the budget counts from the first failure
+        attempts = self._reopening()
         while True:
             call = self._mm.WatchQueue(
                 mm_pb2.WatchQueueRequest(ticket_id=ticket_id), metadata=await self._metadata()
@@ -437,7 +465,7 @@ class KishpaClient:
             opened = time.monotonic()
             try:
                 async for message in call:
-                    attempt, deadline = 0, None
+                    attempts.reset()
                     self._set_reconnecting(False)
                     if message.ticket.state == mm_pb2.TICKET_STATE_MATCHED:
                         # The first deal may be waiting for this seat's contribution.
@@ -445,17 +473,15 @@ class KishpaClient:
                     yield message.ticket
                 return
             except grpc.RpcError as exc:
-                deadline = self._stream_deadline(deadline, opened)
-                pause = self.retry.delay(attempt)
-                if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
-                    attempt, deadline, pause
-                ):
+                self._outage_of(attempts, opened)
+                pause = attempts.pause_after(exc)
+                if pause is None:
                     raise KishpaError.from_rpc(exc) from None
             finally:
                 call.cancel()
             self._set_reconnecting(True)
             await asyncio.sleep(pause)
-            attempt += 1
+            attempts.next()
 
     async def wait_for_table(self, ticket_id: str) -> mm_pb2.QueueTicket:
         """Wait until the ticket is matched and return it (``table_id`` and ``seat`` set).
@@ -863,8 +889,7 @@ class KishpaClient:
         refusal is raised (:class:`KishpaError`, ``reason == "EVENTS_TRIMMED"``).
         """
         cursor = after_event_id
-        attempt = 0
-        deadline: float | None = None  # the budget counts from the first failure
+        attempts = self._reopening()
         closed = False
         if self.contributes:
             # The open deal's commitment may be older than the cursor: contribute now.
@@ -879,7 +904,7 @@ class KishpaClient:
             try:
                 async for message in call:
                     # Something arrived: a later failure gets the whole budget again.
-                    attempt, deadline = 0, None
+                    attempts.reset()
                     self._set_reconnecting(False)
                     self._contribute_on_commitment(table_id, message.events)
                     for event in message.events:
@@ -889,28 +914,27 @@ class KishpaClient:
                 if closed:
                     return
                 # Ended before the table closed (a server going away): reopen, bounded.
-                pause = self.retry.delay(attempt)
-                deadline = deadline or self.retry.deadline()
-                if not self.retry.may_retry(attempt, deadline, pause):
+                ended = attempts.pause()
+                if ended is None:
                     return
+                pause = ended
             except grpc.RpcError as exc:
                 if on_trimmed is not None and error_reason(exc) == EVENTS_TRIMMED:
                     trimmed = True  # handled below, once this call is cancelled
                 else:
-                    deadline = self._stream_deadline(deadline, opened)
-                    pause = self.retry.delay(attempt)
-                    if exc.code() not in STREAM_RETRYABLE or not self.retry.may_retry(
-                        attempt, deadline, pause
-                    ):
+                    self._outage_of(attempts, opened)
+                    failed = attempts.pause_after(exc)
+                    if failed is None:
                         raise KishpaError.from_rpc(exc) from None
+                    pause = failed
             finally:
                 call.cancel()
             if trimmed and on_trimmed is not None:
                 # Away for more than a round: the caller reloads its view and says from
                 # which event to go on (its last_event_id).
                 cursor = await on_trimmed()
-                attempt, deadline = 0, None
+                attempts.reset()
                 continue
             self._set_reconnecting(True)
             await asyncio.sleep(pause)
-            attempt += 1
+            attempts.next()

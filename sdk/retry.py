@@ -13,10 +13,13 @@ from __future__ import annotations
 from shared.retry import (
     RETRYABLE_CODES,
     STREAM_REOPEN_CODES,
+    Attempts,
     Backoff,
     client_backoff,
     client_budget_s,
+    code_in,
     is_retryable,
+    retrying,
 )
 
 RetryPolicy = Backoff
@@ -32,8 +35,11 @@ __all__ = [
     "NO_RETRY",
     "RETRYABLE",
     "STREAM_RETRYABLE",
+    "Attempts",
     "RetryPolicy",
     "client_backoff",
     "client_budget_s",
+    "code_in",
     "is_retryable",
+    "retrying",
 ]

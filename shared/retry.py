@@ -25,7 +25,6 @@ This module imports nothing of the platform, so every layer may import it.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -34,6 +33,8 @@ from typing import TypeVar
 
 import grpc
 import redis.exceptions
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RETRYABLE_CODES = frozenset(
     {
@@ -104,18 +105,26 @@ def has_retry_hint(call: grpc.Call) -> bool:
     return any(key == "retry_after_ms" for key, _ in trailers)
 
 
+class ClientRetrySettings(BaseSettings):
+    """Read by the players' clients: the SDK, ``kishpa play``, ``kishpa bots``."""
+
+    model_config = SettingsConfigDict(
+        extra="ignore", frozen=True, use_attribute_docstrings=True, env_ignore_empty=True
+    )
+
+    budget_s: float = Field(default=CLIENT_BUDGET_S, ge=0, validation_alias=BUDGET_ENV)
+    """Seconds a player's client keeps retrying an unreachable server, from the first
+    failure of an outage (``0``: no retries)."""
+
+
 def client_budget_s() -> float:
-    """``KISHPA_RETRY_BUDGET_S`` (seconds, default 30; 0 disables client retries)."""
-    raw = os.environ.get(BUDGET_ENV, "")
-    if not raw:
-        return CLIENT_BUDGET_S
+    """``KISHPA_RETRY_BUDGET_S`` (seconds, default 30; 0 disables client retries); a bad
+    value raises ``ValueError`` naming the variable."""
     try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{BUDGET_ENV} must be a number of seconds, got {raw!r}") from exc
-    if value < 0:
-        raise ValueError(f"{BUDGET_ENV} must not be negative, got {raw!r}")
-    return value
+        return ClientRetrySettings().budget_s
+    except ValidationError as exc:
+        reason = "; ".join(str(err["msg"]) for err in exc.errors())
+        raise ValueError(f"{BUDGET_ENV}: {reason}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +201,62 @@ def code_in(codes: Collection[grpc.StatusCode]) -> Callable[[BaseException], boo
     return matches
 
 
+class Attempts:
+    """The state of one retry loop: how many tries failed and when trying stops.
+
+    :func:`retrying` and :func:`retrying_sync` are built on it; a loop that cannot be one
+    awaited call (a stream that yields between its failures) uses it directly:
+    :meth:`pause_after` a failure (``None``: give up), :meth:`next` after the pause,
+    :meth:`reset` once the other side answered again (a new outage gets the whole budget).
+
+    ``pause_hint`` gives the pause a server named (a rate limit's ``retry_after``), used
+    instead of the policy's. The budget counts from the start (``deadline``, monotonic, if
+    given), or from the first failure with ``from_first_failure`` (a client: the first
+    call may take its whole deadline before it fails).
+    """
+
+    def __init__(
+        self,
+        policy: Backoff,
+        *,
+        retry_on: Callable[[BaseException], bool] = is_transient,
+        pause_hint: Callable[[BaseException], float | None] | None = None,
+        deadline: float | None = None,
+        from_first_failure: bool = False,
+    ) -> None:
+        self.policy = policy
+        self.retry_on = retry_on
+        self.pause_hint = pause_hint
+        self.from_first_failure = from_first_failure
+        self.until = deadline if deadline is not None or from_first_failure else policy.deadline()
+        self.tried = 0
+
+    def pause_after(self, exc: BaseException) -> float | None:
+        """The pause before trying again after ``exc``; ``None`` when ``retry_on`` refuses
+        it or the budget or the attempts are spent."""
+        if not self.retry_on(exc):
+            return None
+        return self.pause(self.pause_hint(exc) if self.pause_hint is not None else None)
+
+    def pause(self, hinted: float | None = None) -> float | None:
+        """The pause before the next try (``hinted``, else the policy's); ``None`` when the
+        budget or the attempts are spent."""
+        pause = hinted if hinted is not None else self.policy.delay(self.tried)
+        if self.until is None:
+            self.until = self.policy.deadline()
+        return pause if self.policy.may_retry(self.tried, self.until, pause) else None
+
+    def next(self) -> None:
+        """A pause was taken: the next try follows."""
+        self.tried += 1
+
+    def reset(self) -> None:
+        """The other side answered: the next failure starts a new outage."""
+        self.tried = 0
+        if self.from_first_failure:
+            self.until = None
+
+
 async def retrying(
     attempt: Callable[[], Awaitable[T]],
     policy: Backoff,
@@ -199,26 +264,35 @@ async def retrying(
     retry_on: Callable[[BaseException], bool] = is_transient,
     on_retry: RetryNote | None = None,
     deadline: float | None = None,
+    pause_hint: Callable[[BaseException], float | None] | None = None,
+    from_first_failure: bool = False,
 ) -> T:
     """Await ``attempt()`` until it succeeds, trying again after an error ``retry_on``
-    accepts, with ``policy``'s pauses, until its budget (or ``deadline``, monotonic) or its
-    number of attempts runs out; then the last error propagates, as does any other at once.
+    accepts, with ``policy``'s pauses (or the one ``pause_hint`` finds in the error), until
+    its budget (from the start, ``deadline``, or the first failure: see :class:`Attempts`)
+    or its number of attempts runs out; then the last error propagates, as does any other
+    at once.
 
     The attempt must be safe to repeat (the same request id, an idempotent call).
     """
-    until = policy.deadline() if deadline is None else deadline
-    tried = 0
+    state = Attempts(
+        policy,
+        retry_on=retry_on,
+        pause_hint=pause_hint,
+        deadline=deadline,
+        from_first_failure=from_first_failure,
+    )
     while True:
         try:
             return await attempt()
         except Exception as exc:
-            pause = policy.delay(tried)
-            if not retry_on(exc) or not policy.may_retry(tried, until, pause):
+            pause = state.pause_after(exc)
+            if pause is None:
                 raise
             if on_retry is not None:
-                on_retry(tried, exc, pause)
+                on_retry(state.tried, exc, pause)
         await asyncio.sleep(pause)
-        tried += 1
+        state.next()
 
 
 def retrying_sync(
@@ -231,16 +305,15 @@ def retrying_sync(
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """:func:`retrying` for blocking code (the settlement workers)."""
-    until = policy.deadline() if deadline is None else deadline
-    tried = 0
+    state = Attempts(policy, retry_on=retry_on, deadline=deadline)
     while True:
         try:
             return attempt()
         except Exception as exc:
-            pause = policy.delay(tried)
-            if not retry_on(exc) or not policy.may_retry(tried, until, pause):
+            pause = state.pause_after(exc)
+            if pause is None:
                 raise
             if on_retry is not None:
-                on_retry(tried, exc, pause)
+                on_retry(state.tried, exc, pause)
         sleep(pause)
-        tried += 1
+        state.next()

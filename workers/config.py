@@ -1,33 +1,50 @@
 """What the workers need to know about their surroundings, read once from the environment.
 
 The variables shared with the services (REDIS_URL, KISHPA_BROKER_URL, DATABASE_URL,
-KISHPA_WALLET_ADDR, KISHPA_SERVICE_SECRET, KISHPA_METRICS_PORT) come from
-``services.common.settings``; the knobs only the workers have are read here:
-
-- ``KISHPA_WORKER_QUEUE`` (``kishpa``): the queue settlement tasks travel on;
-- ``KISHPA_VISIBILITY_TIMEOUT`` (``10``): seconds before Redis redelivers an unacked task;
-  a task gives its message back well within it (see ``task_budget_s``);
-- ``KISHPA_SETTLE_DEADLINE`` (``5``): seconds a phase may stay unsettled before the sweeper
-  enqueues it again;
-- ``KISHPA_SWEEP_INTERVAL`` (``2``): seconds between two sweeps of the unsettled tables;
-- ``KISHPA_REINDEX_INTERVAL`` (``60``): seconds between two rebuilds of the sweeper's
-  unsettled index from the outboxes (a SCAN), which bounds how long a lost index entry
-  hides its table from the sweeper;
-- ``KISHPA_STALL_AFTER`` (``60``): seconds after which an unsettled phase counts its table
-  as stalled (metric, alert, one warning per table);
-- ``KISHPA_RECONCILE_INTERVAL`` (``60``): seconds between two wallet reconciliations (0: off).
-- ``KISHPA_DRIFT_INTERVAL`` (``300``): seconds between two drift checks of the live tables
-  against the ledger (0: off).
+KISHPA_WALLET_ADDR, KISHPA_SERVICE_SECRET, KISHPA_METRICS_PORT, KISHPA_WORKER_QUEUE) are
+:class:`services.common.settings.Settings`; the knobs only the workers have are
+:class:`WorkerSettings` (both described in docs/configuration.md).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import cache
 
-from services.common.settings import Settings
-from shared.tasks import DEFAULT_QUEUE, QUEUE_ENV
+from pydantic import Field
+
+from services.common.settings import SectionSettings, Settings, load_section
+from shared.tasks import DEFAULT_QUEUE
+
+
+class WorkerSettings(SectionSettings):
+    """Read by the settlement workers and the beat scheduler (docs/workers.md)."""
+
+    visibility_timeout_s: int = Field(
+        default=10, ge=2, validation_alias="KISHPA_VISIBILITY_TIMEOUT"
+    )
+    """Seconds before a Redis broker redelivers an unacknowledged task; a task gives its
+    message back well within it (half of it: its retry budget)."""
+    settle_deadline_s: float = Field(default=5.0, gt=0, validation_alias="KISHPA_SETTLE_DEADLINE")
+    """Seconds a phase may stay unsettled before the sweeper enqueues it again."""
+    sweep_interval_s: float = Field(default=2.0, gt=0, validation_alias="KISHPA_SWEEP_INTERVAL")
+    """Seconds between two sweeps of the unsettled tables (beat)."""
+    reindex_interval_s: float = Field(
+        default=60.0, ge=1, validation_alias="KISHPA_REINDEX_INTERVAL"
+    )
+    """Seconds between two rebuilds of the sweeper's unsettled index from the outboxes (a
+    SCAN), which bounds how long a lost index entry hides its table from the sweeper."""
+    reconcile_interval_s: float = Field(
+        default=60.0, ge=0, validation_alias="KISHPA_RECONCILE_INTERVAL"
+    )
+    """Seconds between two wallet reconciliations (beat); ``0``: off (the deployment's
+    reconcile CronJob does it)."""
+    stall_after_s: float = Field(default=60.0, gt=0, validation_alias="KISHPA_STALL_AFTER")
+    """Seconds after which an unsettled phase counts its table as stalled (metric, alert,
+    one warning per table)."""
+    drift_interval_s: float = Field(default=300.0, ge=0, validation_alias="KISHPA_DRIFT_INTERVAL")
+    """Seconds between two drift checks of the live tables against the ledger (beat);
+    ``0``: off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,28 +77,14 @@ class WorkerConfig:
         return self.settings.broker_url
 
 
-def _float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from exc
-
-
 def config_from_settings(settings: Settings) -> WorkerConfig:
-    """The workers' configuration: ``settings`` plus the worker-only variables above."""
+    """The workers' configuration: ``settings`` plus :class:`WorkerSettings` from the
+    environment (raises ``SettingsError`` naming a bad variable)."""
+    own = load_section(WorkerSettings)
     return WorkerConfig(
         settings=settings,
-        queue=os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE,
-        visibility_timeout_s=max(2, int(_float("KISHPA_VISIBILITY_TIMEOUT", 10))),
-        settle_deadline_s=_float("KISHPA_SETTLE_DEADLINE", 5.0),
-        sweep_interval_s=_float("KISHPA_SWEEP_INTERVAL", 2.0),
-        reindex_interval_s=max(1.0, _float("KISHPA_REINDEX_INTERVAL", 60.0)),
-        reconcile_interval_s=_float("KISHPA_RECONCILE_INTERVAL", 60.0),
-        stall_after_s=_float("KISHPA_STALL_AFTER", 60.0),
-        drift_interval_s=_float("KISHPA_DRIFT_INTERVAL", 300.0),
+        queue=settings.worker_queue,
+        **own.model_dump(),
     )
 
 

@@ -21,7 +21,6 @@ import threading
 from collections.abc import Mapping
 from typing import Protocol
 
-import grpc
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -39,6 +38,7 @@ from sdk.fairness import (
     with_record,
 )
 from sdk.views import my_seat
+from shared.retry import UNREACHABLE_CODES
 
 PROMPT = "kishpa> "
 
@@ -330,7 +330,7 @@ class PlaySession:
         except KishpaError as exc:
             words = {**COMMON_FRIENDLY, **self.ui.friendly}.get(exc.reason or "", exc.message)
             self.console.print(Text("✗ " + words, style="red"))
-            if exc.code == grpc.StatusCode.UNAVAILABLE:
+            if exc.code in UNREACHABLE_CODES:
                 self.console.print("The server cannot be reached; try again in a moment.")
         return True
 

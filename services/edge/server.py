@@ -1,10 +1,8 @@
 """``kishpa serve edge``: the gRPC-Web edge on Hypercorn (HTTP/1.1 and cleartext HTTP/2).
 
-Configuration (docs/DEVELOPING.md, "Other variables"): ``KISHPA_EDGE_PORT`` (8080),
-``KISHPA_EDGE_HOST`` (``0.0.0.0``), ``KISHPA_EDGE_CORS_ORIGINS`` (comma-separated origins
-allowed to call from another site, ``*`` for any; empty: same origin only),
-``KISHPA_EDGE_WEB_ROOT`` (the built web client; default ``web/dist`` beside the code), and
-the services at ``KISHPA_MATCHMAKING_ADDR``, ``KISHPA_TABLE_ADDR``, ``KISHPA_WALLET_ADDR``.
+Configuration (docs/configuration.md): its own in :class:`EdgeSettings` (port, host, CORS
+origins, web root), and the services at ``KISHPA_MATCHMAKING_ADDR``, ``KISHPA_TABLE_ADDR``,
+``KISHPA_WALLET_ADDR``.
 With ``KISHPA_TLS_CERT_FILE``/``KISHPA_TLS_KEY_FILE`` it serves HTTPS (HTTP/2 by ALPN), and
 with ``KISHPA_TLS_CA_FILE`` it calls the services over (mutual) TLS as the ``edge`` workload.
 """
@@ -12,10 +10,8 @@ with ``KISHPA_TLS_CA_FILE`` it calls the services over (mutual) TLS as the ``edg
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import ssl
-from collections.abc import Mapping
 from pathlib import Path
 
 import structlog
@@ -23,7 +19,7 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from services.common.logging import configure_logging
-from services.common.settings import load_settings
+from services.common.settings import Settings, load_section, load_settings
 from services.common.tls import (
     CertificateFiles,
     client_tls_from_settings,
@@ -31,34 +27,28 @@ from services.common.tls import (
     server_files_from_settings,
 )
 from services.edge.app import LIVE_PATH, READY_PATH, Edge, EdgeConfig
+from services.edge.settings import EdgeSettings
 
 log = structlog.get_logger("kishpa.edge")
 
-DEFAULT_PORT = 8080
 PROBES = (READY_PATH, LIVE_PATH)
 """The readiness and liveness probe paths."""
 DEFAULT_WEB_ROOT = Path(__file__).resolve().parents[2] / "web" / "dist"
 
 
-def config_from_env(env: Mapping[str, str] | None = None) -> tuple[EdgeConfig, str, int]:
-    """The edge's configuration, host and port from the environment."""
-    env = os.environ if env is None else env
-    settings = load_settings("edge", grpc_port=0, metrics_port=0)
-    origins = frozenset(o.strip() for o in env.get("KISHPA_EDGE_CORS_ORIGINS", "").split(","))
-    root = Path(env.get("KISHPA_EDGE_WEB_ROOT", "") or DEFAULT_WEB_ROOT)
-    config = EdgeConfig(
+def edge_config(settings: Settings, own: EdgeSettings) -> EdgeConfig:
+    """The edge's configuration from the shared settings and its own."""
+    root = Path(own.web_root or DEFAULT_WEB_ROOT)
+    return EdgeConfig(
         upstreams={
             "matchmaking": settings.matchmaking_addr,
             "table": settings.table_addr,
             "wallet": settings.wallet_addr,
         },
-        cors_origins=origins - {""},
+        cors_origins=own.origins(),
         web_root=root if root.is_dir() else None,
         upstream_tls=client_tls_from_settings(settings),
     )
-    host = env.get("KISHPA_EDGE_HOST", "0.0.0.0")
-    port = int(env.get("KISHPA_EDGE_PORT", str(DEFAULT_PORT)))
-    return config, host, port
 
 
 class TlsConfig(Config):
@@ -99,8 +89,10 @@ def main() -> int:
     """Run the edge until SIGTERM or SIGINT."""
     settings = load_settings("edge", grpc_port=0, metrics_port=0)
     configure_logging(settings.log_format, settings.log_level, service="edge")
-    edge_config, host, port = config_from_env()
-    edge = Edge(edge_config)
+    own = load_section(EdgeSettings)
+    config_of_edge = edge_config(settings, own)
+    host, port = own.host, own.port
+    edge = Edge(config_of_edge)
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -110,16 +102,16 @@ def main() -> int:
         log.info(
             "edge_starting",
             address=f"{host}:{port}",
-            upstreams=dict(edge_config.upstreams),
-            web_root=str(edge_config.web_root),
-            cors=sorted(edge_config.cors_origins),
+            upstreams=dict(config_of_edge.upstreams),
+            web_root=str(config_of_edge.web_root),
+            cors=sorted(config_of_edge.cors_origins),
         )
         config = hypercorn_config(
             host, port, settings.shutdown_grace_seconds, server_files_from_settings(settings)
         )
         await serve_edge(edge, config, stop)
 
-    if os.environ.get("KISHPA_UVLOOP", "1") != "0":
+    if settings.uvloop:
         try:
             import uvloop
         except ImportError:  # an optional speed-up: the standard loop behaves the same

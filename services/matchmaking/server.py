@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 from dataclasses import dataclass, field, replace
 
@@ -22,7 +21,7 @@ from services.common.auth import ServiceCredentials, TokenAuthority
 from services.common.limits import Limiter, limiter_from_settings
 from services.common.redis_client import async_client
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
-from services.common.settings import Settings, SettingsError, load_settings
+from services.common.settings import Settings, SettingsError, load_section, load_settings
 from services.common.tls import client_tls_from_settings
 from services.matchmaking.gateways import SERVICE_NAME as CALLER_NAME
 from services.matchmaking.gateways import TableGateway, WalletGateway
@@ -31,14 +30,11 @@ from services.matchmaking.login import login_registration
 from services.matchmaking.login_memory import LoginMemory
 from services.matchmaking.service import Matchmaking, MatchmakingConfig
 from services.matchmaking.servicer import MatchmakingServicer
+from services.matchmaking.settings import MatchmakingSettings
 from services.matchmaking.store import MatchStore
 from shared.tls import reloading_aio_channel
 
 SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
-KEY_PREFIX_ENV = "KISHPA_MATCHMAKING_KEY_PREFIX"
-"""Where this service's Redis keys live (default ``kishpa:mm``; no hash tag in it: the keys
-carry one per queue and per player, see ``keys.py``). Test stacks sharing one Redis give
-each its own."""
 REDIS_CONNECTIONS = 256
 """Commands and WatchQueue subscriptions share this pool; callers beyond it wait."""
 
@@ -179,7 +175,7 @@ async def _serve(settings: Settings) -> int:
         nonlocal wiring, task
         wiring = wire(
             settings,
-            key_prefix=os.environ.get(KEY_PREFIX_ENV, DEFAULT_PREFIX),
+            key_prefix=load_section(MatchmakingSettings).key_prefix,
             limiter=limiter,
         )
         task = asyncio.create_task(wiring.matchmaking.run_sweeper(stop_sweeper))
@@ -199,6 +195,7 @@ def main() -> int:
     """``kishpa serve matchmaking``: serve until SIGTERM/SIGINT."""
     try:
         settings = load_settings("matchmaking")
+        load_section(MatchmakingSettings)  # a bad value stops the start, naming its variable
     except SettingsError as exc:
         print(f"kishpa serve matchmaking: {exc}", file=sys.stderr)
         return 2

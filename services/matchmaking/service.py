@@ -52,6 +52,7 @@ from services.matchmaking.store import (
     Seating,
     Ticket,
 )
+from shared.retry import is_retryable
 
 log = structlog.get_logger("kishpa.matchmaking")
 
@@ -398,7 +399,7 @@ class Matchmaking:
             )
         except (grpc.RpcError, OSError, ServiceError) as exc:
             failure = failure_of(exc)
-            retryable = failure is not None and failure.code == grpc.StatusCode.UNAVAILABLE
+            retryable = failure is not None and is_retryable(failure.code)
             log.warning(
                 "matchmaking.seating_failed", group_id=group_id, retryable=retryable, error=str(exc)
             )

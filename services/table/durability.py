@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,20 +57,18 @@ import redis.exceptions
 from services.common.errors import Unavailable
 from services.common.logging import get_logger
 from services.common.outage import REDIS
+from services.common.settings import load_section
 from services.table.metrics import PHASE_DURABLE
+from services.table.settings import DurabilityMode, TableServiceSettings
 from shared.retry import TRANSIENT_REDIS_ERRORS
 
 log = get_logger(__name__)
 
+# The variables of services/table/settings.py that configure durability (described there).
 MODE_ENV = "KISHPA_PHASE_DURABILITY"
-"""``auto`` (default): probe and use what the server offers, warn if nothing; ``required``:
-refuse to start without a durable mode; ``off``: no probe, no barrier."""
 REPLICAS_ENV = "KISHPA_REDIS_DURABLE_REPLICAS"
-"""Replicas that must hold a phase-ending commit before it is answered (default 0)."""
 TIMEOUT_ENV = "KISHPA_DURABILITY_TIMEOUT_MS"
-"""How long a barrier may wait before the action answers UNAVAILABLE (default 2000)."""
 PROBE_INTERVAL_ENV = "KISHPA_DURABILITY_PROBE_S"
-"""Seconds between two scheduled probes of a running server (default 2; 0: none)."""
 RECHECK_SPACING_S = 0.1
 """A refusal probes again only if the last refusal's probe is older than this: a burst of
 refused actions costs Redis at most ten probes a second."""
@@ -124,20 +121,15 @@ class Durability:
         return True
 
 
-def _int_env(name: str, default: int) -> int:
-    raw = os.environ.get(name, "")
-    try:
-        return int(raw) if raw else default
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+def _settings() -> TableServiceSettings:
+    # Read where used (rarely: a probe, a round's start or end), so a change of the
+    # environment is seen; ``kishpa serve table`` has checked the values at start.
+    return load_section(TableServiceSettings)
 
 
-def mode() -> str:
+def mode() -> DurabilityMode:
     """``auto``, ``required`` or ``off`` (``KISHPA_PHASE_DURABILITY``)."""
-    value = os.environ.get(MODE_ENV, "auto") or "auto"
-    if value not in ("auto", "required", "off"):
-        raise ValueError(f"{MODE_ENV} must be auto, required or off, got {value!r}")
-    return value
+    return _settings().phase_durability
 
 
 def choose(
@@ -187,8 +179,7 @@ async def probe_connection(connection: Any) -> Durability | None:
         version,
         settings.get("appendonly", "unknown"),
         settings.get("appendfsync", "unknown"),
-        replicas=_int_env(REPLICAS_ENV, 0),
-        timeout_ms=_int_env(TIMEOUT_ENV, 2000),
+        **_barrier_limits(),
     )
 
 
@@ -204,18 +195,18 @@ async def reprobe(client: Any) -> Durability | None:
         _text(info.get("redis_version", "0")),
         settings.get("appendonly", "unknown"),
         settings.get("appendfsync", "unknown"),
-        replicas=_int_env(REPLICAS_ENV, 0),
-        timeout_ms=_int_env(TIMEOUT_ENV, 2000),
+        **_barrier_limits(),
     )
+
+
+def _barrier_limits() -> dict[str, int]:
+    settings = _settings()
+    return {"replicas": settings.durable_replicas, "timeout_ms": settings.durability_timeout_ms}
 
 
 def probe_interval_s() -> float:
     """``KISHPA_DURABILITY_PROBE_S`` (default 2 s)."""
-    raw = os.environ.get(PROBE_INTERVAL_ENV, "")
-    try:
-        return float(raw) if raw else 2.0
-    except ValueError as exc:
-        raise ValueError(f"{PROBE_INTERVAL_ENV} must be seconds, got {raw!r}") from exc
+    return _settings().durability_probe_s
 
 
 class HoldsDurability(Protocol):
@@ -356,9 +347,9 @@ async def probe(client: Any) -> Durability:
     its own. A cluster client yields ``none`` (not probed): each node must run
     ``appendfsync always``, which this process cannot check.
     """
-    replicas = _int_env(REPLICAS_ENV, 0)
-    timeout_ms = _int_env(TIMEOUT_ENV, 2000)
-    if mode() == "off" or not hasattr(client, "connection_pool"):
+    own = _settings()
+    replicas, timeout_ms = own.durable_replicas, own.durability_timeout_ms
+    if own.phase_durability == "off" or not hasattr(client, "connection_pool"):
         return Durability(NONE, replicas, timeout_ms, "not probed")
     try:
         info = await client.info("server")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from services.common.limits import Limiter, limiter_from_settings
 from services.common.logging import get_logger
 from services.common.redis_client import async_client, pubsub_source
 from services.common.server import KishpaServer, ServiceRegistration, create_server, serve
-from services.common.settings import Settings, load_settings
+from services.common.settings import Settings, load_section, load_settings
 from services.common.tls import client_tls_from_settings
 from services.table import durability, gctune
 from services.table.engine import TableSettings
@@ -33,30 +32,29 @@ from services.table.history import History
 from services.table.history_servicer import HistoryServicer
 from services.table.service import Tables
 from services.table.servicer import TableServicer
-from services.table.store import FINISHED_TABLE_TTL_S, TableStore
+from services.table.settings import TableServiceSettings
+from services.table.store import TableStore
 from services.table.timers import run_timers
 from services.table.wallet_balances import BalanceSource, WalletBalances
 from shared import keys
 from shared.celery_enqueue import CeleryEnqueue
 from shared.stream import StoredEvent, stored_event
-from shared.tasks import DEFAULT_QUEUE, QUEUE_ENV, Enqueue
+from shared.tasks import Enqueue
 from shared.tls import reloading_aio_channel
 
 log = get_logger(__name__)
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 HISTORY_SERVICE_NAME = history_pb2.DESCRIPTOR.services_by_name["HistoryService"].full_name
-ENQUEUE_ENV = "KISHPA_TABLE_ENQUEUE"
 BALANCES_CALLER = "table"
 """The service name on the table service's own credential (it reads wallet balances)."""
-"""Set to ``0`` to write outbox records without enqueueing (the sweeper still finds them)."""
 
 
 def settlement_enqueue(settings: Settings) -> Enqueue | None:
-    """The Celery hand-off to the workers' queue, unless disabled by the environment."""
-    if os.environ.get(ENQUEUE_ENV, "1") == "0":
+    """The Celery hand-off to the workers' queue, unless disabled (``KISHPA_TABLE_ENQUEUE``)."""
+    if not load_section(TableServiceSettings).enqueue:
         return None
-    return CeleryEnqueue(settings.broker_url, queue=os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE)
+    return CeleryEnqueue(settings.broker_url, queue=settings.worker_queue)
 
 
 COMMAND_CONNECTIONS = 48
@@ -87,7 +85,8 @@ def build_tables(
 ) -> Tables:
     """The use cases over Redis connections (``stakes``: the stakes offered per game;
     ``balances``: where seated players' wallet balances are read)."""
-    store = TableStore(redis, finished_ttl_s=finished_table_ttl_s())
+    own = load_section(TableServiceSettings)
+    store = TableStore(redis, finished_ttl_s=own.finished_table_ttl_s)
     return Tables(
         store,
         engines(),
@@ -95,35 +94,8 @@ def build_tables(
         hub=hub,
         stakes=stakes,
         balances=balances,
-        await_lone_creator=await_lone_creator(),
+        await_lone_creator=own.await_lone_creator,
     )
-
-
-LONE_CREATOR_ENV = "KISHPA_AWAIT_LONE_CREATOR"
-"""``1`` (the default): a creator alone with house bots is awaited for the first deal even
-without a declaration (docs/fairness.md); ``0``: only declared seats are awaited."""
-
-
-def await_lone_creator() -> bool:
-    """``KISHPA_AWAIT_LONE_CREATOR`` (default on)."""
-    raw = os.environ.get(LONE_CREATOR_ENV, "1").strip().lower()
-    if raw not in ("0", "1", "true", "false"):
-        raise ValueError(f"{LONE_CREATOR_ENV} must be 1 or 0, got {raw!r}")
-    return raw in ("1", "true")
-
-
-FINISHED_TTL_ENV = "KISHPA_FINISHED_TABLE_TTL_S"
-"""Seconds a closed table's keys are kept once every phase is settled (default a day; the
-soak benchmark shortens it to reach a steady state)."""
-
-
-def finished_table_ttl_s() -> int:
-    """``KISHPA_FINISHED_TABLE_TTL_S``, or the store's default (a day)."""
-    raw = os.environ.get(FINISHED_TTL_ENV, "")
-    try:
-        return max(1, int(raw)) if raw else FINISHED_TABLE_TTL_S
-    except ValueError as exc:
-        raise ValueError(f"{FINISHED_TTL_ENV} must be whole seconds, got {raw!r}") from exc
 
 
 def wallet_balances(settings: Settings) -> tuple[grpc.aio.Channel, WalletBalances]:
@@ -296,13 +268,10 @@ async def _serve(settings: Settings) -> int:
     return await serve(settings, factory, cleanup=cleanup, limiter=limiter)
 
 
-UVLOOP_ENV = "KISHPA_UVLOOP"
-"""Set to ``0`` to serve on the standard asyncio loop instead of uvloop."""
-
-
-def run_loop(main_coro: Coroutine[Any, Any, int]) -> int:
-    """Run on uvloop when it is installed and not disabled (cheaper per RPC), else asyncio."""
-    if os.environ.get(UVLOOP_ENV, "1") != "0":
+def run_loop(main_coro: Coroutine[Any, Any, int], *, use_uvloop: bool = True) -> int:
+    """Run on uvloop when it is installed and not disabled (``KISHPA_UVLOOP``; cheaper per
+    RPC), else asyncio."""
+    if use_uvloop:
         try:
             import uvloop
         except ImportError:  # an optional speed-up: the standard loop behaves the same
@@ -314,8 +283,10 @@ def run_loop(main_coro: Coroutine[Any, Any, int]) -> int:
 
 def main() -> int:
     """``kishpa serve table``: serve until SIGTERM/SIGINT."""
+    settings = load_settings("table")
+    load_section(TableServiceSettings)  # a bad value stops the start, naming its variable
     try:
-        return run_loop(_serve(load_settings("table")))
+        return run_loop(_serve(settings), use_uvloop=settings.uvloop)
     except durability.DurabilityRequiredError as exc:
         print(f"kishpa serve table: {exc}", file=sys.stderr)
         return 2

@@ -32,6 +32,7 @@ from services.table.durability import (
     refusing,
 )
 from services.table.metrics import COMMITS, STATE_CACHE
+from services.table.settings import FINISHED_TABLE_TTL_S
 from services.table.state_cache import STATE_CACHE_TABLES, KeptState, StateCache
 from shared import keys
 from shared.phase_record import PhaseRecord
@@ -42,8 +43,6 @@ log = structlog.get_logger("kishpa.table.store")
 COMMIT_MAX_ATTEMPTS = 16
 """Conflicting commits on one table retried this many times before giving up (busy)."""
 
-FINISHED_TABLE_TTL_S = 24 * 3600
-"""A closed table's state, events and request answers are kept this long, then expire."""
 
 EVENTS_FROM_FIELD = "_events_from"
 """Field of the settled hash: the oldest event the stream keeps since its last trim

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
 import grpc
 import pytest
 import redis.exceptions
@@ -200,3 +205,89 @@ def test_retrying_sync_respects_the_deadline() -> None:
     with pytest.raises(redis.exceptions.TimeoutError):
         retry.retrying_sync(attempt, FAST, deadline=0.0, sleep=lambda _: None)  # long past
     assert calls == 1
+
+
+async def test_a_pause_the_server_named_replaces_the_policys() -> None:
+    # A rate limit says when to come back: that pause, not the policy's (capped at 2 ms).
+    limited = _Call(grpc.StatusCode.RESOURCE_EXHAUSTED, (("retry_after_ms", "30"),))
+    results: list[BaseException | str] = [limited, "answer"]
+    pauses: list[float] = []
+
+    async def attempt() -> str:
+        result = results.pop(0)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    answer = await retry.retrying(
+        attempt,
+        FAST,
+        pause_hint=lambda exc: 0.03 if exc is limited else None,
+        on_retry=lambda _tried, _exc, pause: pauses.append(pause),
+    )
+    assert (answer, pauses) == ("answer", [0.03])
+
+
+async def test_a_client_budget_counts_from_the_first_failure() -> None:
+    # The first try outlasts the whole budget before it fails (a call's own deadline):
+    # counted from the start nothing is left; counted from the failure it is tried again.
+    policy = retry.Backoff(budget_s=0.05, first_delay_s=0.001, max_delay_s=0.002)
+
+    def slow_then_answer() -> Callable[[], Awaitable[str]]:
+        tries = 0
+
+        async def attempt() -> str:
+            nonlocal tries
+            tries += 1
+            if tries == 1:
+                await asyncio.sleep(0.1)
+                raise _Call(grpc.StatusCode.UNAVAILABLE)
+            return "answer"
+
+        return attempt
+
+    with pytest.raises(grpc.RpcError):
+        await retry.retrying(slow_then_answer(), policy)
+    assert await retry.retrying(slow_then_answer(), policy, from_first_failure=True) == "answer"
+
+
+def test_an_answer_between_failures_starts_a_new_outage() -> None:
+    # A stream's loop: its attempts are spent, then a message arrives (reset): the next
+    # failure has the whole allowance again, from the first pause.
+    attempts = retry.Attempts(FAST, from_first_failure=True)
+    down = redis.exceptions.ConnectionError("down")
+    pauses = []
+    while (pause := attempts.pause_after(down)) is not None:
+        pauses.append(pause)
+        attempts.next()
+    assert len(pauses) == FAST.attempts - 1
+    assert attempts.pause_after(redis.exceptions.ResponseError("WRONGTYPE")) is None
+    attempts.reset()
+    first = attempts.pause_after(down)
+    assert first is not None
+    assert first <= FAST.first_delay_s
+
+
+SOURCES = ("services", "workers", "sdk", "cli", "shared", "archive")
+
+
+def test_no_module_but_the_retry_policy_lists_retryable_codes() -> None:
+    # docs/operations.md "Retries": a set, tuple or list naming two of the retryable codes
+    # (or CANCELLED) anywhere else is a second policy.
+    names = {code.name for code in retry.STREAM_REOPEN_CODES}
+    root = Path(retry.__file__).resolve().parents[1]
+    found = []
+    for directory in SOURCES:
+        for path in (root / directory).rglob("*.py"):
+            if path == Path(retry.__file__).resolve():
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Set, ast.Tuple, ast.List)):
+                    codes = [
+                        e.attr
+                        for e in node.elts
+                        if isinstance(e, ast.Attribute) and e.attr in names
+                    ]
+                    if len(codes) >= 2:
+                        found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

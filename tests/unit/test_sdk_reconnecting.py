@@ -8,11 +8,13 @@ import time
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 from rich.console import Console
 
 from cli.play.kishpa_ui import KishpaUI
 from cli.play.session import RECONNECTING, PlaySession
 from sdk import KishpaClient, KishpaError, RetryPolicy
+from sdk.errors import STATUS_DETAILS_KEY
 
 pytestmark = pytest.mark.unit
 
@@ -64,3 +66,37 @@ async def test_the_play_session_shows_reconnecting_and_reconnected() -> None:
     assert text.count(RECONNECTING) == 1
     assert "Reconnected." in text
     assert RECONNECTING == "reconnecting…"
+
+
+def _rate_limited(retry_after_ms: int) -> grpc.aio.AioRpcError:
+    """A refusal as the services send it: RESOURCE_EXHAUSTED with ErrorInfo RATE_LIMITED."""
+    info = error_details_pb2.ErrorInfo(
+        reason="RATE_LIMITED", metadata={"retry_after_ms": str(retry_after_ms)}
+    )
+    status = status_pb2.Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0])
+    status.details.add().Pack(info)
+    trailers = grpc.aio.Metadata((STATUS_DETAILS_KEY, status.SerializeToString()))
+    return grpc.aio.AioRpcError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.aio.Metadata(), trailers, "slow down"
+    )
+
+
+async def test_a_rate_limited_call_waits_as_told_then_is_sent_again_without_reconnecting() -> None:
+    seen: list[bool] = []
+    # The policy's own pauses are 1 ms: only the server's 300 ms explains the wait.
+    client = KishpaClient(
+        "127.0.0.1:1", "127.0.0.1:1", on_reconnecting=seen.append,
+        retry=RetryPolicy(budget_s=5, first_delay_s=0.001, max_delay_s=0.001),
+    )  # fmt: skip
+    answers: list[BaseException | str] = [_rate_limited(300), "answer"]
+
+    async def method(request: object, **_: object) -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    started = time.monotonic()
+    assert await client._call(method, "request", authenticated=False) == "answer"
+    assert time.monotonic() - started >= 0.3
+    assert (seen, client.reconnects) == ([], 0)  # a rate limit is not an outage

@@ -11,7 +11,7 @@ import redis.exceptions
 from devkit.phase_samples import phase_entry, poisoned_end_record, round_record, start_part
 from games.kishpa.ledger import net_movements
 from games.kishpa.record import end_postings, start_postings
-from services.common.settings import Settings
+from services.common.settings import Settings, SettingsError
 from shared.phase_record import BadPhaseRecord, PhaseRef, parse_phase_record
 from workers.celery_app import app, celery_settings, is_transient
 from workers.config import WorkerConfig, config_from_settings
@@ -115,7 +115,8 @@ def test_the_unsettled_index_is_rebuilt_every_minute_unless_configured(
     monkeypatch.setenv("KISHPA_REINDEX_INTERVAL", "15")
     assert config_from_settings(settings).reindex_interval_s == 15
     monkeypatch.setenv("KISHPA_REINDEX_INTERVAL", "0")  # at least one second
-    assert config_from_settings(settings).reindex_interval_s == 1
+    with pytest.raises(SettingsError, match="KISHPA_REINDEX_INTERVAL"):
+        config_from_settings(settings)
 
 
 def test_rabbitmq_broker_gets_no_redis_transport_options() -> None:
