@@ -5,6 +5,11 @@ KISHPA_WALLET_ADDR, KISHPA_SERVICE_SECRET, KISHPA_METRICS_PORT) come from
 ``services.common.settings``; the knobs only the workers have are read here:
 
 - ``KISHPA_WORKER_QUEUE`` (``kishpa``): the queue settlement tasks travel on;
+- ``KISHPA_DRIFT_LAG`` (``30``): seconds behind now the drift check's window of new rounds
+  ends: a batch older than this has been archived, unless settlement is stuck;
+- ``KISHPA_DRIFT_QUEUE`` (the settlement queue's name plus ``.drift``): the queue the drift
+  check travels on, consumed by ``kishpa worker --drift`` alone, so a slow check never holds
+  a thread settlement needs;
 - ``KISHPA_VISIBILITY_TIMEOUT`` (``10``): seconds before Redis redelivers an unacked task;
   a task gives its message back well within it (see ``task_budget_s``);
 - ``KISHPA_SETTLE_DEADLINE`` (``5``): seconds a phase may stay unsettled before the sweeper
@@ -43,6 +48,13 @@ class WorkerConfig:
     reconcile_interval_s: float = 60.0
     stall_after_s: float = 60.0
     drift_interval_s: float = 300.0
+    drift_queue_name: str = ""
+    drift_lag_s: float = 30.0
+
+    @property
+    def drift_queue(self) -> str:
+        """The drift check's own queue (``KISHPA_DRIFT_QUEUE``, else ``<queue>.drift``)."""
+        return self.drift_queue_name or f"{self.queue}.drift"
 
     @property
     def task_budget_s(self) -> float:
@@ -82,6 +94,8 @@ def config_from_settings(settings: Settings) -> WorkerConfig:
         reconcile_interval_s=_float("KISHPA_RECONCILE_INTERVAL", 60.0),
         stall_after_s=_float("KISHPA_STALL_AFTER", 60.0),
         drift_interval_s=_float("KISHPA_DRIFT_INTERVAL", 300.0),
+        drift_queue_name=os.environ.get("KISHPA_DRIFT_QUEUE", ""),
+        drift_lag_s=max(0.0, _float("KISHPA_DRIFT_LAG", 30.0)),
     )
 
 
