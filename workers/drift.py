@@ -769,8 +769,11 @@ def run_drift_check(
 
     started = time.time()
     try:
-        store = archive or archive_store(worker_config().settings.archive_url)
-        new_rounds = drift_archive.check_new_rounds(store, sources, now_ms=int(started * 1000))
+        config = worker_config()
+        store = archive or archive_store(config.settings.archive_url)
+        new_rounds = drift_archive.check_new_rounds(
+            store, sources, now_ms=int(started * 1000), lag_ms=int(config.drift_lag_s * 1000)
+        )
         report = check_drift(client, sources, expected_postings)
     except (redis.RedisError, grpc.RpcError, sa.exc.SQLAlchemyError) as exc:
         metrics.DRIFT_RUNS.labels(result="error").inc()

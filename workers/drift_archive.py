@@ -44,8 +44,8 @@ from workers.drift import (
 MARK = "ledger"
 """The watermark's name in ``archive_drift_marks``."""
 SETTLE_LAG_MS = 30_000
-"""How far behind now a window ends: a batch older than this has been archived (a phase is
-archived within its settlement task, whose budget is seconds)."""
+"""How far behind now a window ends (``KISHPA_DRIFT_LAG``): a batch older than this has been
+archived (a phase is archived within its settlement task, whose budget is seconds)."""
 ADMIN_PREFIX = "wallet:admin:"
 ADMIN_REASONS = frozenset({"admin_credit", "admin_debit", "admin_refund"})
 
