@@ -386,7 +386,11 @@ def postings_difference(want: Sequence[Movement], have: Sequence[Movement]) -> s
 
 def _reason(reason: int) -> str:
     """``TRANSFER_REASON_BOWL_WIN`` -> ``bowl_win`` (the rules' and the archive's names)."""
-    return wallet_pb2.TransferReason.Name(wallet_pb2.TransferReason.ValueType(reason)).removeprefix("TRANSFER_REASON_").lower()
+    return (
+        wallet_pb2.TransferReason.Name(wallet_pb2.TransferReason.ValueType(reason))
+        .removeprefix("TRANSFER_REASON_")
+        .lower()
+    )
 
 
 def _round(phase_field: str) -> int:
