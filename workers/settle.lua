@@ -39,10 +39,12 @@ in the same atomic step:
   where it starts now; a watcher resuming from before it is told EVENTS_TRIMMED
   (docs/api.md) and reloads the view. While an earlier phase is unsettled (dead-lettered,
   so not archived) nothing is trimmed: its round stays verifiable from the stream;
-- the phase records and settled marks of the rounds before R that are settled (both
-  hashes; round R's stay with its events); a phase still unsettled (dead-lettered) keeps its
-  record. `_trimmed` = R - 1 remembers it, so a redelivered task of a trimmed phase is
-  answered "settled already" (its record is gone), never settled twice.
+- when the phase ENDS round R (rank 1 in ARGV[3]: `end`, `payout`), the phase records and
+  settled marks of the rounds before R that are settled (both hashes; a round's are small,
+  so the previous round's stay until the current one ends); a phase still unsettled
+  (dead-lettered) keeps its record. `_trimmed` = R - 1 remembers it, so a redelivered task
+  of a trimmed phase is answered "settled already" (its record is gone), never settled
+  twice.
 ]]
 local function round_of(order)
   return math.floor(tonumber(order) / 16)
@@ -125,15 +127,17 @@ if redis.call('PTTL', KEYS[4]) == -1 then
   if keep_from and redis.call('XTRIM', KEYS[3], 'MINID', keep_from) > 0 then
     redis.call('HSET', KEYS[1], '_events_from', keep_from)
   end
-  for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
-    local r = tonumber(string.match(field, '^(%d+):'))
-    if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 1 then
-      redis.call('HDEL', KEYS[5], field)
-      redis.call('HDEL', KEYS[1], field)
+  if tonumber(ARGV[3]) % 16 >= 1 then
+    for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
+      local r = tonumber(string.match(field, '^(%d+):'))
+      if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 1 then
+        redis.call('HDEL', KEYS[5], field)
+        redis.call('HDEL', KEYS[1], field)
+      end
     end
-  end
-  if round - 1 > trimmed_round then
-    redis.call('HSET', KEYS[1], '_trimmed', round - 1)
+    if round - 1 > trimmed_round then
+      redis.call('HSET', KEYS[1], '_trimmed', round - 1)
+    end
   end
 end
 

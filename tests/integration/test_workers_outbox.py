@@ -519,8 +519,9 @@ def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
     """Rounds 1-3 played and settled in order, as a table and its workers do. Once round 2's
     end is settled, the stream starts at round 2's first event (the round that just ended
     stays, for the view between deals) and no record or settled mark of round 1 is left;
-    once round 3's start is settled (round 3 dealt), round 2 goes too: while a round is
-    played Redis holds that round alone (the archive serves the ended ones)."""
+    once round 3's start is settled (round 3 dealt), round 2's events go too: while a round
+    is played the stream holds that round alone (the archive serves the ended ones). Round
+    2's records and marks (small) stay until round 3's end."""
     client.hset(keys.state(table_id), "version", 1)
     first_of: dict[int, str] = {}
     for round_no in (1, 2, 3):
@@ -552,10 +553,15 @@ def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
     entries = client.xrange(keys.events(table_id))
     assert entries[0][0].decode() == first_of[3]
     assert {stream.decode(fields).round for _, fields in entries} == {2, 3}  # 2: seed
-    assert {f.decode() for f in client.hkeys(keys.outbox(table_id))} == {"3:start", "3:end"}
+    assert {f.decode() for f in client.hkeys(keys.outbox(table_id))} == {
+        "2:start",
+        "2:end",
+        "3:start",
+        "3:end",
+    }
     settled = {k.decode(): v.decode() for k, v in client.hgetall(keys.settled(table_id)).items()}
-    assert {k for k in settled if not k.startswith("_")} == {"3:start"}
-    assert settled["_trimmed"] == "2"
+    assert {k for k in settled if not k.startswith("_")} == {"2:start", "2:end", "3:start"}
+    assert settled["_trimmed"] == "1"
     assert settled["_events_from"] == first_of[3]
 
 
@@ -585,7 +591,7 @@ def test_a_redelivered_task_of_a_trimmed_phase_is_settled_already_not_settled_ag
             _write_phase(client, table_id, round_no, phase, 1)
             _play(client, table_id, round_no, 2)
             assert _settle(client, table_id, round_no, phase)
-    assert client.hlen(keys.outbox(table_id)) == 2  # round 1's went with round 2's start
+    assert client.hlen(keys.outbox(table_id)) == 2  # round 1's went with round 2's end
     length = client.xlen(keys.events(table_id))
     for phase in ("start", "end"):
         assert not _settle(client, table_id, 1, phase)  # nothing written, nothing published
