@@ -39,6 +39,7 @@ import sqlalchemy as sa
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from archive.migrate import ArchiveNotMigrated
 from archive.store import ArchiveStore
 from games.ledger import Posting
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
@@ -779,7 +780,7 @@ def run_drift_check(
             store, sources, now_ms=int(started * 1000), lag_ms=int(config.drift_lag_s * 1000)
         )
         report = check_drift(client, sources, expected_postings)
-    except (redis.RedisError, grpc.RpcError, sa.exc.SQLAlchemyError) as exc:
+    except (redis.RedisError, grpc.RpcError, sa.exc.SQLAlchemyError, ArchiveNotMigrated) as exc:
         metrics.DRIFT_RUNS.labels(result="error").inc()
         log.error("wallet_drift_check_error", error=repr(exc)[:500])
         raise
