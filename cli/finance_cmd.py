@@ -147,7 +147,7 @@ def register(commands: Any) -> None:
     periods.set_defaults(handler=_rpc(_periods))
 
     drift = commands.add_parser(
-        "drift", help="compare live tables with the ledger; exit 1 on any difference"
+        "drift", help="compare new rounds and live tables with the ledger; exit 1 on a difference"
     )
     drift.add_argument("--json", action="store_true")
     drift.add_argument("--source", default="cli", help="recorded as who ran it (e.g. cronjob)")
