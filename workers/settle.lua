@@ -37,9 +37,9 @@ in the same atomic step:
   deal) lets R go: while a round is played the stream holds that round alone (the archive
   serves an ended round's record, GetRoundRecord). The settled hash's `_events_from` says
   where it starts now; a watcher resuming from before it is told EVENTS_TRIMMED
-  (docs/api.md) and reloads the view. While another phase of this round or an earlier one
-  is unsettled (dead-lettered, so not archived) nothing is trimmed: its round stays
-  verifiable from the stream;
+  (docs/api.md) and reloads the view. While a phase of an earlier round is unsettled
+  (dead-lettered, so not archived) nothing is trimmed: its round stays verifiable from the
+  stream;
 - when the phase ENDS round R (rank 1 in ARGV[3]: `end`, `payout`), the phase records and
   settled marks of the rounds before R that are settled (both hashes; a round's are small,
   so the previous round's stay until the current one ends); a phase still unsettled
@@ -101,12 +101,12 @@ redis.call('PUBLISH', KEYS[3], id)
 -- with it, and a Hand table's only ending phase is its last (its deals stay verifiable).
 if redis.call('PTTL', KEYS[4]) == -1 then
   local round = round_of(ARGV[3])
-  -- A phase of this round or an earlier one still unsettled (this one is marked above):
-  -- not archived, so its round's events stay.
+  -- A phase of an earlier round still unsettled: not archived, so its round's events stay.
+  -- (A later phase of this round may be pending already: the round is played on.)
   local earlier_unsettled = false
   for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
     local r = tonumber(string.match(field, '^(%d+):'))
-    if r and r <= round and redis.call('HEXISTS', KEYS[1], field) == 0 then
+    if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 0 then
       earlier_unsettled = true
       break
     end
