@@ -702,7 +702,9 @@ def check_drift(
         # after its batch commits, so marks are judged by the first read (their batches are
         # in the ledger read); a record is written before its batch, so records by the second.
         facts = (
-            after if after is None or before is None else RedisFacts(after.records, before.settled)
+            after
+            if after is None or before is None
+            else RedisFacts(after.records, before.settled, after.trimmed_round)
         )
         report.differences.extend(
             compare(table_id, facts, table, ledger, expected, settled_still=still)

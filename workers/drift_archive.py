@@ -6,7 +6,7 @@ check compares, for each phase that is new since its last clean run, what the ar
 with what the ledger holds:
 
 - the window: phases *archived*, and ledger postings *made*, in ``[mark, until)``, where
-  ``mark`` is the end of the last clean run's window (``archive_drift_marks``, in the archive
+  ``mark`` is the end of the last clean run's window (a first run: the day before ``until``) (``archive_drift_marks``, in the archive
   database: the window is a range of the archive's own time, and the workers already hold a
   role on the archive, never on the ledger) and ``until`` is now less :data:`SETTLE_LAG_MS`
   (a batch committed before it has been archived by then, unless settlement is stuck);
@@ -46,6 +46,9 @@ MARK = "ledger"
 SETTLE_LAG_MS = 30_000
 """How far behind now a window ends (``KISHPA_DRIFT_LAG``): a batch older than this has been
 archived (a phase is archived within its settlement task, whose budget is seconds)."""
+FIRST_WINDOW_MS = 24 * 3600 * 1000
+"""A first run (no watermark yet) reads the day before it, not the whole history: older
+rounds are the ledger reconciliation's (and were the live check's while they were played)."""
 ADMIN_PREFIX = "wallet:admin:"
 ADMIN_REASONS = frozenset({"admin_credit", "admin_debit", "admin_refund"})
 
@@ -197,8 +200,10 @@ def check_new_rounds(
     store: ArchiveStore, ledger: LedgerReads, *, now_ms: int, lag_ms: int = SETTLE_LAG_MS
 ) -> ArchiveCheck:
     """Compare every phase archived or posted since the last clean run (read-only)."""
-    since = store.drift_mark(MARK) or 1
-    until = max(since, now_ms - lag_ms)
+    mark = store.drift_mark(MARK)
+    until = now_ms - lag_ms
+    since = max(1, until - FIRST_WINDOW_MS) if mark is None else mark
+    until = max(since, until)
     check = ArchiveCheck(since, until)
     if until <= since:
         return check
