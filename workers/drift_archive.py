@@ -6,10 +6,11 @@ check compares, for each phase that is new since its last clean run, what the ar
 with what the ledger holds:
 
 - the window: phases *archived*, and ledger postings *made*, in ``[mark, until)``, where
-  ``mark`` is the end of the last clean run's window (a first run: the day before ``until``) (``archive_drift_marks``, in the archive
+  ``mark`` is the end of the last clean run's window (``archive_drift_marks``, in the archive
   database: the window is a range of the archive's own time, and the workers already hold a
-  role on the archive, never on the ledger) and ``until`` is now less :data:`SETTLE_LAG_MS`
-  (a batch committed before it has been archived by then, unless settlement is stuck);
+  role on the archive, never on the ledger; a first run reads the day before ``until``) and
+  ``until`` is now less :data:`SETTLE_LAG_MS` (a batch committed before it has been archived
+  by then, unless settlement is stuck);
 - every (table, round) either side names in the window is read whole from both sides: its
   archived phases (an index read) and the ledger's batches of that round (``GetTableLedger``
   with ``rounds``, an index read), so the cost is the rounds played since, never the age of
