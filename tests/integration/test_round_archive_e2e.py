@@ -4,9 +4,10 @@ game (seven deals) through ``kishpa serve table``; a ``kishpa worker`` settles t
 
 Then, as a player would: the archived record of every round the stream still holds is the
 same bytes the live table serves, and a round whose events left Redis (once the next was
-dealt) is served by the archive alone; the tables' Redis keys are deleted (closed and expired) and the rounds are
-still listed and each still verifies with the SDK's verifier; the player's games carry the
-nets the reference settlement (tests/reference_settlement.py) computes from the outbox.
+dealt) is served by the archive alone; the tables' Redis keys are deleted (closed and
+expired) and the rounds are still listed and each still verifies with the SDK's verifier;
+the player's games carry the nets the reference settlement (tests/reference_settlement.py)
+computes from the outbox.
 """
 
 from __future__ import annotations
