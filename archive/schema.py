@@ -56,6 +56,19 @@ phases = sa.Table(
     ),
 )
 sa.Index("archive_phases_batch", phases.c.batch_id)
+# The drift check reads the phases archived after its watermark (workers/drift_archive.py).
+sa.Index("archive_phases_archived", phases.c.archived_ms)
+
+drift_marks = sa.Table(
+    "archive_drift_marks",
+    metadata,
+    # The check ("ledger": the archive's phases against the wallet's batches).
+    sa.Column("name", sa.String(32), nullable=False),
+    # The end (exclusive) of the window of archive and ledger time its last clean run read.
+    sa.Column("until_ms", sa.BigInteger, nullable=False),
+    sa.Column("updated_ms", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("name", name="archive_drift_marks_pkey"),
+)
 
 player_games = sa.Table(
     "archive_player_games",

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from archive import partitions
-from archive.schema import phases, player_games, rounds
+from archive.schema import drift_marks, phases, player_games, rounds
 
 BANK_LOAD = "bank_load"
 """Postings that are the wallet's own loads from the bank, not the game's: not in a net."""
@@ -421,6 +421,54 @@ class ArchiveStore:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(phases).where(phases.c.batch_id == batch_id)).all()
         return [_phase_from(r) for r in rows]
+
+    # ---- the drift check's reads (workers/drift_archive.py) -------------------------------
+
+    def phases_archived(self, since_ms: int, until_ms: int) -> list[PhaseRow]:
+        """The phases archived in ``[since_ms, until_ms)`` (an index range: what is new)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(phases)
+                .where(phases.c.archived_ms >= since_ms, phases.c.archived_ms < until_ms)
+                .order_by(phases.c.archived_ms, phases.c.table_id, phases.c.round_no)
+            ).all()
+        return [_phase_from(r) for r in rows]
+
+    def round_phases(self, table_id: str, round_no: int) -> list[PhaseRow]:
+        """Every archived phase of one round of a table (two at most, in practice)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(phases)
+                .where(phases.c.table_id == table_id, phases.c.round_no == round_no)
+                .order_by(phases.c.created_ms)
+            ).all()
+        return [_phase_from(r) for r in rows]
+
+    def drift_mark(self, name: str) -> int | None:
+        """The end of the window the check ``name`` last ran clean on (None: never)."""
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                sa.select(drift_marks.c.until_ms).where(drift_marks.c.name == name)
+            ).scalar()
+        return None if found is None else int(found)
+
+    def set_drift_mark(self, name: str, until_ms: int, *, now_ms: int) -> None:
+        """Move the check's watermark forward to ``until_ms`` (never back)."""
+        with self.engine.begin() as conn:
+            moved = conn.execute(
+                drift_marks.update()
+                .where(drift_marks.c.name == name, drift_marks.c.until_ms <= until_ms)
+                .values(until_ms=until_ms, updated_ms=now_ms)
+            ).rowcount
+            if moved:
+                return
+            known = conn.execute(
+                sa.select(drift_marks.c.until_ms).where(drift_marks.c.name == name)
+            ).first()
+            if known is None:
+                conn.execute(
+                    drift_marks.insert().values(name=name, until_ms=until_ms, updated_ms=now_ms)
+                )
 
     def round_of_phase(self, phase: PhaseRow) -> RoundRow | None:
         """The archived round a phase settled: its own round, or for a phase that ends no

@@ -44,7 +44,7 @@ class Costs:
     cpu_ms_per_action: float = 2.39
     idle_cores_per_watcher: float = 0.0000005
     tables_per_process: int = 1000  # the latency aim (p99 <= 50 ms) held up to here
-    redis_bytes_per_table: float = 50.3 * 1024  # bench_redis_per_table.py: open table, 2 rounds
+    redis_bytes_per_table: float = 32.2 * 1024  # bench_redis_per_table.py: open table, 1 round
     redis_commands_per_action: float = 4.0
     redis_connections_per_process: float = 23.0
     # Redis Cluster shard budget (a primary plus its replica): an estimate to re-measure.

@@ -7,7 +7,8 @@ service credential minted from ``KISHPA_SERVICE_SECRET`` (what the CronJobs have
 access table, ``services/common/access.py``, lets the worker and finance read these).
 ``export`` writes each chunk as it arrives and prints the cursor to resume from on stderr,
 so a period of any size streams.
-``drift`` runs the drift check once (Redis, the table service and the wallet) and records it.
+``drift`` runs the drift check once (Redis, the table service, the wallet and the round
+archive: the rounds new since its last clean run, and the live tables) and records it.
 
 Exit status: 0 done (drift: no difference), 1 refused or differences found, 2 not signed in
 or unreachable.
@@ -146,7 +147,7 @@ def register(commands: Any) -> None:
     periods.set_defaults(handler=_rpc(_periods))
 
     drift = commands.add_parser(
-        "drift", help="compare live tables with the ledger; exit 1 on any difference"
+        "drift", help="compare new rounds and live tables with the ledger; exit 1 on a difference"
     )
     drift.add_argument("--json", action="store_true")
     drift.add_argument("--source", default="cli", help="recorded as who ran it (e.g. cronjob)")
@@ -790,7 +791,9 @@ def _mode(run: Any) -> str:
 def _drift(args: argparse.Namespace) -> int:
     import grpc
     import redis
+    import sqlalchemy as sa
 
+    from archive.migrate import ArchiveNotMigrated
     from services.common.logging import configure_logging
     from services.common.settings import Settings, SettingsError
     from workers.drift import GrpcSources, format_report, run_drift_check
@@ -806,7 +809,7 @@ def _drift(args: argparse.Namespace) -> int:
         return 2
     try:
         report, run_id = run_drift_check(redis_client(), sources, source=args.source)
-    except (redis.RedisError, grpc.RpcError) as exc:
+    except (redis.RedisError, grpc.RpcError, sa.exc.SQLAlchemyError, ArchiveNotMigrated) as exc:
         print(f"kishpa wallet drift: could not check: {exc!r}"[:500], file=sys.stderr)
         return 2
     finally:

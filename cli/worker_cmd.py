@@ -2,6 +2,7 @@
 
 - ``kishpa worker``: a Celery worker running settlement and sweeper tasks in threads of one
   process, serving Prometheus metrics on KISHPA_METRICS_PORT;
+- ``kishpa worker --drift``: the same on the drift check's own queue (one thread is enough);
 - ``kishpa worker deadletters [--json]``: the phases settlement refused, newest first;
 - ``kishpa worker release TABLE ROUND PHASE``: take a phase off the dead-letter list (after
   fixing its cause) so the sweeper settles it again;
@@ -35,6 +36,11 @@ def register(subparsers: Any) -> None:
         "--concurrency", type=int, default=8, help="tasks run at once (threads; default 8)"
     )
     worker.add_argument("--queue", default=None, help="queue to consume (KISHPA_WORKER_QUEUE)")
+    worker.add_argument(
+        "--drift",
+        action="store_true",
+        help="consume the drift check's own queue instead (KISHPA_DRIFT_QUEUE)",
+    )
     worker.add_argument("--name", default=None, help="worker node name (default: host and pid)")
     worker.add_argument(
         "--beat", action="store_true", help="also run the beat scheduler inside this worker"
@@ -109,7 +115,7 @@ def run_worker(args: argparse.Namespace) -> int:
         "worker",
         "--pool=threads",
         f"--concurrency={args.concurrency}",
-        f"--queues={args.queue or config.queue}",
+        f"--queues={args.queue or (config.drift_queue if args.drift else config.queue)}",
         f"--hostname={name}@%h",
         "--without-gossip",
         "--without-mingle",

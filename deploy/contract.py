@@ -83,7 +83,9 @@ def _database(name: str) -> frozenset[str]:
     # write the round archive and the table service that reads it.
     if name in ("wallet", "migrate", "reconcile"):
         return frozenset({DATABASE_URL_ENV})
-    return frozenset({ARCHIVE_URL_ENV}) if name in ("table", "worker") else frozenset()
+    if name in ("table", "worker", "drift"):
+        return frozenset({ARCHIVE_URL_ENV})
+    return frozenset()
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -147,14 +149,15 @@ WORKLOADS: dict[str, Workload] = {
             kind="CronJob",
             secret_sources={DATABASE_URL_ENV: Secret("kishpa-database-readonly", "url")},
         ),
-        # The drift check: Redis, the table service and the wallet; never PostgreSQL.
+        # The drift check: Redis, the table service, the wallet and the round archive (its
+        # watermark); never the ledger's database.
         Workload(
             "drift",
             ("wallet", "drift", "--json", "--source", "cronjob"),
             None,
             None,
             None,
-            frozenset({SERVICE_SECRET_ENV}),
+            frozenset({SERVICE_SECRET_ENV}) | _database("drift"),
             kind="CronJob",
         ),
     )
@@ -165,7 +168,7 @@ WORKLOADS: dict[str, Workload] = {
 EXTERNAL = "<outside the namespace>"
 REACHABILITY: dict[tuple[str, int], frozenset[str]] = {
     ("postgres", 5432): frozenset(
-        {"wallet", "migrate", "reconcile", "worker", "table", "history-prune"}
+        {"wallet", "migrate", "reconcile", "worker", "table", "history-prune", "drift"}
     ),
     ("redis", 6379): frozenset({"table", "matchmaking", "worker", "beat", "drift"}),
     # Workers settle rounds; matchmaking's login opens the player's wallet; the table

@@ -882,8 +882,9 @@ class KishpaClient:
         A dropped stream (server restart, network change) is reopened from the last event
         delivered, so nothing is missed or repeated; an expiring token is refreshed.
 
-        A table keeps only the events of its current and previous round: resuming from an
-        older one (a watcher away for more than a round) is refused ``EVENTS_TRIMMED``.
+        A table keeps only the events of its current round (between deals, the one that just
+        ended): resuming from an older one (a watcher away across a deal) is refused
+        ``EVENTS_TRIMMED``.
         Then ``on_trimmed`` is awaited: it reloads the caller's view (``get_table``) and
         returns the event id to go on from (the view's ``last_event_id``); without it the
         refusal is raised (:class:`KishpaError`, ``reason == "EVENTS_TRIMMED"``).

@@ -57,6 +57,9 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
         "result_backend": _result_backend(config),
         "result_expires": 3600,
         "task_default_queue": config.queue,
+        # The drift check on a queue of its own (its own worker, ``kishpa worker --drift``):
+        # a run of minutes never takes a thread settlement needs.
+        "task_routes": {"kishpa.check_drift": {"queue": config.drift_queue}},
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -89,7 +92,7 @@ def celery_settings(config: WorkerConfig) -> dict[str, Any]:
         schedule["check-drift"] = {
             "task": "kishpa.check_drift",
             "schedule": config.drift_interval_s,
-            "options": {"expires": config.drift_interval_s},
+            "options": {"expires": config.drift_interval_s, "queue": config.drift_queue},
         }
     settings["beat_schedule"] = schedule
     if config.broker_url.startswith(("redis://", "rediss://", "unix://")):

@@ -45,6 +45,13 @@ class WorkerSettings(SectionSettings):
     drift_interval_s: float = Field(default=300.0, ge=0, validation_alias="KISHPA_DRIFT_INTERVAL")
     """Seconds between two drift checks of the live tables against the ledger (beat);
     ``0``: off."""
+    drift_queue_name: str = Field(default="", validation_alias="KISHPA_DRIFT_QUEUE")
+    """The queue the drift check travels on, consumed by ``kishpa worker --drift`` alone so
+    a slow check never holds a thread settlement needs; empty: the settlement queue's name
+    plus ``.drift``."""
+    drift_lag_s: float = Field(default=30.0, ge=0, validation_alias="KISHPA_DRIFT_LAG")
+    """Seconds behind now the drift check's window of new rounds ends: a batch older than
+    this has been archived, unless settlement is stuck."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,13 @@ class WorkerConfig:
     reconcile_interval_s: float = 60.0
     stall_after_s: float = 60.0
     drift_interval_s: float = 300.0
+    drift_queue_name: str = ""
+    drift_lag_s: float = 30.0
+
+    @property
+    def drift_queue(self) -> str:
+        """The drift check's own queue (``KISHPA_DRIFT_QUEUE``, else ``<queue>.drift``)."""
+        return self.drift_queue_name or f"{self.queue}.drift"
 
     @property
     def task_budget_s(self) -> float:

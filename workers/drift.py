@@ -1,18 +1,27 @@
-"""The drift check: live tables against the ledger.
+"""The drift check: the tables against the ledger, in two halves.
 
 The ledger's own consistency is :mod:`services.wallet.reconcile`; this checks that what the
 tables say happened is what the ledger holds, and reports each difference with what to do.
+
+- **New rounds** (:mod:`workers.drift_archive`): every phase archived or posted since the
+  last clean run, the round archive's record of it against the ledger's batches of its
+  round. Incremental: its cost is the rounds played since, not the tables' age.
+- **Live tables** (this module): what Redis still holds of each open table (the current
+  round's phase records and settled marks: settle.lua trims the rest once archived), its
+  bowl and pot, and the balances it shows, against the ledger's batches *of those rounds*
+  (``GetTableLedger`` with ``rounds``): a cost per open table, never per round played.
+
 It reads each side only through its contract: the outbox and settled hashes through
 ``shared`` (the settlement hand-off the workers already own), the table's bowl and pot and
-whether it is closed through the table service's ``GetTable``, and the ledger through the
-wallet's finance RPCs (``GetTableLedger``, ``ListTableAccounts``, and ``GetAccountStatement``
-for the balances the table shows, compared as of the batch that wrote them). The run is stored by
-the wallet (``RecordReconciliationRun``) and counted in metrics an alert fires on.
+whether it is closed through the table service's ``GetTable``, the ledger through the
+wallet's finance RPCs (``GetTableLedger``, ``ListTableAccounts``, ``ExportTransfers``, and
+``GetAccountStatement`` for the balances the table shows, compared as of the batch that
+wrote them), and the round archive (the workers' own) directly. The run is stored by the
+wallet (``RecordReconciliationRun``) and counted in metrics an alert fires on.
 
-Tables looked at: every table with an outbox in Redis (every table that ever moved money,
-until its keys expire a day after it closed), plus every bowl or pot the ledger says holds
-tokens. A table whose phases are still settling, or that moved while it was read, has only
-its settled phases compared (never its bowl): the next run looks again.
+Live tables looked at: every table with an outbox in Redis, plus every bowl or pot the ledger
+says holds tokens. A table whose phases are still settling, or that moved while it was read,
+has only its settled phases compared (never its bowl): the next run looks again.
 """
 
 from __future__ import annotations
@@ -26,9 +35,12 @@ from typing import Any, Protocol
 
 import grpc
 import redis
+import sqlalchemy as sa
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from archive.migrate import ArchiveNotMigrated
+from archive.store import ArchiveStore
 from games.ledger import Posting
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -40,9 +52,10 @@ from shared import keys
 from shared.phase_record import BadPhaseRecord, PhaseRecord, parse_phase_record
 from shared.tls import sync_channel
 from workers import metrics
+from workers.archive_write import archive_store
 from workers.celery_app import PERIODIC_CHECK, kishpa_task
 from workers.config import worker_config
-from workers.outbox import TRIMMED_FIELD, phase_order
+from workers.outbox import ROUND_ORDER_STRIDE, TRIMMED_FIELD, phase_order
 from workers.settlement import PermanentSettlementError, compute_postings, redis_client
 from workers.wallet_client import CHANNEL_OPTIONS
 
@@ -148,6 +161,8 @@ class DriftReport:
     tables: int = 0
     in_motion: int = 0
     differences: list[Difference] = field(default_factory=list)
+    new_rounds: dict[str, int] = field(default_factory=dict)
+    """The incremental half's window and what it read (``ArchiveCheck.to_dict``)."""
 
     @property
     def ok(self) -> bool:
@@ -165,6 +180,7 @@ class DriftReport:
             "in_motion": self.in_motion,
             "ok": self.ok,
             "by_check": self.by_check(),
+            "new_rounds": self.new_rounds,
             "differences": [d.to_dict() for d in self.differences[:MAX_LISTED]],
         }
 
@@ -188,6 +204,10 @@ class RedisFacts:
     def fully_settled(self) -> bool:
         return set(self.records) <= set(self.settled)
 
+    def rounds(self) -> tuple[int, ...]:
+        """The rounds Redis still holds a phase of (the ledger is read for these only)."""
+        return tuple(sorted({_round(f) for f in (*self.records, *self.settled)} - {-1}))
+
 
 @dataclass(frozen=True, slots=True)
 class TableFacts:
@@ -203,6 +223,17 @@ class LedgerBatch:
     batch_id: int
     request_id: str
     postings: tuple[Posting, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PhasePosting:
+    """One ledger posting as the export lists it: which table, round and phase it names."""
+
+    table_id: str
+    round_no: int
+    phase: str
+    reason: str
+    batch_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +392,15 @@ def postings_difference(want: Sequence[Movement], have: Sequence[Movement]) -> s
     return "; ".join(parts)
 
 
+def _reason(reason: int) -> str:
+    """``TRANSFER_REASON_BOWL_WIN`` -> ``bowl_win`` (the rules' and the archive's names)."""
+    return (
+        wallet_pb2.TransferReason.Name(wallet_pb2.TransferReason.ValueType(reason))
+        .removeprefix("TRANSFER_REASON_")
+        .lower()
+    )
+
+
 def _round(phase_field: str) -> int:
     head = phase_field.split(":", 1)[0]
     return int(head) if head.isdigit() else -1
@@ -488,9 +528,13 @@ class Sources(Protocol):
 
     def table(self, table_id: str) -> TableFacts | None: ...
 
-    def ledger(self, table_id: str) -> LedgerFacts: ...
+    def ledger(self, table_id: str, rounds: Sequence[int] = ()) -> LedgerFacts: ...
 
     def nonzero_tables(self) -> Iterable[str]: ...
+
+    def round_batches(self, table_id: str, round_no: int) -> Sequence[LedgerBatch]: ...
+
+    def postings_between(self, since_ms: int, until_ms: int) -> Iterable[PhasePosting]: ...
 
     def balances_after(self, batch_id: int, players: Sequence[str]) -> Mapping[str, int]: ...
 
@@ -529,9 +573,10 @@ class GrpcSources:
         pot = round_pot(view.round)
         return TableFacts(view.status == table_pb2.TABLE_STATUS_CLOSED, view.bowl, pot)
 
-    def ledger(self, table_id: str) -> LedgerFacts:
+    def ledger(self, table_id: str, rounds: Sequence[int] = ()) -> LedgerFacts:
+        """The table's bowl and pot, and its batches (of ``rounds`` only, when given)."""
         reply = self._wallet.GetTableLedger(
-            wallet_pb2.GetTableLedgerRequest(table_id=table_id),
+            wallet_pb2.GetTableLedgerRequest(table_id=table_id, rounds=rounds),
             metadata=self._credentials.metadata(),
             timeout=CALL_TIMEOUT_S,
         )
@@ -544,9 +589,7 @@ class GrpcSources:
                         t.posting.from_account,
                         t.posting.to_account,
                         t.posting.amount,
-                        wallet_pb2.TransferReason.Name(t.posting.reason)
-                        .removeprefix("TRANSFER_REASON_")
-                        .lower(),
+                        _reason(t.posting.reason),
                         t.posting.table_id,
                         t.posting.round,
                         t.posting.phase,
@@ -560,6 +603,30 @@ class GrpcSources:
             if b.transfers:
                 self._batch_times[b.batch_id] = b.transfers[0].effective_time
         return LedgerFacts(reply.bowl, reply.pot, batches)
+
+    def round_batches(self, table_id: str, round_no: int) -> Sequence[LedgerBatch]:
+        """The ledger's batches of one round of a table (the incremental half's read)."""
+        return self.ledger(table_id, (round_no,)).batches
+
+    def postings_between(self, since_ms: int, until_ms: int) -> Iterable[PhasePosting]:
+        """Every posting the ledger made in ``[since_ms, until_ms)`` (by effective time),
+        streamed as columns: what is new since the last clean run."""
+        since, until = Timestamp(), Timestamp()
+        since.FromMilliseconds(since_ms)
+        until.FromMilliseconds(until_ms)
+        stream = self._wallet.ExportTransfers(
+            wallet_pb2.ExportTransfersRequest(
+                since=since, until=until, columns=True, chunk_size=5000
+            ),
+            metadata=self._credentials.metadata(),
+            timeout=CALL_TIMEOUT_S * 10,
+        )
+        for chunk in stream:
+            c = chunk.columns
+            for i in range(len(c.batch_id)):
+                yield PhasePosting(
+                    c.table_id[i], c.round[i], c.phase[i], _reason(c.reason[i]), c.batch_id[i]
+                )
 
     def balances_after(self, batch_id: int, players: Sequence[str]) -> Mapping[str, int]:
         """Each player's running balance after his last posting in ``batch_id`` (statement)."""
@@ -597,7 +664,10 @@ class GrpcSources:
         start.FromMilliseconds(int(started * 1000))
         run = wallet_pb2.ReconciliationRun(
             kind="drift",
-            scope=f"{report.tables} tables (Redis outboxes and non-zero bowls/pots)",
+            scope=(
+                f"{report.tables} live tables (Redis outboxes and non-zero bowls/pots), "
+                f"{report.new_rounds.get('rounds', 0)} new rounds (archive and ledger)"
+            ),
             source=source,
             start_time=start,
             duration=_elapsed(started),
@@ -625,7 +695,11 @@ def check_drift(
         report.tables += 1
         before = read_redis_facts(client, table_id)
         table = sources.table(table_id)
-        ledger = sources.ledger(table_id)
+        # Only the rounds Redis holds (and the one whose batch wrote the balances shown):
+        # older rounds are the incremental half's, read once.
+        rounds = set(before.rounds()) if before is not None else set()
+        rounds |= _balances_round(client, table_id)
+        ledger = sources.ledger(table_id, tuple(sorted(rounds)) or (NO_ROUND,))
         after = read_redis_facts(client, table_id)
         still = before == after and (after is None or after.fully_settled)
         if not still:
@@ -635,7 +709,9 @@ def check_drift(
         # after its batch commits, so marks are judged by the first read (their batches are
         # in the ledger read); a record is written before its batch, so records by the second.
         facts = (
-            after if after is None or before is None else RedisFacts(after.records, before.settled)
+            after
+            if after is None or before is None
+            else RedisFacts(after.records, before.settled, after.trimmed_round)
         )
         report.differences.extend(
             compare(table_id, facts, table, ledger, expected, settled_still=still)
@@ -643,6 +719,16 @@ def check_drift(
         if still:
             report.differences.extend(_balance_differences(client, sources, table_id, ledger))
     return report
+
+
+NO_ROUND = 0
+"""The round asked for when Redis holds none of a table's (only its bowl and pot are needed):
+round 0 holds at most a Hand table's first buy-in."""
+
+
+def _balances_round(client: redis.Redis, table_id: str) -> set[int]:
+    order = client.hget(keys.settled(table_id), BALANCES_ORDER_FIELD)
+    return set() if order is None else {int(order) // ROUND_ORDER_STRIDE}
 
 
 def _balance_differences(
@@ -681,16 +767,38 @@ def expected_postings(record: PhaseRecord) -> Sequence[Posting]:
 
 
 def run_drift_check(
-    client: redis.Redis, sources: Sources, *, source: str
+    client: redis.Redis,
+    sources: Sources,
+    *,
+    source: str,
+    archive: ArchiveStore | None = None,
 ) -> tuple[DriftReport, int]:
-    """One drift check: compare, record the run with the wallet, set the metrics, log."""
+    """One drift check: compare, record the run with the wallet, set the metrics, log.
+
+    ``archive``: the round archive, for the new rounds' half (None: the process's,
+    ``ARCHIVE_DATABASE_URL``). Its watermark moves only when the whole run found nothing.
+    """
+    # Imported here: the incremental half builds on this module's types.
+    from workers import drift_archive
+
     started = time.time()
     try:
+        config = worker_config()
+        store = archive or archive_store(config.settings.archive_url)
+        new_rounds = drift_archive.check_new_rounds(
+            store, sources, now_ms=int(started * 1000), lag_ms=int(config.drift_lag_s * 1000)
+        )
         report = check_drift(client, sources, expected_postings)
-    except (redis.RedisError, grpc.RpcError) as exc:
+    except (redis.RedisError, grpc.RpcError, sa.exc.SQLAlchemyError, ArchiveNotMigrated) as exc:
         metrics.DRIFT_RUNS.labels(result="error").inc()
         log.error("wallet_drift_check_error", error=repr(exc)[:500])
         raise
+    report.differences[:0] = new_rounds.differences
+    report.new_rounds = new_rounds.to_dict()
+    if report.ok:
+        report.new_rounds["advanced"] = int(
+            drift_archive.advance(store, new_rounds, now_ms=int(time.time() * 1000))
+        )
     run_id = sources.record(report, source, started)
     for check, count in report.by_check().items():
         metrics.DRIFT_DIFFERENCES.labels(check=check).set(count)

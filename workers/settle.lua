@@ -27,18 +27,25 @@ Once a closed table (its state expiring) has every outbox phase settled, the out
 settled and the balances hashes get the state's remaining TTL: they go with the table, and
 the sweeper stops reading them.
 
-Redis holds only live play. When the phase that ENDS round R (rank 1 in ARGV[3]: `end`,
-`payout`) of a table that plays on is settled here, the round is archived (the workers write the archive before this
-script runs) and what only history needs goes, in the same atomic step:
+Redis holds only live play. When a phase of round R of a table that plays on is settled
+here, every round before R is settled, hence archived (the workers write the archive before
+this script runs, and settle a table's phases in order), and what only history needs goes,
+in the same atomic step:
 - the events before round R's first one (XTRIM MINID; round R's seed commitment and
-  contributions, sent before it, count as its own): the stream keeps round R (the previous
-  round, once the next starts) and what follows. The settled hash's
-  `_events_from` says where it starts now; a watcher resuming from before it is told
-  EVENTS_TRIMMED (docs/api.md) and reloads the view;
-- the phase records and settled marks of the rounds before R that are settled (both
-  hashes; round R's stay with its events); a phase still unsettled (dead-lettered) keeps its
-  record. `_trimmed` = R - 1 remembers it, so a redelivered task of a trimmed phase is
-  answered "settled already" (its record is gone), never settled twice.
+  contributions, sent before it, count as its own). Settling R's `end` keeps R (the round
+  that just ended, shown until the next deal); settling R + 1's `start` (right after its
+  deal) lets R go: while a round is played the stream holds that round alone (the archive
+  serves an ended round's record, GetRoundRecord). The settled hash's `_events_from` says
+  where it starts now; a watcher resuming from before it is told EVENTS_TRIMMED
+  (docs/api.md) and reloads the view. While a phase of an earlier round is unsettled
+  (dead-lettered, so not archived) nothing is trimmed: its round stays verifiable from the
+  stream;
+- when the phase ENDS round R (rank 1 in ARGV[3]: `end`, `payout`), the phase records and
+  settled marks of the rounds before R that are settled (both hashes; a round's are small,
+  so the previous round's stay until the current one ends); a phase still unsettled
+  (dead-lettered) keeps its record. `_trimmed` = R - 1 remembers it, so a redelivered task
+  of a trimmed phase is answered "settled already" (its record is gone), never settled
+  twice.
 ]]
 local function round_of(order)
   return math.floor(tonumber(order) / 16)
@@ -92,12 +99,22 @@ redis.call('PUBLISH', KEYS[3], id)
 
 -- Only while the table plays on (its state has no expiry): a closing table's keys all go
 -- with it, and a Hand table's only ending phase is its last (its deals stay verifiable).
-if tonumber(ARGV[3]) % 16 >= 1 and redis.call('PTTL', KEYS[4]) == -1 then
+if redis.call('PTTL', KEYS[4]) == -1 then
   local round = round_of(ARGV[3])
-  -- The first event of round R: the stream holds about two rounds, so this reads little.
+  -- A phase of an earlier round still unsettled: not archived, so its round's events stay.
+  -- (A later phase of this round may be pending already: the round is played on.)
+  local earlier_unsettled = false
+  for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
+    local r = tonumber(string.match(field, '^(%d+):'))
+    if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 0 then
+      earlier_unsettled = true
+      break
+    end
+  end
+  -- The first event of round R: the stream holds about one round, so this reads little.
   local keep_from = nil
   local from = '-'
-  while keep_from == nil do
+  while keep_from == nil and not earlier_unsettled do
     local page = redis.call('XRANGE', KEYS[3], from, '+', 'COUNT', 100)
     if #page == 0 then
       break
@@ -113,15 +130,17 @@ if tonumber(ARGV[3]) % 16 >= 1 and redis.call('PTTL', KEYS[4]) == -1 then
   if keep_from and redis.call('XTRIM', KEYS[3], 'MINID', keep_from) > 0 then
     redis.call('HSET', KEYS[1], '_events_from', keep_from)
   end
-  for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
-    local r = tonumber(string.match(field, '^(%d+):'))
-    if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 1 then
-      redis.call('HDEL', KEYS[5], field)
-      redis.call('HDEL', KEYS[1], field)
+  if tonumber(ARGV[3]) % 16 >= 1 then
+    for _, field in ipairs(redis.call('HKEYS', KEYS[5])) do
+      local r = tonumber(string.match(field, '^(%d+):'))
+      if r and r < round and redis.call('HEXISTS', KEYS[1], field) == 1 then
+        redis.call('HDEL', KEYS[5], field)
+        redis.call('HDEL', KEYS[1], field)
+      end
     end
-  end
-  if round - 1 > trimmed_round then
-    redis.call('HSET', KEYS[1], '_trimmed', round - 1)
+    if round - 1 > trimmed_round then
+      redis.call('HSET', KEYS[1], '_trimmed', round - 1)
+    end
   end
 end
 

@@ -254,7 +254,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         _W + "LoadTokensRequest.request_id": _request_id(64),
         _W + "ListTransfersRequest.account": ACCOUNT,
         _W + "ListTransfersRequest.table_id": Text(64, 0, _ID, "an id"),
-        _W + "ListTransfersRequest.round": Number(0, 2**31 - 1, reason="INVALID_ROUND"),
+        _W + "ListTransfersRequest.round": Number(0, 2**31 - 1),
         _W + "ListTransfersRequest.page_size": Number(0, 500, reason="INVALID_PAGE_SIZE"),
         _W + "ListTransfersRequest.page_token": Text(
             64, 0, _PAGE_TOKEN, "a token from next_page_token", "INVALID_PAGE_TOKEN"
@@ -267,7 +267,7 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         _W + "Posting.to_account": ACCOUNT,
         _W + "Posting.amount": Number(1, 10**12, reason="INVALID_AMOUNT"),
         _W + "Posting.table_id": Text(64, 0, _ID, "an id"),
-        _W + "Posting.round": Number(0, 2**31 - 1, reason="INVALID_ROUND"),
+        _W + "Posting.round": Number(0, 2**31 - 1),
         _W + "Posting.phase": Text(16, 0, _ID, "a phase name"),
         # -- wallet: finance
         _W + "ExportTransfersRequest.account": ACCOUNT,
@@ -279,6 +279,8 @@ RULES: Final[Mapping[str, Rule]] = MappingProxyType(
         _W + "GetBalancesAsOfRequest.accounts": Items(100, reason="TOO_MANY_ACCOUNTS"),
         _W + "GetBalancesAsOfRequest.accounts[]": ACCOUNT,
         _W + "GetTableLedgerRequest.table_id": Text(64, 0, _ID, "an id"),
+        _W + "GetTableLedgerRequest.rounds": Items(100),
+        _W + "GetTableLedgerRequest.rounds[]": Number(0, 2**31 - 1),
         _W + "ListTableAccountsRequest.page_size": Number(0, 1000, reason="INVALID_PAGE_SIZE"),
         _W + "ListTableAccountsRequest.page_token": Text(
             200, 0, _PAGE_TOKEN, "a token from next_page_token", "INVALID_PAGE_TOKEN"

@@ -73,7 +73,7 @@ class EventsTrimmedError(FailedPrecondition):
         super().__init__(
             "EVENTS_TRIMMED",
             f"table {table_id} no longer keeps the events after the one asked for (it keeps "
-            f"the current and the previous round, from event {oldest_event_id}): load the "
+            f"the current round, from event {oldest_event_id}): load the "
             "view again (GetTable) and watch from its last_event_id",
             {"table_id": table_id, "oldest_event_id": oldest_event_id},
         )
@@ -540,7 +540,7 @@ class TableStore:
 
         ``whole``: every event after ``after_id`` must still be there, else
         :class:`EventsTrimmedError` (a settled round's events leave the stream once the
-        next round's end is settled: workers/settle.lua)."""
+        next round is dealt and its start settled: workers/settle.lua)."""
         # XRANGE from an exclusive start, not XREAD: its key sits at a fixed place, so a
         # cluster client routes it without asking a node (COMMAND GETKEYS) first.
         start = f"({after_id or '0-0'}"

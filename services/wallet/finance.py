@@ -435,11 +435,19 @@ class TableLedger:
     batches: list[LedgerBatch]
 
 
-def table_ledger(engine: Engine, table_id: str) -> TableLedger:
-    """The table's bowl and pot, and every batch with a posting of the table."""
+def table_ledger(engine: Engine, table_id: str, rounds: Sequence[int] = ()) -> TableLedger:
+    """The table's bowl and pot, and every batch with a posting of the table (only of one
+    of ``rounds`` when given: an index read of those rounds, whatever the table's age)."""
     check_name(table_id, "table id")
     a, b, p = schema.accounts.c, schema.batches.c, schema.postings.c
-    of_table = select(p.batch_id).where(p.table_id == table_id).distinct().subquery()
+    of_rounds = select(p.batch_id).where(p.table_id == table_id)
+    if rounds:
+        # Round 0 (a Hand table's first buy-in) is stored as NULL.
+        numbered = sorted({r for r in rounds if r})
+        of_rounds = of_rounds.where(
+            or_(p.round.in_(numbered), p.round.is_(None)) if 0 in rounds else p.round.in_(numbered)
+        )
+    of_table = of_rounds.distinct().subquery()
     query = (
         select(*(p[name] for name in EXPORT_COLUMNS), b.idempotency_key)
         .join(schema.batches, b.id == p.batch_id)

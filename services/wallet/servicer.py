@@ -416,7 +416,9 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         """The ledger's side of one table (its bowl, pot and batches)."""
         if not request.table_id:
             raise InvalidArgument("MISSING_TABLE_ID", "table_id is required")
-        held = await self._run(finance.table_ledger, self._ledger.engine, request.table_id)
+        held = await self._run(
+            finance.table_ledger, self._ledger.engine, request.table_id, tuple(request.rounds)
+        )
         return wallet_pb2.GetTableLedgerResponse(
             bowl=held.bowl,
             pot=held.pot,

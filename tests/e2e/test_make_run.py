@@ -25,14 +25,15 @@ pytestmark = pytest.mark.e2e
 
 
 def _child_pid(parent: int, word: str) -> int | None:
-    """The pid of ``parent``'s child whose command line has ``word`` as an argument."""
+    """The pid of ``parent``'s child whose command line has ``word`` as an argument (the
+    settlement worker, not the drift check's: ``worker --drift``)."""
     children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
     for pid in children:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except FileNotFoundError:
             continue
-        if word.encode() in argv:
+        if word.encode() in argv and b"--drift" not in argv:
             return int(pid)
     return None
 

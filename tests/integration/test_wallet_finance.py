@@ -387,6 +387,23 @@ async def test_the_drift_checks_reads_of_one_table(
     assert len(keys) == 3
     assert keys[2].startswith("big-")
     assert [len(b.transfers) for b in reply.batches] == [4, 3, 21]
+    # The drift check asks for the rounds it checks only: round 2 is the big batch alone.
+    two = await stub.GetTableLedger(
+        wallet_pb2.GetTableLedgerRequest(table_id=kishpa, rounds=[2]), metadata=svc
+    )
+    assert [b.request_id for b in two.batches] == keys[2:]
+    assert (two.bowl, two.pot) == (reply.bowl, reply.pot)
+    one = await stub.GetTableLedger(
+        wallet_pb2.GetTableLedgerRequest(table_id=kishpa, rounds=[1, 7]), metadata=svc
+    )
+    assert [b.request_id for b in one.batches] == keys[:2]
+    too_many = stub.GetTableLedger(
+        wallet_pb2.GetTableLedgerRequest(table_id=kishpa, rounds=list(range(1, 102))),
+        metadata=svc,
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await too_many
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     nobody = await stub.GetTableLedger(
         wallet_pb2.GetTableLedgerRequest(table_id="none-such"), metadata=svc
     )

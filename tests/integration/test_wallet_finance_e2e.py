@@ -51,6 +51,8 @@ from tests.reference_settlement import kishpa_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+DRIFT_LAG_S = 2
+
 
 class UrlWallet(Wallet):
     """``kishpa serve wallet`` on any database URL (a PostgreSQL one here)."""
@@ -95,9 +97,14 @@ def doctor_bowl(client: Any, table_id: str, tokens: int) -> None:
     client.hset(keys.state(table_id), "state", json.dumps(state))
 
 
-def start_table(tmp: Path, worker: Worker, wallet: Wallet, port: int) -> Process:
-    """``kishpa serve table`` on ``port``, enqueueing to ``worker``'s queue."""
+def start_table(
+    tmp: Path, worker: Worker, wallet: Wallet, port: int, archive_url: str = ""
+) -> Process:
+    """``kishpa serve table`` on ``port``, enqueueing to ``worker``'s queue (reading the
+    round archive at ``archive_url``, when given)."""
+    archive = {"ARCHIVE_DATABASE_URL": archive_url} if archive_url else {}
     env = worker.backend.env(
+        **archive,
         KISHPA_TOKEN_SECRET=TOKEN_SECRET,
         KISHPA_GRPC_PORT=str(port),
         KISHPA_GRPC_HOST="127.0.0.1",
@@ -130,23 +137,34 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
     wallet.database_url = database_url
     port = free_port()
     table_addr = f"127.0.0.1:{port}"
-    # Its beat runs the drift check every second, from the first game on: it must find
-    # nothing while tables play and settle, and raise the gauge once both sides are doctored.
+    # Its beat runs the drift check every second, from the first game on, on the drift
+    # queue a worker of its own consumes: it must find nothing while tables play and settle,
+    # and raise the gauge once both sides are doctored. Every process shares one round
+    # archive (the drift check's watermark lives there); a window ends DRIFT_LAG_S ago.
+    shared = {
+        "KISHPA_DRIFT_INTERVAL": "1",
+        "KISHPA_TABLE_ADDR": table_addr,
+        "ARCHIVE_DATABASE_URL": f"sqlite:///{tmp_path / 'archive.sqlite3'}",
+        "KISHPA_DRIFT_LAG": str(DRIFT_LAG_S),
+    }
     worker = Worker(
+        wallet.addr, tmp_path / "worker.log", backend, extra_env=shared, extra_args=["--beat"]
+    )
+    drift_worker = Worker(
         wallet.addr,
-        tmp_path / "worker.log",
+        tmp_path / "drift.log",
         backend,
-        extra_env={"KISHPA_DRIFT_INTERVAL": "1", "KISHPA_TABLE_ADDR": table_addr},
-        extra_args=["--beat"],
+        queue=worker.queue,
+        extra_env=shared,
+        extra_args=["--drift"],
     )
     wallet.start(tmp_path / "wallet.log")
     worker.start(concurrency=2)
-    table_process = start_table(tmp_path, worker, wallet, port)
+    drift_worker.start(concurrency=1)
+    table_process = start_table(tmp_path, worker, wallet, port, shared["ARCHIVE_DATABASE_URL"])
     client = backend.client()
     suffix = uuid.uuid4().hex[:6]
-    env = backend.env(
-        KISHPA_WALLET_ADDR=wallet.addr, KISHPA_TABLE_ADDR=table_addr, DATABASE_URL=wallet.url
-    )
+    env = backend.env(KISHPA_WALLET_ADDR=wallet.addr, DATABASE_URL=wallet.url, **shared)
     try:
         games = [(["ann", "bob", "cat"], 1), (["dan", "eve"], 5)]
         tables: list[str] = []
@@ -286,6 +304,9 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
                 metadata=md,
             )
 
+        # The new batches are in the drift check's window once DRIFT_LAG_S old.
+        doctored_until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=DRIFT_LAG_S + 0.5)
+        wait_for(lambda: dt.datetime.now(dt.UTC) > doctored_until, 10, "the lag to pass")
         found = kishpa(env, "drift", "--json", "--source", "test")
         assert found.returncode == 1, found.stdout + found.stderr
         drift = json.loads(found.stdout)
@@ -321,7 +342,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
         wait_for(
             lambda: any(
                 line.startswith(gauge) and float(line.split()[-1]) >= 1
-                for line in worker.metrics().splitlines()
+                for line in drift_worker.metrics().splitlines()
             ),
             60,
             "the beat-driven drift check to raise the gauge",
@@ -340,4 +361,5 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
             if process is not None:
                 process.stop()
         worker.stop()
+        drift_worker.stop()
         redis_server.stop()

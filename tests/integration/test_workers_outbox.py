@@ -517,9 +517,11 @@ def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
     client: redis.Redis, table_id: str
 ) -> None:
     """Rounds 1-3 played and settled in order, as a table and its workers do. Once round 2's
-    end is settled, the stream starts at round 2's first event (the previous round's view
-    and the current one need nothing older) and no record or settled mark of round 1 is
-    left; rounds 2 and 3 keep theirs until the next round's end."""
+    end is settled, the stream starts at round 2's first event (the round that just ended
+    stays, for the view between deals) and no record or settled mark of round 1 is left;
+    once round 3's start is settled (round 3 dealt), round 2's events go too: while a round
+    is played the stream holds that round alone (the archive serves the ended ones). Round
+    2's records and marks (small) stay until round 3's end."""
     client.hset(keys.state(table_id), "version", 1)
     first_of: dict[int, str] = {}
     for round_no in (1, 2, 3):
@@ -538,10 +540,19 @@ def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
         _write_phase(client, table_id, round_no, "end", round_no)
         if round_no < 3:
             assert _settle(client, table_id, round_no, "end")
+        if round_no == 2:
+            # Between the deals: round 2, just ended, is all the stream holds.
+            entries = client.xrange(keys.events(table_id))
+            assert entries[0][0].decode() == first_of[2]
+            assert {stream.decode(f).round for _, f in entries} == {1, 2}  # 1: the seed
+            assert {f.decode() for f in client.hkeys(keys.outbox(table_id))} == {
+                "2:start",
+                "2:end",
+            }
 
     entries = client.xrange(keys.events(table_id))
-    assert entries[0][0].decode() == first_of[2]
-    assert {stream.decode(fields).round for _, fields in entries} == {1, 2, 3}  # 1: seed
+    assert entries[0][0].decode() == first_of[3]
+    assert {stream.decode(fields).round for _, fields in entries} == {2, 3}  # 2: seed
     assert {f.decode() for f in client.hkeys(keys.outbox(table_id))} == {
         "2:start",
         "2:end",
@@ -551,7 +562,22 @@ def test_settling_a_rounds_end_trims_the_history_redis_no_longer_needs(
     settled = {k.decode(): v.decode() for k, v in client.hgetall(keys.settled(table_id)).items()}
     assert {k for k in settled if not k.startswith("_")} == {"2:start", "2:end", "3:start"}
     assert settled["_trimmed"] == "1"
-    assert settled["_events_from"] == first_of[2]
+    assert settled["_events_from"] == first_of[3]
+
+
+def test_a_dead_lettered_phase_keeps_its_rounds_events(client: redis.Redis, table_id: str) -> None:
+    """A phase left unsettled (dead-lettered) is not archived: its round's events stay, so
+    its record can still be folded from the stream."""
+    client.hset(keys.state(table_id), "version", 1)
+    first = _play(client, table_id, 1, 3)[0]
+    _write_phase(client, table_id, 1, "start", 1)  # refused: waits in the dead letters
+    _write_phase(client, table_id, 1, "end", 1)
+    assert _settle(client, table_id, 1, "end")
+    _play(client, table_id, 2, 3)
+    _write_phase(client, table_id, 2, "start", 1)
+    assert _settle(client, table_id, 2, "start")
+    assert client.xrange(keys.events(table_id))[0][0].decode() == first
+    assert client.hget(keys.settled(table_id), "_events_from") is None
 
 
 def test_a_redelivered_task_of_a_trimmed_phase_is_settled_already_not_settled_again(

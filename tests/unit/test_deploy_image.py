@@ -184,7 +184,11 @@ def _kishpa_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_compose_runs_every_process_with_its_settings(compose: dict[str, Any]) -> None:
     services = _kishpa_services(compose)
     # The reconcile and drift CronJobs' work is done by the workers on a laptop (beat
-    # schedules both); a laptop's archive needs no retention job.
+    # schedules both; the drift check on its own queue, which worker-drift consumes); a
+    # laptop's archive needs no retention job.
+    drift_worker = services.pop("worker-drift")
+    assert drift_worker["command"][:2] == ["worker", "--drift"]
+    assert set(drift_worker["environment"]) & set(SECRETS) == WORKLOADS["drift"].secrets
     assert set(services) == set(WORKLOADS) - {"reconcile", "drift", "history-prune"}
     assert {"redis", "postgres"} <= set(compose["services"])
     for name, service in services.items():

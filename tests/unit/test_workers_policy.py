@@ -106,6 +106,17 @@ def test_celery_settings_hold_one_message_per_worker_and_a_visibility_timeout() 
     assert set(conf["beat_schedule"]) == {"sweep-outboxes", "reconcile-wallet", "check-drift"}
 
 
+def test_the_drift_check_travels_on_a_queue_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(service="worker", redis_url="redis://example:6379/3")
+    conf = celery_settings(WorkerConfig(settings=settings, queue="q1"))
+    # Sent by beat or by hand, it goes to q1.drift, which no settlement worker consumes.
+    assert conf["task_routes"] == {"kishpa.check_drift": {"queue": "q1.drift"}}
+    assert conf["beat_schedule"]["check-drift"]["options"]["queue"] == "q1.drift"
+    assert "queue" not in conf["beat_schedule"]["sweep-outboxes"]["options"]
+    monkeypatch.setenv("KISHPA_DRIFT_QUEUE", "checks")
+    assert config_from_settings(settings).drift_queue == "checks"
+
+
 def test_the_unsettled_index_is_rebuilt_every_minute_unless_configured(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -1,5 +1,5 @@
-// A table keeps only its current and previous round (docs/api.md, "A table keeps its current
-// and previous round"): a watch resumed from an older event is refused FAILED_PRECONDITION,
+// A table keeps only its current round (docs/api.md, "A table keeps its current round"): a
+// watch resumed from an older event is refused FAILED_PRECONDITION,
 // reason EVENTS_TRIMMED. The page then reloads the table and watches from the new view.
 import { reasonOf } from "./ui";
 
