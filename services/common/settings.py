@@ -314,9 +314,9 @@ class Settings(BaseSettings):
     limit_streams_per_player: int = Field(
         default=16, gt=0, validation_alias="KISHPA_LIMIT_STREAMS_PER_PLAYER"
     )
-    # Clients on this host (tools, tests, `kishpa run`) are not limited per address and a
-    # login from there without a device id keeps the legacy grant; set 0 if a proxy on the
-    # same host forwards remote clients.
+    # Clients on this host (tools, tests, `kishpa run`) are not limited per address, and a
+    # login from there without a device id gets the starting tokens every time; set 0 if a
+    # proxy on the same host forwards remote clients.
     limit_exempt_loopback: bool = Field(
         default=True, validation_alias="KISHPA_LIMIT_EXEMPT_LOOPBACK"
     )
