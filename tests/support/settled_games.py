@@ -97,6 +97,34 @@ def settlement_stack(tmp_path: Path, wallet: Wallet | None = None) -> Iterator[S
         stack.client.close()
 
 
+async def _seat_and_start(
+    stub: Any,  # an aio TableServiceStub
+    md: dict[str, Any],
+    players: list[str],
+    settings: table_pb2.TableSettings,
+    created_ids: list[str],
+) -> str:
+    """The first player creates a table with ``settings``, the others join, he starts the
+    game; ``created_ids`` gets the table's id as soon as it exists (cleaned up even if the
+    game then fails)."""
+    created = await stub.CreateTable(
+        table_pb2.CreateTableRequest(settings=settings, request_id=uuid.uuid4().hex),
+        metadata=md[players[0]],
+    )
+    table_id = created.table.table_id
+    created_ids.append(table_id)
+    for p in players[1:]:
+        await stub.JoinTable(
+            table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+            metadata=md[p],
+        )
+    await stub.StartGame(
+        table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
+        metadata=md[players[0]],
+    )
+    return str(table_id)
+
+
 async def play_two_round_game(
     port: int, players: list[str], created_ids: list[str], stake: int = 1
 ) -> str:
@@ -106,31 +134,15 @@ async def play_two_round_game(
     md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
-        created = await stub.CreateTable(
-            table_pb2.CreateTableRequest(
-                settings=table_settings(
-                    common_pb2.GAME_KISHPA,
-                    len(players),
-                    stake=stake,
-                    turn_seconds=60,
-                    reveal_window_seconds=1,  # a window nobody acts in closes soon
-                    next_round_pause_ms=30,
-                ),
-                request_id=uuid.uuid4().hex,
-            ),
-            metadata=md[players[0]],
+        settings = table_settings(
+            common_pb2.GAME_KISHPA,
+            len(players),
+            stake=stake,
+            turn_seconds=60,
+            reveal_window_seconds=1,  # a window nobody acts in closes soon
+            next_round_pause_ms=30,
         )
-        table_id = created.table.table_id
-        created_ids.append(table_id)  # cleaned up even if the game fails
-        for p in players[1:]:
-            await stub.JoinTable(
-                table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-                metadata=md[p],
-            )
-        await stub.StartGame(
-            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-            metadata=md[players[0]],
-        )
+        table_id = await _seat_and_start(stub, md, players, settings, created_ids)
         # Pressed during round 1: round 2 is the last, and its end empties the bowl.
         await stub.PressLastRound(
             table_pb2.PressLastRoundRequest(table_id=table_id, request_id=uuid.uuid4().hex),
@@ -164,29 +176,10 @@ async def play_hand_game(
     md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
-        created = await stub.CreateTable(
-            table_pb2.CreateTableRequest(
-                settings=table_settings(
-                    common_pb2.GAME_HAND,
-                    len(players),
-                    stake=stake,
-                    turn_seconds=60,
-                    next_round_pause_ms=20,
-                ),
-                request_id=uuid.uuid4().hex,
-            ),
-            metadata=md[players[0]],
+        settings = table_settings(
+            common_pb2.GAME_HAND, len(players), stake=stake, turn_seconds=60, next_round_pause_ms=20
         )
-        table_id = created.table.table_id
-        for p in players[1:]:
-            await stub.JoinTable(
-                table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-                metadata=md[p],
-            )
-        await stub.StartGame(
-            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-            metadata=md[players[0]],
-        )
+        table_id = await _seat_and_start(stub, md, players, settings, [])
         bots = [
             BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80, HAND)
             for n, p in enumerate(players)
