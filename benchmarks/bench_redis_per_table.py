@@ -17,7 +17,7 @@ balances) and the round it plays (its last event's). After the warm-up (the firs
 another commit: ``git archive <commit> | tar -x -C DIR`` plus the generated ``kishpa/``),
 then with this one, so both figures come from the same run on the same box.
 
-    python benchmarks/bench_redis_per_table.py --tables 30 --minutes 4 --compare-with /tmp/main
+    python benchmarks/bench_redis_per_table.py --tables 30 --minutes 4 --compare-with DIR
 """
 
 from __future__ import annotations

@@ -27,8 +27,10 @@ from deploy.contract import (
     default_shutdown_grace_seconds,
     settings_env_vars,
 )
+from deploy.envoy import generate as envoy_generate
 from deploy.netpol import Endpoint, PolicySet, UnsupportedPolicy
 from deploy.render import OVERLAYS, Manifest, RenderError, overlay_dir, render
+from services.common.access import browser_rpcs
 from services.common.settings import SECRET_FILE_SUFFIX, SERVICE_SECRET_ENV
 
 # The oldest Kubernetes release the manifests target (gRPC probes, preStop sleep, HPA v2).
@@ -635,13 +637,12 @@ def check_public_route(objects: list[Manifest]) -> list[str]:
     return [f"Service/{edge.name}: no Ingress or HTTPRoute sends / to port {edge.http_port}"]
 
 
-ENVOY_CONFIG = Path(__file__).resolve().parent / "envoy" / "envoy.yaml"
+ENVOY_CONFIG = envoy_generate.ENVOY_CONFIG
 
 
 def check_envoy_routes(config: Mapping[str, Any]) -> list[str]:
-    """Envoy's gRPC-Web routes are exactly the edge's allowlist, each to the right service."""
-    from services.edge.routes import public_routes  # the edge imports grpc: only when asked
-
+    """Envoy's gRPC-Web routes are exactly the edge's allowlist (the RPCs browsers may reach,
+    :func:`services.common.access.browser_rpcs`), each to the right service."""
     problems = []
     resources = config["static_resources"]
     clusters = {}
@@ -663,13 +664,13 @@ def check_envoy_routes(config: Mapping[str, Any]) -> list[str]:
                 problems.append(f"envoy: route {match} forwards more than one exact RPC path")
                 continue
             routed[match["path"]] = route["route"]["cluster"]
-    expected = public_routes()
+    expected = browser_rpcs()
     for path in sorted(set(routed) - set(expected)):
         problems.append(f"envoy: routes {path}, which the edge does not expose")
     for path in sorted(set(expected) - set(routed)):
         problems.append(f"envoy: does not route {path}")
     for path in sorted(set(routed) & set(expected)):
-        upstream = expected[path].upstream
+        upstream = expected[path]
         target = clusters.get(routed[path])
         want = (upstream, WORKLOADS[upstream].grpc_port)
         if target != want:
@@ -875,8 +876,11 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"  {problem}")
         failed = failed or bool(problems)
-    envoy_config = yaml.safe_load(ENVOY_CONFIG.read_text())
+    envoy_text = ENVOY_CONFIG.read_text()
+    envoy_config = yaml.safe_load(envoy_text)
     envoy = check_envoy_routes(envoy_config) + check_envoy_tls(envoy_config)
+    if envoy_generate.render(envoy_text) != envoy_text:
+        envoy.append("envoy: routes are stale; run python -m deploy.envoy.generate")
     print(f"{ENVOY_CONFIG}: {len(envoy)} problems")
     for problem in envoy:
         print(f"  {problem}")

@@ -398,8 +398,8 @@ class Settings(BaseSettings):
         default=True, validation_alias="KISHPA_LIMIT_EXEMPT_LOOPBACK"
     )
     """Clients on this host (tools, tests, ``kishpa run``) are not limited per address, and
-    a login from there without a device id keeps the legacy grant; ``0`` if a proxy on the
-    same host forwards remote clients."""
+    a login from there without a device id gets the starting tokens every time; ``0`` if a
+    proxy on the same host forwards remote clients."""
     limit_trusted_proxies: str = Field(default="", validation_alias="KISHPA_LIMIT_TRUSTED_PROXIES")
     """Matchmaking: comma-separated CIDRs of proxies (the gRPC-Web edge, a load balancer)
     whose ``x-forwarded-for`` names the real client for the per-address login limit."""

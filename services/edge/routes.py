@@ -1,22 +1,27 @@
 """Which RPCs the edge exposes to browsers, and where each one goes.
 
-An allowlist: a method not named here is answered ``UNIMPLEMENTED`` by the edge and never
-reaches a service, so service-only RPCs (``WalletService.ApplyBatch``, ``OpenWallet`` for
-another player, admin RPCs) cannot be called from a browser even with a stolen service
-token. A new player-facing RPC is exposed by adding it here (tests/unit/test_edge_routes.py
-fails until every RPC of the public services is either listed here or in ``SERVICE_ONLY``).
+An allowlist made at import from the access table (:func:`services.common.access.browser_rpcs`:
+the RPCs a player may call, but ``OpenWallet`` and ``LoadTokens``): a method not in it is
+answered ``UNIMPLEMENTED`` by the edge and never reaches a service, so service-only RPCs
+(``WalletService.ApplyBatch``, admin RPCs) cannot be called from a browser even with a stolen
+service token. Envoy's routes (``deploy/envoy/envoy.yaml``) are generated from the same table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
 
-from google.protobuf.descriptor import FileDescriptor
+from google.protobuf.descriptor import ServiceDescriptor
 
+from kishpa.admin.v1 import admin_pb2
 from kishpa.auth.v1 import auth_pb2
 from kishpa.matchmaking.v1 import matchmaking_pb2
 from kishpa.table.v1 import history_pb2, table_pb2
 from kishpa.wallet.v1 import wallet_pb2
+from services.common.access import browser_rpcs
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,88 +33,32 @@ class Route:
     server_streaming: bool
 
 
-PUBLIC: dict[tuple[FileDescriptor, str], tuple[str, tuple[str, ...]]] = {
-    (auth_pb2.DESCRIPTOR, "AuthService"): ("matchmaking", ("Login", "RefreshToken")),
-    (matchmaking_pb2.DESCRIPTOR, "MatchmakingService"): (
-        "matchmaking",
-        (
-            "JoinQueue",
-            "CancelQueue",
-            "WatchQueue",
-            "CreatePrivateTable",
-            "JoinByCode",
-            "GetMyTable",
-            "ListOffers",
-        ),
-    ),
-    (table_pb2.DESCRIPTOR, "TableService"): (
-        "table",
-        (
-            "CreateTable",
-            "JoinTable",
-            "LeaveTable",
-            "StartGame",
-            "GetTable",
-            "Draw",
-            "Discard",
-            "Win",
-            "RevealKishpa",
-            "DeclineReveal",
-            "PressLastRound",
-            "SetRackOrder",
-            "GetHint",
-            "WatchTable",
-            "LayMelds",
-            "LayOff",
-            "ReleaseJoker",
-            "UndoTurn",
-            "GetRoundRecord",
-            "Contribute",
-            "Ready",
-            "PlayAgain",
-        ),
-    ),
-    # The round archive: a player's own games and the rounds of tables he played at.
-    (history_pb2.DESCRIPTOR, "HistoryService"): ("table", ("ListPlayerGames", "ListTableRounds")),
-    # The player's own wallet, read only (the wallet refuses other accounts to a player).
-    (wallet_pb2.DESCRIPTOR, "WalletService"): ("wallet", ("GetBalance", "ListTransfers")),
+CONTRACT: Final[Mapping[str, ServiceDescriptor]] = {
+    service.full_name: service
+    for module in (admin_pb2, auth_pb2, matchmaking_pb2, table_pb2, history_pb2, wallet_pb2)
+    for service in module.DESCRIPTOR.services_by_name.values()
 }
+"""Every service of the Kishpa contract by its full name (the descriptors say which method
+streams)."""
 
-SERVICE_ONLY: dict[str, frozenset[str]] = {
-    "kishpa.wallet.v1.WalletService": frozenset(
-        {"ApplyBatch", "ApplyBatches", "OpenWallet", "LoadTokens"}
-        # Finance: services and finance operators, never a browser.
-        | {
-            "ExportTransfers",
-            "GetReasonTotals",
-            "GetBalancesAsOf",
-            "GetPeriodSummary",
-            "GetTableLedger",
-            "ListTableAccounts",
-            "ListReconciliationRuns",
-            "RecordReconciliationRun",
-            # Finance step 2.
-            "GetAccountStatement",
-            "ListAccounts",
-            "ListClosedPeriods",
-        }
-    ),
-    # Admin only (the audited close of a stuck table; kishpa.admin.v1 is not exposed at all).
-    "kishpa.table.v1.TableService": frozenset({"CloseTable"}),
-}
-"""RPCs of the public services deliberately not exposed: money-moving and service calls
-(``LoadTokens`` is a mutation of the wallet; the web client only reads it)."""
+
+def _route(path: str, upstream: str) -> Route:
+    service_name, name = path.removeprefix("/").split("/", 1)
+    service = CONTRACT.get(service_name)
+    if service is None or name not in service.methods_by_name:
+        raise ValueError(f"{path}: no such RPC in the contract's descriptors")
+    method = service.methods_by_name[name]
+    if method.client_streaming:
+        raise ValueError(f"{path}: client streaming is not offered")
+    return Route(path, upstream, method.server_streaming)
+
+
+ROUTES: Final[Mapping[str, Route]] = MappingProxyType(
+    {path: _route(path, upstream) for path, upstream in browser_rpcs().items()}
+)
+"""Every exposed method by its HTTP path (``/kishpa.table.v1.TableService/Draw``)."""
 
 
 def public_routes() -> dict[str, Route]:
-    """Every exposed method by its HTTP path (``/kishpa.table.v1.TableService/Draw``)."""
-    routes: dict[str, Route] = {}
-    for (file, service_name), (upstream, methods) in PUBLIC.items():
-        service = file.services_by_name[service_name]
-        for name in methods:
-            method = service.methods_by_name[name]
-            if method.client_streaming:
-                raise ValueError(f"{service.full_name}/{name}: client streaming is not offered")
-            path = f"/{service.full_name}/{name}"
-            routes[path] = Route(path, upstream, method.server_streaming)
-    return routes
+    """A copy of :data:`ROUTES` (an edge may be given other routes, e.g. in a test)."""
+    return dict(ROUTES)

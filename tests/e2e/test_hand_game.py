@@ -10,29 +10,19 @@ free ports, reusing the process helpers of the settlement tests.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import secrets
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import grpc
 import pexpect
 import pytest
 import redis
 
-from cli.play.bot import BotPlayer
-from cli.play.games import HAND
 from games.hand.game import GameState
-from kishpa.common.v1 import common_pb2
-from kishpa.table.v1 import table_pb2, table_pb2_grpc
-from sdk import table_settings
-from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet.reconcile import reconcile_url
 from shared import keys, stream
 from tests.conftest import TEST_REDIS_URL
@@ -47,6 +37,7 @@ from tests.integration.workers_support import (
     wait_for,
 )
 from tests.reference_settlement import add_movements, hand_movements
+from tests.support.settled_games import TOKEN_SECRET, forget_tables, play_hand_game
 from tests.support.stack import PROMPT, stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -63,63 +54,7 @@ def redis_url() -> str:
     return own or urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/11"))
 
 
-TOKEN_SECRET = secrets.token_urlsafe(48)
 PHASES = ["0:buy_in", "7:payout"]
-
-
-async def play_hand_game(
-    port: int, players: list[str], stake: int = 1
-) -> tuple[str, table_pb2.TableView]:
-    """Four bots play a whole game at ``stake``; returns the table id and the final view."""
-    authority = TokenAuthority(TOKEN_SECRET)
-    md = {p: bearer_metadata(authority.issue_player_token(p, p).token) for p in players}
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = table_pb2_grpc.TableServiceStub(channel)
-        created = await stub.CreateTable(
-            table_pb2.CreateTableRequest(
-                settings=table_settings(
-                    common_pb2.GAME_HAND,
-                    len(players),
-                    stake=stake,
-                    turn_seconds=60,
-                    next_round_pause_ms=20,
-                ),
-                request_id=uuid.uuid4().hex,
-            ),
-            metadata=md[players[0]],
-        )
-        table_id = created.table.table_id
-        for p in players[1:]:
-            await stub.JoinTable(
-                table_pb2.JoinTableRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-                metadata=md[p],
-            )
-        await stub.StartGame(
-            table_pb2.StartGameRequest(table_id=table_id, request_id=uuid.uuid4().hex),
-            metadata=md[players[0]],
-        )
-        bots = [
-            BotPlayer(channel, authority.issue_player_token(p, p).token, bytes([n + 7]) * 80, HAND)
-            for n, p in enumerate(players)
-        ]
-        idle_since = time.monotonic()
-        view = await bots[0].view(table_id)
-        while time.monotonic() - idle_since < 60:
-            view = await bots[0].view(table_id)
-            if view.status == table_pb2.TABLE_STATUS_CLOSED:
-                return table_id, view
-            moved = False
-            for bot in bots:
-                # One read per player and round of the loop: well inside the per-player
-                # read limit (KISHPA_LIMIT_PLAYER_READS) however fast the machine is.
-                mine = view if bot is bots[0] else await bot.view(table_id)
-                if await bot.play(table_id, mine) is not None:
-                    moved = True
-            if moved:
-                idle_since = time.monotonic()
-            else:
-                await asyncio.sleep(0.02)  # the table's deadline loop deals the next deal
-    raise AssertionError(f"the game stalled: {view}")
 
 
 async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path) -> None:
@@ -191,18 +126,7 @@ async def test_a_hand_game_buys_into_the_pot_and_pays_it_out_once(tmp_path: Path
         for process in (table_process, worker.process, wallet.process):
             if process is not None:
                 process.stop()
-        if table_id:
-            for key in (
-                keys.state,
-                keys.events,
-                keys.requests,
-                keys.outbox,
-                keys.settled,
-                keys.balances,
-            ):
-                client.delete(key(table_id))
-            client.zrem(keys.deadlines(table_id), table_id)
-            client.zrem(keys.unsettled(table_id), table_id)
+        forget_tables(client, [table_id] if table_id else [])
         client.close()
 
 

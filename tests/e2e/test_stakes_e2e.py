@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,33 +26,21 @@ from services.wallet.migrate import upgrade
 from services.wallet.reconcile import reconcile_url
 from shared import keys
 from tests.conftest import TEST_DATABASE_URL
-from tests.e2e import test_hand_game as hand_e2e
-from tests.integration import test_workers_table_e2e as kishpa_e2e
 from tests.integration.workers_support import (
     SHARED,
     STARTING_TOKENS,
-    Wallet,
-    Worker,
     free_port,
-    start_table_service,
     wait_for,
 )
 from tests.reference_settlement import add_movements, hand_movements, kishpa_movements
+from tests.support.settled_games import (
+    UrlWallet,
+    play_hand_game,
+    play_two_round_game,
+    settlement_stack,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-TABLE_KEYS = (keys.state, keys.events, keys.requests, keys.outbox, keys.settled, keys.balances)
-
-
-@dataclass
-class PostgresWallet(Wallet):
-    """A ``kishpa serve wallet`` process on a PostgreSQL database of its own."""
-
-    database_url: str = ""
-
-    @property
-    def url(self) -> str:
-        return self.database_url
 
 
 @pytest.fixture
@@ -68,23 +55,13 @@ def _outbox(client: redis.Redis, table_id: str) -> dict[str, Any]:
     return {k.decode(): json.loads(v) for k, v in raw.items()}
 
 
-def _forget(client: redis.Redis, table_id: str) -> None:
-    for key in TABLE_KEYS:
-        client.delete(key(table_id))
-    client.zrem(keys.deadlines(table_id), table_id)
-    client.zrem(keys.unsettled(table_id), table_id)
-
-
 async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) -> None:
-    wallet = Wallet(free_port(), tmp_path / "wallet.sqlite3", SHARED).start(tmp_path / "wallet.log")
-    worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED).start(concurrency=2)
-    table, port = start_table_service(tmp_path, worker, wallet, hand_e2e.TOKEN_SECRET)
-    client = SHARED.client()
-    suffix = uuid.uuid4().hex[:8]
-    players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat", "dan")]
-    table_id = ""
-    try:
-        table_id, view = await hand_e2e.play_hand_game(port, players, stake=100)
+    with settlement_stack(tmp_path) as stack:
+        client, wallet = stack.client, stack.wallet
+        suffix = uuid.uuid4().hex[:8]
+        players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat", "dan")]
+        table_id, view = await play_hand_game(stack.port, players, stake=100)
+        stack.tables.append(table_id)
         assert view.settings.stake == 100
         state = json.loads(client.hget(keys.state(table_id), "state") or b"{}")
         game = GameState.from_dict(state["game"]["game"])
@@ -113,29 +90,20 @@ async def test_a_hand_game_at_stake_100_settles_the_pot_exactly(tmp_path: Path) 
         assert wallet_client.balance(f"pot:{table_id}") == 0
         report = reconcile_url(wallet.url)
         assert report.ok, list(report.discrepancies)
-    finally:
-        for process in (table, worker.process, wallet.process):
-            if process is not None:
-                process.stop()
-        if table_id:
-            _forget(client, table_id)
-        client.close()
 
 
 async def test_a_kishpa_table_at_stake_50_settles_every_round_exactly(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    wallet = PostgresWallet(free_port(), tmp_path / "unused", SHARED, database_url=postgres_url)
-    wallet.start(tmp_path / "wallet.log")
-    worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED).start(concurrency=2)
-    table, port = start_table_service(tmp_path, worker, wallet, kishpa_e2e.TOKEN_SECRET)
-    client = SHARED.client()
-    suffix = uuid.uuid4().hex[:8]
-    players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
-    created: list[str] = []
-    try:
+    wallet = UrlWallet(free_port(), tmp_path / "unused", SHARED)
+    wallet.database_url = postgres_url
+    with settlement_stack(tmp_path, wallet) as stack:
+        client = stack.client
+        suffix = uuid.uuid4().hex[:8]
+        players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
+        stack.creators.append(players[0])
         # Last round pressed in round 1: round 2 is the last and its end empties the bowl.
-        table_id = await kishpa_e2e._play_two_round_game(port, players, created, stake=50)
+        table_id = await play_two_round_game(stack.port, players, stack.tables, stake=50)
         outbox = _outbox(client, table_id)
         assert sorted(outbox) == ["1:end", "1:start", "2:end", "2:start"]
         wait_for(
@@ -179,13 +147,3 @@ async def test_a_kishpa_table_at_stake_50_settles_every_round_exactly(
         assert {k.decode(): int(v) for k, v in stored.items()} == expected
         report = reconcile_url(wallet.url)
         assert report.ok, list(report.discrepancies)
-    finally:
-        for process in (table, wallet.process):
-            if process is not None:
-                process.stop()
-        worker.stop()
-        for table_id in created:
-            _forget(client, table_id)
-        for key in client.scan_iter(match=f"kishpa:create:{players[0]}:*"):
-            client.delete(key)
-        client.close()

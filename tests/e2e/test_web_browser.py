@@ -47,7 +47,7 @@ from redis import Redis
 
 from kishpa.table.v1 import table_pb2
 from sdk.client import KishpaClient
-from services.edge.routes import PUBLIC
+from services.edge.routes import CONTRACT, ROUTES
 from shared import keys
 from tests.child_env import TEST_LIMITS_PREFIX
 from tests.support.stack import wait_for_log
@@ -329,10 +329,10 @@ the revealed seeds make every hand derivable by then): checked apart from the re
 
 def _output_types() -> dict[str, Any]:
     out = {}
-    for (file, name), _ in PUBLIC.items():
-        for method in file.services_by_name[name].methods:
-            path = f"/{method.containing_service.full_name}/{method.name}"
-            out[path] = message_factory.GetMessageClass(method.output_type)
+    for path in ROUTES:
+        service, name = path.removeprefix("/").split("/")
+        method = CONTRACT[service].methods_by_name[name]
+        out[path] = message_factory.GetMessageClass(method.output_type)
     return out
 
 

@@ -62,15 +62,19 @@ def documented_matrix() -> tuple[list[str], dict[str, dict[str, bool]]]:
     section = text[text.index("### Who may call what") :]
     lines = [ln for ln in section.splitlines() if ln.startswith("| ")]
     header = [c.strip().strip("`") for c in lines[0].strip("|").split("|")][1:]
+    # The identity columns (the last one, "browser", says what the edge forwards).
+    identities = [c for c in header if c == "player" or ":" in c]
     matrix: dict[str, dict[str, bool]] = {}
     for line in lines[1:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         if not re.fullmatch(r"`[a-z]+\.\w+/\w+`", cells[0]):
             break
         matrix[cells[0].strip("`")] = {
-            who: cell in {"yes", "anyone"} for who, cell in zip(header, cells[1:], strict=True)
+            who: cell in {"yes", "anyone"}
+            for who, cell in zip(header, cells[1:], strict=True)
+            if who in identities
         }
-    return header, matrix
+    return identities, matrix
 
 
 def _full_name(short: str) -> str:

@@ -16,84 +16,33 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from sdk import KishpaClient, events
 from tests.integration.workers_support import (
     KISHPA,
-    Backend,
-    Process,
-    RedisServer,
-    Wallet,
-    Worker,
-    free_port,
     port_open,
     wait_for,
 )
+from tests.support.services_stack import ServicesStack, services_on_own_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 OUTAGE_S = 10.0 if os.environ.get("KISHPA_FULL_OUTAGES") == "1" else 2.0
 
 
-@dataclass
-class Stack:
-    redis: RedisServer
-    table: Process
-    table_port: int
-    env: dict[str, str]
-    tmp: Path
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("outages")
-    server = RedisServer(tmp / "redis").start()
-    backend = Backend(server.url, server.url)
-    wallet = Wallet(free_port(), tmp / "wallet.sqlite3", backend).start(tmp / "wallet.log")
-    ports = {"table": free_port(), "matchmaking": free_port()}
-    env = backend.env(
-        KISHPA_TOKEN_SECRET=secrets.token_urlsafe(48),
-        KISHPA_WALLET_ADDR=wallet.addr,
-        KISHPA_TABLE_ADDR=f"127.0.0.1:{ports['table']}",
-        KISHPA_MATCHMAKING_ADDR=f"127.0.0.1:{ports['matchmaking']}",
-        KISHPA_LOG_LEVEL="WARNING",
-    )
-    worker = Worker(wallet.addr, tmp / "worker.log", backend, extra_args=["--beat"])
-    worker.extra_env = {"DATABASE_URL": wallet.url}
-    processes: dict[str, Process] = {}
-    try:
-        for name, port in ports.items():
-            child = dict(
-                env,
-                KISHPA_GRPC_PORT=str(port),
-                KISHPA_GRPC_HOST="127.0.0.1",
-                KISHPA_METRICS_PORT=str(free_port()),
-                KISHPA_WORKER_QUEUE=worker.queue,
-            )
-            processes[name] = Process(name, [KISHPA, "serve", name], child, tmp / f"{name}.log")
-            processes[name].start()
-            wait_for(lambda p=port: port_open(p), 30, f"{name} to listen")  # type: ignore[misc]
-        worker.start()
-        yield Stack(server, processes["table"], ports["table"], env, tmp)
-    finally:
-        worker.stop()
-        for process in processes.values():
-            process.stop()
-        if wallet.process is not None:
-            wallet.process.stop()
-        server.stop()
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServicesStack]:
+    with services_on_own_redis(tmp_path_factory.mktemp("outages"), log_level="WARNING") as stack:
+        yield stack
 
 
-def _outages(stack: Stack, log: list[str]) -> None:
+def _outages(stack: ServicesStack, log: list[str]) -> None:
     """Two Redis outages, then one of the table service, each ``OUTAGE_S`` long."""
     for _ in range(2):
         time.sleep(1.5)  # some play between outages
@@ -103,11 +52,11 @@ def _outages(stack: Stack, log: list[str]) -> None:
         stack.redis.start()
         log.append(f"redis up {time.monotonic():.1f}")
     time.sleep(1.5)
-    stack.table.kill9()
+    stack.services["table"].kill9()
     log.append(f"table down {time.monotonic():.1f}")
     time.sleep(OUTAGE_S)
-    stack.table.start()
-    wait_for(lambda: port_open(stack.table_port), 30, "the table service to listen again")
+    stack.services["table"].start()
+    wait_for(lambda: port_open(stack.ports["table"]), 30, "the table service to listen again")
     log.append(f"table up {time.monotonic():.1f}")
 
 
@@ -115,7 +64,7 @@ ROUNDS = 20 if OUTAGE_S > 5 else 8
 """Enough rounds (2 s apart) that play goes on through every outage."""
 
 
-async def _sdk_table(stack: Stack, result: dict[str, object]) -> None:
+async def _sdk_table(stack: ServicesStack, result: dict[str, object]) -> None:
     """Two SDK clients play one table to its end (the bots' loop, in this process), while
     the first also follows the table on a second stream; ``result`` gets that stream's
     event ids, the seats' stats and how often the clients reconnected."""
@@ -155,7 +104,7 @@ async def _sdk_table(stack: Stack, result: dict[str, object]) -> None:
 
 
 def test_bots_and_the_sdk_finish_every_table_through_redis_and_table_service_outages(
-    stack: Stack,
+    stack: ServicesStack,
 ) -> None:
     bots = subprocess.Popen(
         [

@@ -11,7 +11,6 @@ wallet moved by round 1's two phases only, as the rules' amounts computed by the
 from __future__ import annotations
 
 import json
-import secrets
 import uuid
 from pathlib import Path
 
@@ -23,20 +22,15 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from shared import keys, stream
 from tests.integration.workers_support import (
-    SHARED,
     STARTING_TOKENS,
-    Wallet,
-    Worker,
-    free_port,
-    start_table_service,
     wait_for,
 )
 from tests.reference_settlement import kishpa_movements
 from tests.support.first_deal import contribute_and_wait_for_deal
+from tests.support.settled_games import TOKEN_SECRET, settlement_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-TOKEN_SECRET = secrets.token_urlsafe(48)
 STAKE = 100
 BANK_LOAD = 50
 """Tokens one automatic bank load brings (docs/rules/kishpa.md section 10)."""
@@ -74,14 +68,11 @@ async def _sit_with_bots_and_leave(port: int, ann: str, created: list[str]) -> s
 async def test_leaving_a_table_of_bots_costs_nothing_after_the_round_in_progress(
     tmp_path: Path,
 ) -> None:
-    wallet = Wallet(free_port(), tmp_path / "wallet.sqlite3", SHARED).start(tmp_path / "wallet.log")
-    worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED).start(concurrency=2)
-    table_process, port = start_table_service(tmp_path, worker, wallet, TOKEN_SECRET)
-    client = SHARED.client()
-    ann = f"ann-{uuid.uuid4().hex[:8]}"
-    created: list[str] = []
-    try:
-        table_id = await _sit_with_bots_and_leave(port, ann, created)
+    with settlement_stack(tmp_path) as stack:
+        client, wallet = stack.client, stack.wallet
+        ann = f"ann-{uuid.uuid4().hex[:8]}"
+        stack.creators.append(ann)
+        table_id = await _sit_with_bots_and_leave(stack.port, ann, stack.tables)
         wait_for(
             lambda: (
                 json.loads(client.hget(keys.state(table_id), "state") or b"{}").get("status")
@@ -125,23 +116,3 @@ async def test_leaving_a_table_of_bots_costs_nothing_after_the_round_in_progress
         assert wallet_client.balance(f"player:{ann}") == expected[ann]
         assert {p: wallet_client.balance(f"player:{p}") for p in players} == expected
         assert wallet_client.balance(f"bowl:{table_id}") == 0, "the bowl was split"
-    finally:
-        for process in (table_process, wallet.process):
-            if process is not None:
-                process.stop()
-        worker.stop()
-        for table in created:
-            for key in (
-                keys.state,
-                keys.events,
-                keys.requests,
-                keys.outbox,
-                keys.settled,
-                keys.balances,
-            ):
-                client.delete(key(table))
-            client.zrem(keys.deadlines(table), table)
-            client.zrem(keys.unsettled(table), table)
-        for key in client.scan_iter(match=f"kishpa:create:{ann}:*"):
-            client.delete(key)
-        client.close()

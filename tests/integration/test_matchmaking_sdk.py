@@ -31,10 +31,13 @@ from shared import keys as table_keys
 from tests.support.fair_order import web_verdict
 from tests.support.matchmaking_sdk import (
     _free_port,
+    ann_and_bob,
     client_for,
     mm_settings,
+    quick_match,
     start_mm,
     start_table,
+    table_and_matchmaking,
 )
 from tests.support.matchmaking_sdk import env as env  # a fixture
 from tests.support.matchmaking_sdk import prefix as prefix  # a fixture
@@ -43,6 +46,7 @@ from tests.support.matchmaking_sdk import redis_url as redis_url  # a fixture
 from tests.support.matchmaking_sdk import table_port as table_port  # a fixture
 from tests.support.matchmaking_sdk import tables_made as tables_made  # a fixture
 from tests.support.table_play import play_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -53,31 +57,26 @@ PATIENT = RetryPolicy(attempts=40, first_delay_s=0.05, max_delay_s=0.5)
 async def test_login_quick_match_and_play_through_the_sdk(
     env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
 ) -> None:
-    table = await start_table(env, table_port)
-    mm = await start_mm(env, table_port, prefix)
-    try:
-        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
-            await ann.login("Ann")
-            await bob.login("Bob")
-            assert ann.player_id != bob.player_id
-            first = await ann.join_queue(seats=2)
-            assert first.state == mm_pb2.TICKET_STATE_WAITING
-            waiting = asyncio.create_task(ann.wait_for_table(first.ticket_id))
-            await bob.join_queue(seats=2)
-            matched = await asyncio.wait_for(waiting, 10)
-            tables_made.add(matched.table_id)
-            assert (await ann.my_table()) is not None
-            view = await ann.get_table(matched.table_id)
-            assert view.my_seat == matched.seat
-            assert len(view.round.my_rack.tiles) in (14, 15)
-            with pytest.raises(KishpaError) as err:
-                await ann.join_by_code("WRONG1")
-            assert err.value.code == grpc.StatusCode.NOT_FOUND
-            assert err.value.reason == "INVITE_NOT_FOUND"
-            assert not err.value.retryable
-    finally:
-        await mm.stop(0)
-        await table.stop(0)
+    async with (
+        table_and_matchmaking(env, table_port, prefix) as (_table, mm),
+        ann_and_bob(mm, table_port) as (ann, bob),
+    ):
+        assert ann.player_id != bob.player_id
+        first = await ann.join_queue(seats=2)
+        assert first.state == mm_pb2.TICKET_STATE_WAITING
+        waiting = asyncio.create_task(ann.wait_for_table(first.ticket_id))
+        await bob.join_queue(seats=2)
+        matched = await asyncio.wait_for(waiting, 10)
+        tables_made.add(matched.table_id)
+        assert (await ann.my_table()) is not None
+        view = await ann.get_table(matched.table_id)
+        assert view.my_seat == matched.seat
+        assert len(view.round.my_rack.tiles) in (14, 15)
+        with pytest.raises(KishpaError) as err:
+            await ann.join_by_code("WRONG1")
+        assert err.value.code == grpc.StatusCode.NOT_FOUND
+        assert err.value.reason == "INVITE_NOT_FOUND"
+        assert not err.value.retryable
 
 
 class FlakyQueue(mm_grpc.MatchmakingServiceServicer):
@@ -157,7 +156,8 @@ async def test_a_token_near_expiry_is_refreshed_before_the_call(
 
 async def whose_turn(table_id: str, *players: KishpaClient) -> tuple[KishpaClient, Any]:
     """The player whose turn it is (to draw or discard) and his view, once there is one."""
-    while True:
+
+    async def turn() -> tuple[KishpaClient, Any] | None:
         for player in players:
             view = await player.get_table(table_id)
             playing = view.round.phase in (
@@ -166,7 +166,9 @@ async def whose_turn(table_id: str, *players: KishpaClient) -> tuple[KishpaClien
             )
             if playing and my_turn(view):
                 return player, view
-        await asyncio.sleep(0.1)
+        return None
+
+    return await wait_until(turn, timeout=60, interval=0.1, message="a player's turn")
 
 
 async def test_watch_table_resumes_after_the_table_server_restarts(
@@ -175,12 +177,7 @@ async def test_watch_table_resumes_after_the_table_server_restarts(
     table = await start_table(env, table_port)
     mm = await start_mm(env, table_port, prefix)
     try:
-        async with (
-            client_for(mm, table_port, retry=PATIENT) as ann,
-            client_for(mm, table_port, retry=PATIENT) as bob,
-        ):
-            await ann.login("Ann")
-            await bob.login("Bob")
+        async with ann_and_bob(mm, table_port, retry=PATIENT) as (ann, bob):
             private = await ann.create_private_table(2, turn_seconds=600, reveal_window_seconds=1)
             tables_made.add(private.table_id)
             await bob.join_by_code(private.invite_code)
@@ -271,18 +268,6 @@ async def _stream(table: TableServer, table_id: str) -> list[Any]:
     return list(await table.tables.store.read_events(table_id, "0-0", count=2000))
 
 
-async def _matched_pair(
-    ann: KishpaClient, bob: KishpaClient, *, ann_declares: bool, bob_declares: bool
-) -> str:
-    """Ann and Bob quick-match into a two-seat table (whether each client declares it
-    contributes); the table's id."""
-    first = await ann.join_queue(seats=2, will_contribute=ann_declares)
-    waiting = asyncio.create_task(ann.wait_for_table(first.ticket_id))
-    await bob.join_queue(seats=2, will_contribute=bob_declares)
-    matched = await asyncio.wait_for(waiting, 10)
-    return matched.table_id
-
-
 async def test_a_matchmade_first_deal_waits_for_a_contribution_made_after_the_commitment(
     env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
 ) -> None:
@@ -290,72 +275,64 @@ async def test_a_matchmade_first_deal_waits_for_a_contribution_made_after_the_co
     dealt: it waits for Ann, who contributes on seeing the commitment, and is dealt at once
     (Bob is not awaited). The stream shows the commitment, then her contribution, then the
     deal, and every verifier checks that order on the round's record."""
-    table = await start_table(env, table_port)
-    mm = await start_mm(env, table_port, prefix)
-    try:
-        async with (
-            client_for(mm, table_port, contribute=False) as ann,
-            client_for(mm, table_port, contribute=False) as bob,
-        ):
-            await ann.login("Ann")
-            await bob.login("Bob")
-            table_id = await _matched_pair(ann, bob, ann_declares=True, bob_declares=False)
-            tables_made.add(table_id)
-            view = await ann.get_table(table_id)
-            assert view.round.round == 0  # not dealt: waiting for Ann
-            assert view.next_deal == 1
-            assert len(view.next_deal_commitment) == 64
-            kinds = [e.event.type for e in await _stream(table, table_id)]
-            assert "round_started" not in kinds
-            assert kinds.index("seed_committed") < kinds.index("player_joined")
-            text, after = await ann.contribute(table_id, 1)
-            # Dealt in the same commit as the contribution, long before the deadline.
-            assert after.round.round == 1, after
-            events = await _stream(table, table_id)
-            order = [
-                (e.event.type, e.id)
-                for e in events
-                if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
-            ]
-            assert [t for t, _ in order] == [
-                "seed_committed",
-                "contribution_accepted",
-                "round_started",
-            ]
-            channel = grpc.aio.insecure_channel(f"127.0.0.1:{table_port}")
-            players = {
-                c.player_id: BotPlayer(channel, c.session.token, bytes([n + 11]) * 80)
-                for n, c in enumerate((ann, bob))
-            }
-            await play_until(
-                players,
-                table_id,
-                lambda v: v.round.round >= 2 or v.round.phase == table_pb2.ROUND_PHASE_ENDED,
-            )
-            record = await ann.round_record(table_id, 1)
-            await channel.close()
-            mine = list(record.player_ids).index(ann.player_id)
-            assert [(c.seat, c.contribution) for c in record.contributions] == [(mine, text)]
-            result = verify_round(evidence_from_record(record, text))
-            assert result.ok, result.summary()
-            assert result.whole_table
-            assert result.contributed
-            # The order is what the verifiers check: the same record with the commitment
-            # published after Ann's contribution fails everywhere.
-            late = table_pb2.RoundRecord()
-            late.CopyFrom(record)
-            late.precommitment_event_id = record.deal_event_id
-            bad = verify_round(evidence_from_record(late, text))
-            assert "COMMITMENT_LATE" in {f.check for f in bad.failures}, bad.summary()
-            web = web_verdict(record)
-            if web is not None:
-                assert web["ok"], web["summary"]
-                web_late = web_verdict(late)
-                assert web_late is not None
-                assert "COMMITMENT_LATE" in web_late["checks"]
-    finally:
-        await mm.stop(0)
-        await table.stop(0)
+    async with (
+        table_and_matchmaking(env, table_port, prefix) as (table, mm),
+        ann_and_bob(mm, table_port, contribute=False) as (ann, bob),
+    ):
+        table_id = await quick_match(ann, bob, ann_declares=True, bob_declares=False)
+        tables_made.add(table_id)
+        view = await ann.get_table(table_id)
+        assert view.round.round == 0  # not dealt: waiting for Ann
+        assert view.next_deal == 1
+        assert len(view.next_deal_commitment) == 64
+        kinds = [e.event.type for e in await _stream(table, table_id)]
+        assert "round_started" not in kinds
+        assert kinds.index("seed_committed") < kinds.index("player_joined")
+        text, after = await ann.contribute(table_id, 1)
+        # Dealt in the same commit as the contribution, long before the deadline.
+        assert after.round.round == 1, after
+        events = await _stream(table, table_id)
+        order = [
+            (e.event.type, e.id)
+            for e in events
+            if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
+        ]
+        assert [t for t, _ in order] == [
+            "seed_committed",
+            "contribution_accepted",
+            "round_started",
+        ]
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{table_port}")
+        players = {
+            c.player_id: BotPlayer(channel, c.session.token, bytes([n + 11]) * 80)
+            for n, c in enumerate((ann, bob))
+        }
+        await play_until(
+            players,
+            table_id,
+            lambda v: v.round.round >= 2 or v.round.phase == table_pb2.ROUND_PHASE_ENDED,
+        )
+        record = await ann.round_record(table_id, 1)
+        await channel.close()
+        mine = list(record.player_ids).index(ann.player_id)
+        assert [(c.seat, c.contribution) for c in record.contributions] == [(mine, text)]
+        result = verify_round(evidence_from_record(record, text))
+        assert result.ok, result.summary()
+        assert result.whole_table
+        assert result.contributed
+        # The order is what the verifiers check: the same record with the commitment
+        # published after Ann's contribution fails everywhere.
+        late = table_pb2.RoundRecord()
+        late.CopyFrom(record)
+        late.precommitment_event_id = record.deal_event_id
+        bad = verify_round(evidence_from_record(late, text))
+        assert "COMMITMENT_LATE" in {f.check for f in bad.failures}, bad.summary()
+        web = web_verdict(record)
+        if web is not None:
+            assert web["ok"], web["summary"]
+            web_late = web_verdict(late)
+            assert web_late is not None
+            assert "COMMITMENT_LATE" in web_late["checks"]
 
 
 async def test_a_silent_seat_that_declared_holds_the_first_deal_no_longer_than_the_deadline(
@@ -363,41 +340,33 @@ async def test_a_silent_seat_that_declared_holds_the_first_deal_no_longer_than_t
 ) -> None:
     """Both clients declare they contribute; Bob's never does. The first deal waits for
     him only until the 3 s contribution deadline, then is dealt with his default."""
-    table = await start_table(env, table_port)
-    mm = await start_mm(env, table_port, prefix)
-    try:
-        async with (
-            client_for(mm, table_port, contribute=False) as ann,
-            client_for(mm, table_port, contribute=False) as bob,
-        ):
-            await ann.login("Ann")
-            await bob.login("Bob")
-            table_id = await _matched_pair(ann, bob, ann_declares=True, bob_declares=True)
-            tables_made.add(table_id)
-            text, view = await ann.contribute(table_id, 1)
-            assert view.round.round == 0  # still waiting for Bob
-            async with asyncio.timeout(10):
-                while view.round.round < 1:
-                    await asyncio.sleep(0.05)
-                    view = await ann.get_table(table_id)
-            events = await _stream(table, table_id)
-            (wait,) = [
-                e
-                for e in events
-                if e.event.type == "deadline" and e.event.data["kind"] == "contributions"
-            ]
-            waited_ms = int(wait.event.data["at_ms"]) - int(wait.id.split("-")[0])
-            assert 2_500 <= waited_ms <= 3_500
-            (started,) = [e for e in events if e.event.type == "round_started"]
-            assert int(started.id.split("-")[0]) >= int(wait.event.data["at_ms"])
-            seats = list(started.event.data["players"])
-            snapshot = await table.tables.store.load(table_id)
-            assert snapshot is not None
-            assert snapshot.state["fair"]["contributions"] == {ann.player_id: text}
-            assert bob.player_id in seats
-    finally:
-        await mm.stop(0)
-        await table.stop(0)
+    async with (
+        table_and_matchmaking(env, table_port, prefix) as (table, mm),
+        ann_and_bob(mm, table_port, contribute=False) as (ann, bob),
+    ):
+        table_id = await quick_match(ann, bob, ann_declares=True, bob_declares=True)
+        tables_made.add(table_id)
+        text, view = await ann.contribute(table_id, 1)
+        assert view.round.round == 0  # still waiting for Bob
+        async with asyncio.timeout(10):
+            while view.round.round < 1:
+                await asyncio.sleep(0.05)
+                view = await ann.get_table(table_id)
+        events = await _stream(table, table_id)
+        (wait,) = [
+            e
+            for e in events
+            if e.event.type == "deadline" and e.event.data["kind"] == "contributions"
+        ]
+        waited_ms = int(wait.event.data["at_ms"]) - int(wait.id.split("-")[0])
+        assert 2_500 <= waited_ms <= 3_500
+        (started,) = [e for e in events if e.event.type == "round_started"]
+        assert int(started.id.split("-")[0]) >= int(wait.event.data["at_ms"])
+        seats = list(started.event.data["players"])
+        snapshot = await table.tables.store.load(table_id)
+        assert snapshot is not None
+        assert snapshot.state["fair"]["contributions"] == {ann.player_id: text}
+        assert bob.player_id in seats
 
 
 async def test_a_full_private_table_waits_for_the_declared_seats_then_deals(
@@ -406,36 +375,28 @@ async def test_a_full_private_table_waits_for_the_declared_seats_then_deals(
     """A private table starts the moment its last seat is taken (JoinByCode): with both
     clients declared, the first deal waits for both contributions and is dealt by the
     second, each accepted after the commitment."""
-    table = await start_table(env, table_port)
-    mm = await start_mm(env, table_port, prefix)
-    try:
-        async with (
-            client_for(mm, table_port, contribute=False) as ann,
-            client_for(mm, table_port, contribute=False) as bob,
-        ):
-            await ann.login("Ann")
-            await bob.login("Bob")
-            private = await ann.create_private_table(2, will_contribute=True)
-            tables_made.add(private.table_id)
-            await bob.join_by_code(private.invite_code, will_contribute=True)
-            view = await bob.get_table(private.table_id)
-            assert view.status == table_pb2.TABLE_STATUS_PLAYING
-            assert view.round.round == 0  # full, started, not dealt: both are awaited
-            _, view = await ann.contribute(private.table_id, 1)
-            assert view.round.round == 0  # still waiting for Bob
-            _, view = await bob.contribute(private.table_id, 1)
-            assert view.round.round == 1  # dealt by the last awaited contribution
-            order = [
-                e.event.type
-                for e in await _stream(table, private.table_id)
-                if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
-            ]
-            assert order == [
-                "seed_committed",
-                "contribution_accepted",
-                "contribution_accepted",
-                "round_started",
-            ]
-    finally:
-        await mm.stop(0)
-        await table.stop(0)
+    async with (
+        table_and_matchmaking(env, table_port, prefix) as (table, mm),
+        ann_and_bob(mm, table_port, contribute=False) as (ann, bob),
+    ):
+        private = await ann.create_private_table(2, will_contribute=True)
+        tables_made.add(private.table_id)
+        await bob.join_by_code(private.invite_code, will_contribute=True)
+        view = await bob.get_table(private.table_id)
+        assert view.status == table_pb2.TABLE_STATUS_PLAYING
+        assert view.round.round == 0  # full, started, not dealt: both are awaited
+        _, view = await ann.contribute(private.table_id, 1)
+        assert view.round.round == 0  # still waiting for Bob
+        _, view = await bob.contribute(private.table_id, 1)
+        assert view.round.round == 1  # dealt by the last awaited contribution
+        order = [
+            e.event.type
+            for e in await _stream(table, private.table_id)
+            if e.event.type in ("seed_committed", "contribution_accepted", "round_started")
+        ]
+        assert order == [
+            "seed_committed",
+            "contribution_accepted",
+            "contribution_accepted",
+            "round_started",
+        ]

@@ -8,7 +8,7 @@ the crash tests stop a join between them, or a cancel before its second step, by
 the store's steps directly, and check that the next request repairs it.
 
 The fixtures (own Redis database and key prefix, table server without timers, cleanup) are
-those of test_matchmaking_service.py.
+tests/support/matchmaking.py's, shared with test_matchmaking_service.py.
 """
 
 from __future__ import annotations

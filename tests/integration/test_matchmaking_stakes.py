@@ -3,7 +3,7 @@ Redis: one quick-match queue per (game, seats, stake), so players at different s
 share a table; private tables at any stake the game offers.
 
 The fixtures (own Redis database and key prefix, table server without timers, cleanup) are
-those of test_matchmaking_service.py.
+tests/support/matchmaking.py's, shared with test_matchmaking_service.py.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,10 @@ import pytest
 from shared.retry import REDIS_COMMAND_TIMEOUT_S
 from tests.integration.workers_support import (
     KISHPA,
-    Backend,
     Process,
-    RedisServer,
-    Wallet,
-    Worker,
-    free_port,
-    port_open,
     wait_for,
 )
+from tests.support.services_stack import ServicesStack, services_on_own_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -40,55 +34,14 @@ OUTAGE_STARTED = "redis_outage_started"
 OUTAGE_ENDED = "redis_outage_ended"
 
 
-@dataclass
-class Stack:
-    redis: RedisServer
-    services: dict[str, Process]
-    worker: Process
-    env: dict[str, str]
-
-
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    server = RedisServer(tmp_path / "redis").start()
-    backend = Backend(server.url, server.url)
-    wallet = Wallet(free_port(), tmp_path / "wallet.sqlite3", backend).start(
-        tmp_path / "wallet.log"
-    )
-    ports = {"table": free_port(), "matchmaking": free_port()}
-    env = backend.env(
-        KISHPA_WALLET_ADDR=wallet.addr,
-        KISHPA_TABLE_ADDR=f"127.0.0.1:{ports['table']}",
-        KISHPA_MATCHMAKING_ADDR=f"127.0.0.1:{ports['matchmaking']}",
-        KISHPA_LOG_LEVEL="INFO",
-    )
-    worker = Worker(wallet.addr, tmp_path / "worker.log", backend, extra_args=["--beat"])
-    worker.extra_env = {"DATABASE_URL": wallet.url}
-    services: dict[str, Process] = {}
-    try:
-        for name, port in ports.items():
-            child = dict(
-                env,
-                KISHPA_GRPC_PORT=str(port),
-                KISHPA_GRPC_HOST="127.0.0.1",
-                KISHPA_METRICS_PORT=str(free_port()),
-                KISHPA_WORKER_QUEUE=worker.queue,
-            )
-            services[name] = Process(name, [KISHPA, "serve", name], child, tmp_path / f"{name}.log")
-            services[name].start()
-            wait_for(lambda p=port: port_open(p), 30, f"{name} to listen")  # type: ignore[misc]
-        worker.start()
-        assert worker.process is not None
-        yield Stack(server, services, worker.process, env)
-    finally:
-        if server.process is not None and server.process.poll() is None:
-            server.process.send_signal(signal.SIGCONT)
-        worker.stop()
-        for process in services.values():
-            process.stop()
-        if wallet.process is not None:
-            wallet.process.stop()
-        server.stop()
+def stack(tmp_path: Path) -> Iterator[ServicesStack]:
+    with services_on_own_redis(tmp_path, log_level="INFO") as stack:
+        try:
+            yield stack
+        finally:  # a failure while Redis was paused must not leave it stopped
+            if stack.redis.process is not None and stack.redis.process.poll() is None:
+                stack.redis.process.send_signal(signal.SIGCONT)
 
 
 def _lines(process: Process) -> list[dict[str, object]]:
@@ -108,7 +61,7 @@ def _events(process: Process, name: str) -> list[dict[str, object]]:
 
 
 def test_a_redis_pause_logs_one_warning_at_each_end_and_no_error_or_traceback(
-    stack: Stack,
+    stack: ServicesStack,
 ) -> None:
     bots = subprocess.Popen(
         [

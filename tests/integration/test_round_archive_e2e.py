@@ -37,8 +37,6 @@ from services.wallet.schema import postings
 from shared import keys, stream
 from shared.phase_record import parse_phase_record
 from tests.conftest import TEST_DATABASE_URL
-from tests.e2e import test_hand_game as hand_e2e
-from tests.integration import test_workers_table_e2e as kishpa_e2e
 from tests.integration.workers_support import (
     KISHPA,
     SHARED,
@@ -49,11 +47,16 @@ from tests.integration.workers_support import (
 )
 from tests.integration.workers_support import start_table_service as table_service
 from tests.reference_settlement import add_movements, hand_movements, kishpa_movements
+from tests.support.settled_games import (
+    TABLE_KEYS,
+    TOKEN_SECRET,
+    forget_tables,
+    play_hand_game,
+    play_two_round_game,
+)
 from workers.archive_write import archive_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-TABLE_KEYS = (keys.state, keys.events, keys.requests, keys.outbox, keys.settled, keys.balances)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -216,12 +219,11 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
     wallet = Wallet(free_port(), tmp_path / "wallet.sqlite3", SHARED).start(tmp_path / "wallet.log")
     worker = Worker(wallet.addr, tmp_path / "worker.log", SHARED, extra_env=archived)
     worker.start(concurrency=2)
-    k_secret, h_secret = kishpa_e2e.TOKEN_SECRET, hand_e2e.TOKEN_SECRET
     started = [
-        table_service(tmp_path, worker, wallet, k_secret, "kishpa", **archived),
-        table_service(tmp_path, worker, wallet, k_secret, "kishpa-live", **live_only),
-        table_service(tmp_path, worker, wallet, h_secret, "hand", **archived),
-        table_service(tmp_path, worker, wallet, h_secret, "hand-live", **live_only),
+        table_service(tmp_path, worker, wallet, TOKEN_SECRET, "kishpa", **archived),
+        table_service(tmp_path, worker, wallet, TOKEN_SECRET, "kishpa-live", **live_only),
+        table_service(tmp_path, worker, wallet, TOKEN_SECRET, "hand", **archived),
+        table_service(tmp_path, worker, wallet, TOKEN_SECRET, "hand-live", **live_only),
     ]
     (_, k_port), (_, k_live), (_, h_port), (_, h_live) = started
     client = SHARED.client()
@@ -232,8 +234,8 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
     h_players = [f"{n}-{suffix}" for n in ("dan", "eve", "fay", "gus")]
     tables: list[str] = []
     try:
-        k_table = await kishpa_e2e._play_two_round_game(k_port, k_players, tables)
-        h_table, _ = await hand_e2e.play_hand_game(h_port, h_players)
+        k_table = await play_two_round_game(k_port, k_players, tables)
+        h_table, _ = await play_hand_game(h_port, h_players)
         tables.append(h_table)
         k_fields = ["1:start", "1:end", "2:start", "2:end"]
         h_fields = ["0:buy_in", "7:payout"]
@@ -281,20 +283,20 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
 
         # The archive answers with the very bytes the live table serves: the rounds the
         # stream still holds (a Kishpa table's last round, every deal of a Hand game).
-        k_archived = await _records(k_port, k_secret, k_table, [1, 2], k_players)
+        k_archived = await _records(k_port, TOKEN_SECRET, k_table, [1, 2], k_players)
         assert {k: v for k, v in k_archived.items() if k[0] == 2} == await _records(
-            k_live, k_secret, k_table, [2], k_players
+            k_live, TOKEN_SECRET, k_table, [2], k_players
         )
         deals = list(range(1, 8))
-        h_archived = await _records(h_port, h_secret, h_table, deals, h_players)
-        assert h_archived == await _records(h_live, h_secret, h_table, deals, h_players)
+        h_archived = await _records(h_port, TOKEN_SECRET, h_table, deals, h_players)
+        assert h_archived == await _records(h_live, TOKEN_SECRET, h_table, deals, h_players)
 
         # Round 1 left Redis once round 2 was dealt (settle.lua, at round 2's start: the
         # stream of a table that plays on holds its current round): the live table no
         # longer has it, the archive serves it.
         assert client.hget(keys.settled(k_table), "_events_from") is not None
         with pytest.raises(grpc.aio.AioRpcError) as trimmed:
-            await _records(k_live, k_secret, k_table, [1], k_players[:1])
+            await _records(k_live, TOKEN_SECRET, k_table, [1], k_players[:1])
         assert trimmed.value.code() == grpc.StatusCode.NOT_FOUND
         assert error_reason(trimmed.value) == "ROUND_NOT_FOUND"
         assert (1, k_players[0]) in k_archived
@@ -303,10 +305,10 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
         for table_id in (k_table, h_table):
             client.delete(*(key(table_id) for key in TABLE_KEYS))
         with pytest.raises(grpc.aio.AioRpcError) as gone:
-            await _records(k_live, k_secret, k_table, [1], k_players[:1])
+            await _records(k_live, TOKEN_SECRET, k_table, [1], k_players[:1])
         assert gone.value.code() == grpc.StatusCode.NOT_FOUND
-        assert await _records(k_port, k_secret, k_table, [1, 2], k_players) == k_archived
-        assert await _records(h_port, h_secret, h_table, deals, h_players) == h_archived
+        assert await _records(k_port, TOKEN_SECRET, k_table, [1, 2], k_players) == k_archived
+        assert await _records(h_port, TOKEN_SECRET, h_table, deals, h_players) == h_archived
         for raw in [*k_archived.values(), *h_archived.values()]:
             record = table_pb2.RoundRecord.FromString(raw)
             # The deal's seat marks (record version 3) are archived too, and verified.
@@ -314,26 +316,28 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
             result = verify_round(evidence_from_record(record))
             assert result.ok, (record.table_id, record.round, result)
 
-        games, rounds = await _history(k_port, k_secret, k_players[1], k_table)
+        games, rounds = await _history(k_port, TOKEN_SECRET, k_players[1], k_table)
         assert [(g.table_id, g.round) for g in games.games] == [(k_table, 2)]  # newest first
         assert games.next_page_token
         assert games.games[0].net_tokens == k_rows[1].results[k_players[1]]
         assert games.games[0].seat_count == 3
         assert [r.round for r in rounds.rounds] == [1, 2]
         assert len(rounds.rounds[0].moves) > 0
-        games, rounds = await _history(h_port, h_secret, h_players[0], h_table)
+        games, rounds = await _history(h_port, TOKEN_SECRET, h_players[0], h_table)
         assert [(g.table_id, g.round, g.game) for g in games.games] == [
             (h_table, 7, common_pb2.GAME_HAND)
         ]
         assert games.games[0].net_tokens == h_net.get(h_players[0], 0)
         assert [r.round for r in rounds.rounds] == deals
-        await _refusals(k_port, k_secret, k_players, k_table)
+        await _refusals(k_port, TOKEN_SECRET, k_players, k_table)
 
         # `kishpa history` as the player: his games, and the table's rounds verified from
         # the archive (the table is gone from Redis).
         cli_env = {
             **SHARED.env(),
-            "KISHPA_TOKEN": TokenAuthority(k_secret).issue_player_token(k_players[0], "a").token,
+            "KISHPA_TOKEN": TokenAuthority(TOKEN_SECRET)
+            .issue_player_token(k_players[0], "a")
+            .token,
             "KISHPA_TABLE_ADDR": f"127.0.0.1:{k_port}",
         }
         games_out = _kishpa(cli_env, "history", "--json")
@@ -378,8 +382,5 @@ async def test_every_round_is_archived_once_serves_the_same_bytes_and_outlives_i
         if wallet.process is not None:
             wallet.process.stop()
         worker.stop()
-        for table_id in tables:
-            client.delete(*(key(table_id) for key in TABLE_KEYS))
-            client.zrem(keys.deadlines(table_id), table_id)
-            client.zrem(keys.unsettled(table_id), table_id)
+        forget_tables(client, tables)
         client.close()

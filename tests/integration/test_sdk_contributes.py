@@ -24,13 +24,14 @@ from sdk.fairness import evidence_from_record, verify_round
 from services.table.server import TableServer
 from tests.support.fair_order import web_verdict
 from tests.support.matchmaking_sdk import (  # the fixtures too
+    ann_and_bob,
     client_for,
     env,
     prefix,
+    quick_match,
     redis,
     redis_url,
-    start_mm,
-    start_table,
+    table_and_matchmaking,
     table_port,
     tables_made,
 )
@@ -45,14 +46,6 @@ __all__ = ["env", "prefix", "redis", "redis_url", "table_port", "tables_made"]
 
 def _ms(event_id: str) -> int:
     return int(event_id.split("-", 1)[0])
-
-
-async def _quick_match(ann: KishpaClient, bob: KishpaClient) -> str:
-    first = await ann.join_queue(seats=2)
-    waiting = asyncio.create_task(ann.wait_for_table(first.ticket_id))
-    await bob.join_queue(seats=2)
-    matched = await asyncio.wait_for(waiting, 10)
-    return matched.table_id
 
 
 async def _dealt(client: KishpaClient, table_id: str) -> table_pb2.TableView:
@@ -75,9 +68,7 @@ async def _deal_start_ms(table: TableServer, table_id: str) -> tuple[int, list[A
 async def test_a_quick_match_with_the_sdk_defaults_is_dealt_with_both_contributions(
     env: dict[str, Any], table_port: int, prefix: str, tables_made: set[str]
 ) -> None:
-    table = await start_table(env, table_port)
-    mm = await start_mm(env, table_port, prefix)
-    try:
+    async with table_and_matchmaking(env, table_port, prefix) as (table, mm):
         # Before: clients that neither declare nor contribute (the SDK's old default).
         async with (
             client_for(mm, table_port, contribute=False) as old_a,
@@ -85,17 +76,15 @@ async def test_a_quick_match_with_the_sdk_defaults_is_dealt_with_both_contributi
         ):
             await old_a.login("Old A")
             await old_b.login("Old B")
-            old_table = await _quick_match(old_a, old_b)
+            old_table = await quick_match(old_a, old_b)
             tables_made.add(old_table)
             await _dealt(old_a, old_table)
             before_ms, old_events = await _deal_start_ms(table, old_table)
             assert not [e for e in old_events if e.event.type == "contribution_accepted"]
 
         # After: the SDK's defaults.
-        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
-            await ann.login("Ann")
-            await bob.login("Bob")
-            table_id = await _quick_match(ann, bob)
+        async with ann_and_bob(mm, table_port) as (ann, bob):
+            table_id = await quick_match(ann, bob)
             tables_made.add(table_id)
             view = await _dealt(ann, table_id)
             after_ms, events = await _deal_start_ms(table, table_id)
@@ -157,9 +146,6 @@ async def test_a_quick_match_with_the_sdk_defaults_is_dealt_with_both_contributi
                 if web is not None:
                     assert web["ok"], web["summary"]
                     assert "your contribution is in this deal" in web["summary"]
-    finally:
-        await mm.stop(0)
-        await table.stop(0)
 
 
 async def test_a_player_alone_with_bots_through_the_sdk_defaults_gets_his_contribution_in(
@@ -175,49 +161,44 @@ async def test_a_player_alone_with_bots_through_the_sdk_defaults_gets_his_contri
     from games import table as games_table
 
     monkeypatch.setattr(games_table, "AUTOPLAY_DELAY_MS", 50)
-    table = await start_table(env, table_port)
-    mm = await start_mm(env, table_port, prefix)
-    try:
-        async with client_for(mm, table_port) as ann:
-            await ann.login("Ann")
-            private = await ann.create_private_table(
-                2, bots=1, turn_seconds=60, reveal_window_seconds=2
-            )
-            table_id = private.table_id
-            tables_made.add(table_id)
-            text = ann.my_contribution(table_id, 1)
-            assert text is not None
-            view = await _dealt(ann, table_id)
-            latency_ms, _ = await _deal_start_ms(table, table_id)
-            print(f"deal-start latency alone with a bot: {latency_ms} ms")
-            assert latency_ms < CONTRIBUTION_DEADLINE_MS // 2, latency_ms
-            channel = grpc.aio.insecure_channel(f"127.0.0.1:{table_port}")
-            me = {ann.player_id: BotPlayer(channel, ann.session.token, b"\x17" * 80)}
-            await play_until(
-                me,
-                table_id,
-                lambda v: (
-                    v.round.round >= 2
-                    or v.round.phase == table_pb2.ROUND_PHASE_ENDED
-                    or v.status == table_pb2.TABLE_STATUS_CLOSED
-                ),
-            )
-            await channel.close()
-            assert view.round.round == 1
-            record = await ann.round_record(table_id, 1)
-            assert list(record.bot_seats) == [1]
-            assert list(record.declared_seats) == [0]
-            assert list(record.awaited_seats) == [0]
-            result = verify_round(
-                evidence_from_record(record, my_contribution=text, i_declared=True)
-            )
-            assert result.ok, result.summary()
-            assert result.bots_only
-            assert result.my_contribution == text
-            assert "your contribution is in this deal" in result.summary()
-    finally:
-        await mm.stop(0)
-        await table.stop(0)
+    async with (
+        table_and_matchmaking(env, table_port, prefix) as (table, mm),
+        client_for(mm, table_port) as ann,
+    ):
+        await ann.login("Ann")
+        private = await ann.create_private_table(
+            2, bots=1, turn_seconds=60, reveal_window_seconds=2
+        )
+        table_id = private.table_id
+        tables_made.add(table_id)
+        text = ann.my_contribution(table_id, 1)
+        assert text is not None
+        view = await _dealt(ann, table_id)
+        latency_ms, _ = await _deal_start_ms(table, table_id)
+        print(f"deal-start latency alone with a bot: {latency_ms} ms")
+        assert latency_ms < CONTRIBUTION_DEADLINE_MS // 2, latency_ms
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{table_port}")
+        me = {ann.player_id: BotPlayer(channel, ann.session.token, b"\x17" * 80)}
+        await play_until(
+            me,
+            table_id,
+            lambda v: (
+                v.round.round >= 2
+                or v.round.phase == table_pb2.ROUND_PHASE_ENDED
+                or v.status == table_pb2.TABLE_STATUS_CLOSED
+            ),
+        )
+        await channel.close()
+        assert view.round.round == 1
+        record = await ann.round_record(table_id, 1)
+        assert list(record.bot_seats) == [1]
+        assert list(record.declared_seats) == [0]
+        assert list(record.awaited_seats) == [0]
+        result = verify_round(evidence_from_record(record, my_contribution=text, i_declared=True))
+        assert result.ok, result.summary()
+        assert result.bots_only
+        assert result.my_contribution == text
+        assert "your contribution is in this deal" in result.summary()
 
 
 async def test_later_deals_wait_for_nobody_when_sdk_clients_watch(
@@ -230,42 +211,37 @@ async def test_later_deals_wait_for_nobody_when_sdk_clients_watch(
     verification names his own."""
     from cli.play.bot import BotSeat
 
-    table = await start_table(env, table_port)
-    mm = await start_mm(env, table_port, prefix)
-    try:
-        async with client_for(mm, table_port) as ann, client_for(mm, table_port) as bob:
-            await ann.login("Ann")
-            await bob.login("Bob")
-            private = await ann.create_private_table(
-                2, turn_seconds=20, reveal_window_seconds=1, next_round_pause_ms=300
-            )
-            table_id = private.table_id
-            tables_made.add(table_id)
-            await bob.join_by_code(private.invite_code)
-            seats = [BotSeat(ann, table_id, last_round_after=2), BotSeat(bob, table_id)]
-            stats = await asyncio.wait_for(asyncio.gather(*(s.play() for s in seats)), 120)
-            assert all(s.closed and not s.errors for s in stats), [s.errors for s in stats]
-            events = list(await table.tables.store.read_events(table_id, "0-0", count=5000))
-            waits = [
-                e
-                for e in events
-                if e.event.type == "deadline" and e.event.data.get("kind") == "contributions"
-            ]
-            deals = sorted({e.event.round for e in events if e.event.type == "round_started"})
-            assert deals == [1, 2, 3]
-            # Deals 2 and 3 were due after the pause: both contributions were already in.
-            assert [w.event.round for w in waits if w.event.round >= 1] == []
-            for deal in deals:
-                for client in (ann, bob):
-                    record = await client.round_record(table_id, deal)
-                    assert len(record.contributions) == 2, (deal, record.contributions)
-                    text = client.my_contribution(table_id, deal)
-                    assert text is not None, deal
-                    result = verify_round(
-                        evidence_from_record(record, my_contribution=text, i_declared=True)
-                    )
-                    assert result.ok, result.summary()
-                    assert result.my_contribution == text
-    finally:
-        await mm.stop(0)
-        await table.stop(0)
+    async with (
+        table_and_matchmaking(env, table_port, prefix) as (table, mm),
+        ann_and_bob(mm, table_port) as (ann, bob),
+    ):
+        private = await ann.create_private_table(
+            2, turn_seconds=20, reveal_window_seconds=1, next_round_pause_ms=300
+        )
+        table_id = private.table_id
+        tables_made.add(table_id)
+        await bob.join_by_code(private.invite_code)
+        seats = [BotSeat(ann, table_id, last_round_after=2), BotSeat(bob, table_id)]
+        stats = await asyncio.wait_for(asyncio.gather(*(s.play() for s in seats)), 120)
+        assert all(s.closed and not s.errors for s in stats), [s.errors for s in stats]
+        events = list(await table.tables.store.read_events(table_id, "0-0", count=5000))
+        waits = [
+            e
+            for e in events
+            if e.event.type == "deadline" and e.event.data.get("kind") == "contributions"
+        ]
+        deals = sorted({e.event.round for e in events if e.event.type == "round_started"})
+        assert deals == [1, 2, 3]
+        # Deals 2 and 3 were due after the pause: both contributions were already in.
+        assert [w.event.round for w in waits if w.event.round >= 1] == []
+        for deal in deals:
+            for client in (ann, bob):
+                record = await client.round_record(table_id, deal)
+                assert len(record.contributions) == 2, (deal, record.contributions)
+                text = client.my_contribution(table_id, deal)
+                assert text is not None, deal
+                result = verify_round(
+                    evidence_from_record(record, my_contribution=text, i_declared=True)
+                )
+                assert result.ok, result.summary()
+                assert result.my_contribution == text

@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-import subprocess
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -27,52 +26,32 @@ import grpc
 import pytest
 from sqlalchemy import text
 
-from devkit.postgres import temporary_postgres_database
 from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet.database import create_wallet_engine
-from services.wallet.migrate import upgrade
 from shared import keys
-from tests.conftest import TEST_DATABASE_URL
-from tests.integration.test_workers_table_e2e import TOKEN_SECRET, _play_two_round_game
 from tests.integration.workers_support import (
-    KISHPA,
     STARTING_TOKENS,
     Backend,
-    Process,
     RedisServer,
-    Wallet,
     Worker,
     free_port,
-    port_open,
+    start_table_service,
     wait_for,
 )
 from tests.reference_settlement import kishpa_phase
+from tests.support.settled_games import (
+    TOKEN_SECRET,
+    UrlWallet,
+    database_url,  # noqa: F401 (the fixture)
+    month_bounds,
+    play_two_round_game,
+    wallet_cli,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 DRIFT_LAG_S = 2
-
-
-class UrlWallet(Wallet):
-    """``kishpa serve wallet`` on any database URL (a PostgreSQL one here)."""
-
-    database_url: str = ""
-
-    @property
-    def url(self) -> str:
-        return self.database_url or super().url
-
-
-def month_bounds(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
-    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return start, (start + dt.timedelta(days=32)).replace(day=1)
-
-
-def kishpa(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [KISHPA, "wallet", *args], env=env, capture_output=True, text=True, timeout=120
-    )
 
 
 def doctor_bowl(client: Any, table_id: str, tokens: int) -> None:
@@ -97,38 +76,9 @@ def doctor_bowl(client: Any, table_id: str, tokens: int) -> None:
     client.hset(keys.state(table_id), "state", json.dumps(state))
 
 
-def start_table(
-    tmp: Path, worker: Worker, wallet: Wallet, port: int, archive_url: str = ""
-) -> Process:
-    """``kishpa serve table`` on ``port``, enqueueing to ``worker``'s queue (reading the
-    round archive at ``archive_url``, when given)."""
-    archive = {"ARCHIVE_DATABASE_URL": archive_url} if archive_url else {}
-    env = worker.backend.env(
-        **archive,
-        KISHPA_TOKEN_SECRET=TOKEN_SECRET,
-        KISHPA_GRPC_PORT=str(port),
-        KISHPA_GRPC_HOST="127.0.0.1",
-        KISHPA_METRICS_PORT=str(free_port()),
-        KISHPA_WORKER_QUEUE=worker.queue,
-        KISHPA_WALLET_ADDR=wallet.addr,
-    )
-    process = Process("table", [KISHPA, "serve", "table"], env, tmp / "table.log").start()
-    wait_for(lambda: port_open(port), 60, "the table service to listen")
-    return process
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "sqlite":
-        yield ""
-        return
-    with temporary_postgres_database(TEST_DATABASE_URL) as url:
-        upgrade(url)
-        yield url
-
-
 async def test_a_month_of_play_exports_reports_and_drift_checks(
-    tmp_path: Path, database_url: str
+    tmp_path: Path,
+    database_url: str,  # noqa: F811 (the fixture)
 ) -> None:
     start, until = month_bounds(dt.datetime.now(dt.UTC))
     redis_server = RedisServer(tmp_path / "redis", appendonly=False).start()
@@ -161,7 +111,9 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
     wallet.start(tmp_path / "wallet.log")
     worker.start(concurrency=2)
     drift_worker.start(concurrency=1)
-    table_process = start_table(tmp_path, worker, wallet, port, shared["ARCHIVE_DATABASE_URL"])
+    table_process, _ = start_table_service(
+        tmp_path, worker, wallet, TOKEN_SECRET, port=port, **shared
+    )
     client = backend.client()
     suffix = uuid.uuid4().hex[:6]
     env = backend.env(KISHPA_WALLET_ADDR=wallet.addr, DATABASE_URL=wallet.url, **shared)
@@ -172,7 +124,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
         for names, stake in games:
             seated = [f"{n}-{suffix}" for n in names]
             players += seated
-            await _play_two_round_game(port, seated, [], stake=stake)
+            await play_two_round_game(port, seated, [], stake=stake)
         tables = [
             k.decode().split("{")[1].split("}")[0]
             for k in client.scan_iter(match=keys.outbox_pattern())
@@ -206,7 +158,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
 
         month = start.strftime("%Y-%m")
         out = tmp_path / "month.csv"
-        exported = kishpa(
+        exported = wallet_cli(
             env, "export", "--since", start.date().isoformat(), "--until",
             until.date().isoformat(), "--format", "csv", "--output", str(out),
         )  # fmt: skip
@@ -223,7 +175,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
         assert from_csv == expected
         assert all(r["table_id"] in tables for r in rows if r["reason"] != "opening_grant")
 
-        jsonl = kishpa(
+        jsonl = wallet_cli(
             env, "export", "--since", start.isoformat(), "--until", until.isoformat(),
             "--format", "jsonl",
         )  # fmt: skip
@@ -233,7 +185,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
             (int(r["transfer_id"]), int(r["amount"])) for r in rows
         ]
 
-        report = kishpa(env, "report", "month", month, "--json")
+        report = wallet_cli(env, "report", "month", month, "--json")
         assert report.returncode == 0, report.stderr
         summary = json.loads(report.stdout)
         by_reason = {
@@ -246,7 +198,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
         assert int(summary["opening_outstanding"]) == 0
         assert int(summary["closing_outstanding"]) == STARTING_TOKENS * len(players)
 
-        clean = kishpa(env, "drift", "--json")
+        clean = wallet_cli(env, "drift", "--json")
         assert clean.returncode == 0, clean.stdout + clean.stderr
         assert json.loads(clean.stdout)["tables"] == 2
 
@@ -307,7 +259,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
         # The new batches are in the drift check's window once DRIFT_LAG_S old.
         doctored_until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=DRIFT_LAG_S + 0.5)
         wait_for(lambda: dt.datetime.now(dt.UTC) > doctored_until, 10, "the lag to pass")
-        found = kishpa(env, "drift", "--json", "--source", "test")
+        found = wallet_cli(env, "drift", "--json", "--source", "test")
         assert found.returncode == 1, found.stdout + found.stderr
         drift = json.loads(found.stdout)
         seen = {(d["check"], d["table_id"]) for d in drift["differences"]}
@@ -327,7 +279,7 @@ async def test_a_month_of_play_exports_reports_and_drift_checks(
         assert {t for _, t in seen} <= set(tables)
         assert all(d["action"] for d in drift["differences"])
 
-        runs = kishpa(env, "runs", "--kind", "drift", "--limit", "500", "--json")
+        runs = wallet_cli(env, "runs", "--kind", "drift", "--limit", "500", "--json")
         assert runs.returncode == 0, runs.stderr
         listed = json.loads(runs.stdout)
         by_hand = [

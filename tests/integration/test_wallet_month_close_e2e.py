@@ -33,21 +33,22 @@ from kishpa.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.auth import TokenAuthority, bearer_metadata
 from services.wallet.database import create_wallet_engine
 from shared import keys
-from tests.integration.test_wallet_finance_e2e import (
-    UrlWallet,
-    database_url,  # noqa: F401 (the fixture)
-    kishpa,
-    month_bounds,
-    start_table,
-)
-from tests.integration.test_workers_table_e2e import _play_two_round_game
 from tests.integration.workers_support import (
     KISHPA,
     Backend,
     RedisServer,
     Worker,
     free_port,
+    start_table_service,
     wait_for,
+)
+from tests.support.settled_games import (
+    TOKEN_SECRET,
+    UrlWallet,
+    database_url,  # noqa: F401 (the fixture)
+    month_bounds,
+    play_two_round_game,
+    wallet_cli,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -83,13 +84,13 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
     worker = Worker(wallet.addr, tmp_path / "worker.log", backend)
     wallet.start(tmp_path / "wallet.log")
     worker.start(concurrency=2)
-    table_process = start_table(tmp_path, worker, wallet, port)
+    table_process, _ = start_table_service(tmp_path, worker, wallet, TOKEN_SECRET, port=port)
     client = backend.client()
     env = backend.env(KISHPA_WALLET_ADDR=wallet.addr, DATABASE_URL=wallet.url)
     suffix = uuid.uuid4().hex[:6]
     players = [f"{n}-{suffix}" for n in ("ann", "bob", "cat")]
     try:
-        await _play_two_round_game(port, players, [], stake=5)
+        await play_two_round_game(port, players, [], stake=5)
         (table,) = [
             k.decode().split("{")[1].split("}")[0]
             for k in client.scan_iter(match=keys.outbox_pattern())
@@ -105,23 +106,23 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
         if dt.datetime.now(dt.UTC) >= until - dt.timedelta(minutes=1):
             pytest.skip("the play reached the month's end; the close would be another month's")
 
-        verified = kishpa(env, "verify-chain")
+        verified = wallet_cli(env, "verify-chain")
         assert verified.returncode == 0, verified.stdout + verified.stderr
         assert "OK" in verified.stdout
 
         window = ("--since", start.isoformat(), "--until", until.isoformat())
-        before = kishpa(env, "export", *window)
+        before = wallet_cli(env, "export", *window)
         assert before.returncode == 0, before.stderr
-        open_report = kishpa(env, "report", "month", month)
+        open_report = wallet_cli(env, "report", "month", month)
         assert "OPEN" in open_report.stdout, open_report.stdout
 
-        closed = kishpa(env, "close-period", month, "--as", "fiona")
+        closed = wallet_cli(env, "close-period", month, "--as", "fiona")
         assert closed.returncode == 0, closed.stdout + closed.stderr
         assert f"{month} closed: by admin:fiona" in closed.stdout
-        again = kishpa(env, "close-period", month, "--as", "fiona")
+        again = wallet_cli(env, "close-period", month, "--as", "fiona")
         assert again.returncode == 0, again.stderr
         assert "already closed" in again.stdout
-        report_closed = kishpa(env, "report", "month", month, "--json")
+        report_closed = wallet_cli(env, "report", "month", month, "--json")
         assert json.loads(report_closed.stdout)["closed"] is True
         # The worker may not close a month: finance operators only.
         audit = _run([KISHPA, "admin", "--as", "fiona", "--json", "audit"], env)
@@ -150,10 +151,10 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
             )
         assert late.batch_id > 0
 
-        after = kishpa(env, "export", *window)
+        after = wallet_cli(env, "export", *window)
         assert after.stdout == before.stdout  # the closed month, byte for byte
-        assert kishpa(env, "report", "month", month, "--json").stdout == report_closed.stdout
-        following = kishpa(
+        assert wallet_cli(env, "report", "month", month, "--json").stdout == report_closed.stdout
+        following = wallet_cli(
             env, "export", "--since", until.isoformat(), "--until",
             (until + dt.timedelta(days=40)).isoformat(),
         )  # fmt: skip
@@ -163,12 +164,12 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
         posted = dt.datetime.fromisoformat(moved["posted_utc"].replace("Z", "+00:00"))
         assert posted_before - dt.timedelta(seconds=1) <= posted < until
         assert moved["round"] == ""  # a posting about no round: empty, not 0
-        next_report = kishpa(env, "report", "month", next_month)
+        next_report = wallet_cli(env, "report", "month", next_month)
         assert "OPEN" in next_report.stdout
 
         # Statements end at the ledger's balances; their movements are the export's.
         everything = _csv(
-            kishpa(
+            wallet_cli(
                 env, "export", "--since", "2000-01-01", "--until",
                 (until + dt.timedelta(days=40)).isoformat(),
             ).stdout
@@ -180,7 +181,7 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
             }
         for player in players:
             account = f"player:{player}"
-            out = kishpa(env, "statement", account)
+            out = wallet_cli(env, "statement", account)
             assert out.returncode == 0, out.stderr
             lines = _csv(out.stdout)
             assert lines[0]["line"] == "opening"
@@ -193,10 +194,10 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
                 if account in (r["from_account"], r["to_account"])
             ]
             assert [(x["transfer_id"], int(x["amount"])) for x in lines[1:-1]] == movements
-            jsonl = kishpa(env, "statement", account, "--format", "jsonl")
+            jsonl = wallet_cli(env, "statement", account, "--format", "jsonl")
             last = json.loads(jsonl.stdout.splitlines()[-1])
             assert (last["line"], last["balance"]) == ("closing", held[account])
-        listed = kishpa(env, "accounts", "--json")
+        listed = wallet_cli(env, "accounts", "--json")
         assert {
             json.loads(x)["account"]: json.loads(x)["tokens"] for x in listed.stdout.splitlines()
         } == held
@@ -204,11 +205,15 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
         # The CLI fixes.
         target = tmp_path / "kept.csv"
         target.write_text("precious\n")
-        refused = kishpa(env, "export", *window, "--account", "player:nobody", "-o", str(target))
+        refused = wallet_cli(
+            env, "export", *window, "--account", "player:nobody", "-o", str(target)
+        )
         assert refused.returncode == 1
         assert target.read_text() == "precious\n"
         assert "(done)" not in refused.stderr
-        nobody = kishpa(env, "report", "balances", "--as-of", until.isoformat(), "player:nobody")
+        nobody = wallet_cli(
+            env, "report", "balances", "--as-of", until.isoformat(), "player:nobody"
+        )
         assert nobody.returncode == 1, nobody.stdout
         piped = _run(
             f"{KISHPA} wallet export --since {start.date()} --until {until.date()} "
@@ -230,11 +235,11 @@ async def test_close_a_month_then_post_export_state_and_verify_the_chain(
                 text("UPDATE postings SET amount = amount + 1 WHERE id = :p"), {"p": victim.id}
             )
         engine.dispose()
-        broken = kishpa(env, "verify-chain", "--json")
+        broken = wallet_cli(env, "verify-chain", "--json")
         assert broken.returncode == 1, broken.stdout + broken.stderr
         first = json.loads(broken.stdout)["first_broken_batch"]
         assert first["batch_id"] == victim.batch_id
-        text_out = kishpa(env, "verify-chain")
+        text_out = wallet_cli(env, "verify-chain")
         assert f"first broken batch {victim.batch_id}" in text_out.stdout
     finally:
         for process in (table_process, wallet.process):

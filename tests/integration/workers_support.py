@@ -352,12 +352,18 @@ class Worker:
 
 
 def start_table_service(
-    tmp: Path, worker: Worker, wallet: Wallet, token_secret: str, name: str = "table", **extra: str
+    tmp: Path,
+    worker: Worker,
+    wallet: Wallet,
+    token_secret: str,
+    name: str = "table",
+    port: int | None = None,
+    **extra: str,
 ) -> tuple[Process, int]:
-    """A real ``kishpa serve table`` on ``worker``'s backend that enqueues to its queue
-    (``extra``: more environment, e.g. ``ARCHIVE_DATABASE_URL``); returns the process and
-    its port."""
-    port = free_port()
+    """A real ``kishpa serve table`` on ``worker``'s backend that enqueues to its queue, on
+    ``port`` (a free one if None; ``extra``: more environment, e.g. ``ARCHIVE_DATABASE_URL``);
+    returns the process and its port."""
+    port = port or free_port()
     env = worker.backend.env(
         KISHPA_TOKEN_SECRET=token_secret,
         KISHPA_GRPC_PORT=str(port),
@@ -368,7 +374,7 @@ def start_table_service(
         **extra,
     )
     process = Process("table", [KISHPA, "serve", "table"], env, tmp / f"{name}.log").start()
-    wait_for(lambda: port_open(port), 30, "the table service to listen")
+    wait_for(lambda: port_open(port), 60, "the table service to listen")
     return process, port
 
 

@@ -3,6 +3,8 @@ player, and the tables made (deleted afterwards)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import secrets
 import socket
@@ -115,3 +117,47 @@ async def start_mm(
 
 def client_for(mm: MatchmakingServer, table_port: int, **kw: Any) -> KishpaClient:
     return KishpaClient(f"127.0.0.1:{mm.port}", f"127.0.0.1:{table_port}", **kw)
+
+
+@contextlib.asynccontextmanager
+async def ann_and_bob(
+    mm: MatchmakingServer, table_port: int, **kw: Any
+) -> AsyncIterator[tuple[KishpaClient, KishpaClient]]:
+    """Two clients of ``mm`` (``kw``: their options), logged in as Ann and Bob."""
+    async with client_for(mm, table_port, **kw) as ann, client_for(mm, table_port, **kw) as bob:
+        await ann.login("Ann")
+        await bob.login("Bob")
+        yield ann, bob
+
+
+async def quick_match(
+    ann: KishpaClient,
+    bob: KishpaClient,
+    *,
+    ann_declares: bool | None = None,
+    bob_declares: bool | None = None,
+) -> str:
+    """Ann and Bob quick-match into a two-seat table (whether each client declares it
+    contributes; None: the SDK's default); the table's id."""
+    first = await ann.join_queue(seats=2, will_contribute=ann_declares)
+    waiting = asyncio.create_task(ann.wait_for_table(first.ticket_id))
+    await bob.join_queue(seats=2, will_contribute=bob_declares)
+    matched = await asyncio.wait_for(waiting, 10)
+    return matched.table_id
+
+
+@contextlib.asynccontextmanager
+async def table_and_matchmaking(
+    env: dict[str, Any], table_port: int, prefix: str, config: MatchmakingConfig | None = None
+) -> AsyncIterator[tuple[TableServer, MatchmakingServer]]:
+    """A table server on ``table_port`` and a matchmaking server in front of it; both stopped
+    at the end."""
+    table = await start_table(env, table_port)
+    try:
+        mm = await start_mm(env, table_port, prefix, config)
+        try:
+            yield table, mm
+        finally:
+            await mm.stop(0)
+    finally:
+        await table.stop(0)

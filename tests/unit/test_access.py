@@ -40,8 +40,7 @@ def test_the_docs_table_is_the_generated_one() -> None:
     documented = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert documented == markdown_table(), (
         "docs/api.md's access table differs from the code: paste "
-        "`python -c 'from services.common.access import markdown_table; "
-        'print(markdown_table(), end="")\'` between the markers'
+        "`python -m services.common.access` between the markers"
     )
 
 

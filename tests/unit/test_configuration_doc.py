@@ -66,6 +66,8 @@ def test_defaults_are_the_historical_ones(monkeypatch: pytest.MonkeyPatch) -> No
         "reconcile_interval_s": 60.0,
         "stall_after_s": 60.0,
         "drift_interval_s": 300.0,
+        "drift_queue_name": "",
+        "drift_lag_s": 30.0,
     }
     assert ClientRetrySettings().budget_s == 30.0
     settings = Settings()

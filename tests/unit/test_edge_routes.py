@@ -7,30 +7,49 @@ import base64
 import grpc
 import pytest
 
+from services.common.access import ACCESS, PLAYER, SERVED_BY, WORKER, browser_rpcs
 from services.edge import grpcweb
-from services.edge.routes import PUBLIC, SERVICE_ONLY, public_routes
+from services.edge.routes import ROUTES
 
 pytestmark = pytest.mark.unit
 
 
-def test_every_rpc_of_a_public_service_is_exposed_or_declared_service_only() -> None:
-    routes = public_routes()
-    for (file, name), _ in PUBLIC.items():
-        service = file.services_by_name[name]
-        hidden = SERVICE_ONLY.get(service.full_name, frozenset())
-        for method in service.methods:
-            path = f"/{service.full_name}/{method.name}"
-            assert (path in routes) != (method.name in hidden), (
-                f"{path}: expose it in services/edge/routes.py PUBLIC or list it in SERVICE_ONLY"
-            )
+def test_browsers_reach_the_player_rpcs_but_the_wallet_mutations() -> None:
+    # Expected from the rule, not the code: a browser reaches what a player may call,
+    # never a service's or an operator's RPC, and of the wallet only the two reads.
+    wallet = {p for p in ROUTES if p.startswith("/kishpa.wallet.")}
+    assert wallet == {
+        "/kishpa.wallet.v1.WalletService/GetBalance",
+        "/kishpa.wallet.v1.WalletService/ListTransfers",
+    }
+    assert not [p for p in ROUTES if p.startswith("/kishpa.admin.")]
+    assert "/kishpa.table.v1.TableService/CloseTable" not in ROUTES
+    assert "/grpc.health.v1.Health/Check" not in ROUTES
+    for path in ROUTES:
+        assert ACCESS[path] & {"player", "anyone"}, path
+    assert ROUTES["/kishpa.auth.v1.AuthService/Login"].upstream == "matchmaking"
+    assert ROUTES["/kishpa.table.v1.HistoryService/ListPlayerGames"].upstream == "table"
+    assert ROUTES["/kishpa.wallet.v1.WalletService/GetBalance"].upstream == "wallet"
+
+
+def test_granting_an_rpc_to_players_exposes_it_and_nothing_else() -> None:
+    apply = "/kishpa.wallet.v1.WalletService/ApplyBatch"
+    draw = "/kishpa.table.v1.TableService/Draw"
+    changed = browser_rpcs({**ACCESS, apply: frozenset({PLAYER}), draw: frozenset({WORKER})})
+    assert set(changed) ^ set(ROUTES) == {apply, draw}
+    assert changed[apply] == "wallet"
+
+
+def test_every_contract_service_has_a_workload_serving_it() -> None:
+    declared = {m.removeprefix("/").split("/")[0] for m in ACCESS if m.startswith("/kishpa.")}
+    assert declared == set(SERVED_BY)
 
 
 def test_streaming_rpcs_are_known_as_streaming() -> None:
-    routes = public_routes()
-    assert routes["/kishpa.table.v1.TableService/WatchTable"].server_streaming
-    assert routes["/kishpa.matchmaking.v1.MatchmakingService/WatchQueue"].server_streaming
-    assert not routes["/kishpa.table.v1.TableService/Draw"].server_streaming
-    assert "/kishpa.wallet.v1.WalletService/ApplyBatch" not in routes
+    assert ROUTES["/kishpa.table.v1.TableService/WatchTable"].server_streaming
+    assert ROUTES["/kishpa.matchmaking.v1.MatchmakingService/WatchQueue"].server_streaming
+    assert not ROUTES["/kishpa.table.v1.TableService/Draw"].server_streaming
+    assert "/kishpa.wallet.v1.WalletService/ApplyBatch" not in ROUTES
 
 
 def test_text_bodies_may_be_several_padded_chunks() -> None:

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
 
 import grpc
 import pytest
 
-from games.fair import FairStream
-from games.hand import actions as ha
-from games.hand.bot import next_action
-from games.hand.deal_state import DealState, seat_view
 from games.hand.errors import HandMoveError
 from games.hand.game import GameState, game_payout_postings
 from games.hand.ledger import net_movements
@@ -24,95 +19,27 @@ from services.table.engine import (
     Action,
     BadRequestError,
     GameView,
-    Step,
     Table,
     TableError,
     TableSettings,
 )
 from services.table.hand_engine import HandEngine
-from shared.stream import PRIVATE, TableEvent
+from shared.stream import PRIVATE
+from tests.support.hand_engine_play import (
+    SEED,
+    apply_step,
+    deal_of,
+    new_table,
+    play_game,
+)
 
 pytestmark = pytest.mark.unit
-
-PLAYERS = ["ann", "bob", "cat", "dan"]
-SEED = bytes(range(80))
-
-
-def table_action(move: ha.Action) -> Action:
-    """The table action a player would send for the bot's move."""
-    match move:
-        case ha.DrawStock():
-            return Action("draw", {"source": "pile"})
-        case ha.DrawDiscard():
-            return Action("draw", {"source": "discard"})
-        case ha.LayMelds(melds=melds):
-            return Action("lay_melds", {"melds": [list(m.cards) for m in melds]})
-        case ha.LayOff(meld_id=meld_id, card=card, end=end):
-            return Action("lay_off", {"meld_id": meld_id, "tile": card, "end": end})
-        case ha.ReleaseJoker(meld_id=meld_id, cards=cards):
-            return Action("release_joker", {"meld_id": meld_id, "tiles": list(cards)})
-        case ha.Discard(card=card):
-            return Action("discard", {"tile": card})
-        case ha.UndoTurn():
-            return Action("undo_turn")
-    raise AssertionError(move)
-
-
-def new_table(seats: int = 4, **settings: int) -> Table:
-    return Table(
-        table_id="t1",
-        game_name="hand",
-        creator=PLAYERS[0],
-        settings=TableSettings(seats=seats, **settings),
-        created_ms=0,
-        players=PLAYERS[:seats],
-        status="playing",
-    )
 
 
 def hand_facts(view: GameView) -> HandPublic:
     """A Hand view's facts, of their own type."""
     assert isinstance(view.public, HandPublic)
     return view.public
-
-
-def apply_step(table: Table, step: Step) -> None:
-    """What the service does with a step (without Redis)."""
-    table.game = step.game
-    table.deadline = step.deadline
-    if step.closed:
-        table.status = "closed"
-        table.deadline = None
-
-
-def deal_of(table: Table) -> DealState:
-    return DealState.from_dict(table.game["deal"])
-
-
-def play_game(
-    engine: HandEngine, table: Table, check: Any = None
-) -> tuple[list[TableEvent], list[Step]]:
-    """Bots play a whole game through the engine; ``check(table)`` runs after every step."""
-    steps = [engine.start(table, SEED, 0)]
-    apply_step(table, steps[0])
-    stream = FairStream(SEED, (), "bots")
-    now = 0
-    for _ in range(20_000):
-        if table.status == "closed":
-            break
-        now += 10
-        deal = deal_of(table)
-        if table.deadline is not None and table.deadline.kind == "next_round":
-            step = engine.on_deadline(table, SEED, now)
-        else:
-            move = next_action(seat_view(deal, deal.turn), deal.rules, stream)
-            step = engine.act(table, deal.turn, table_action(move), now)
-        apply_step(table, step)
-        steps.append(step)
-        if check is not None:
-            check(table)
-    assert table.status == "closed"
-    return [e for s in steps for e in s.events], steps
 
 
 def test_a_game_of_bots_buys_in_once_and_pays_out_once_by_the_totals() -> None:

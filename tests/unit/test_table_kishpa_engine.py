@@ -3,7 +3,6 @@ bots across rounds, the bowl outcome of the last round, outbox records, timeouts
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict
 
@@ -11,89 +10,24 @@ import pytest
 
 import games.kishpa as kishpa
 from games.fair import FairStream
-from games.kishpa import bot
 from games.kishpa import round as rnd
 from games.kishpa.record import end_postings, start_postings
-from services.table.engine import Action, BadRequestError, Step, Table, TableSettings
+from services.table.engine import Action, BadRequestError, Step
 from services.table.kishpa_engine import PRIVATE, KishpaEngine, _rules
+from tests.support.kishpa_engine_play import (
+    PLAYERS,
+    apply_step,
+    bot_action,
+    new_table,
+    play_game,
+    seed_bytes,
+)
 
 pytestmark = pytest.mark.unit
 
-PLAYERS = ["ann", "bob", "cat", "dan"]
-
-
-def _seed(n: int) -> bytes:
-    return hashlib.sha512(f"seed-{n}".encode()).digest() + bytes(16)
-
-
-def _table(players: list[str] = PLAYERS) -> Table:
-    return Table(
-        table_id="t1",
-        game_name="kishpa",
-        creator=players[0],
-        settings=TableSettings(seats=len(players), turn_seconds=5, next_round_pause_ms=10),
-        created_ms=0,
-        players=list(players),
-        status="playing",
-    )
-
-
-def _apply(table: Table, step: Step) -> None:
-    table.game = step.game
-    table.deadline = step.deadline
-    if step.closed:
-        table.status = "closed"
-
-
-def _bot_action(table: Table, stream: FairStream) -> tuple[int, Action] | None:
-    state = rnd.RoundState.from_dict(table.game["round"])
-    for seat in range(len(table.players)):
-        move = bot.choose_action(rnd.view_for(state, seat), stream, state.ruleset)
-        if move is None:
-            continue
-        if isinstance(move, rnd.Draw):
-            return seat, Action("draw", {"source": move.source})
-        if isinstance(move, rnd.Discard):
-            return seat, Action("discard", {"tile": move.tile})
-        if isinstance(move, rnd.Win):
-            return seat, Action("win", {"tile": move.tile, "arrangement": move.arrangement})
-        if isinstance(move, rnd.Reveal):
-            return seat, Action("reveal")
-        if isinstance(move, rnd.Pass):
-            return seat, Action("decline_reveal")
-    return None
-
-
-def _play_game(rounds_before_last: int, seed: int) -> tuple[Table, list[Step]]:
-    engine = KishpaEngine()
-    table = _table()
-    steps = [engine.start(table, _seed(seed), 0)]
-    _apply(table, steps[-1])
-    stream = FairStream(_seed(seed + 1), (), "test")
-    for now in range(1, 20_000):
-        if table.status == "closed":
-            break
-        state = rnd.RoundState.from_dict(table.game["round"])
-        if state.phase == rnd.ENDED:
-            if state.round_no == rounds_before_last:
-                step = engine.press_last_round(table, now)
-                _apply(table, step)
-                steps.append(step)
-            step = engine.on_deadline(table, _seed(seed + now), now)
-        else:
-            chosen = _bot_action(table, stream)
-            if chosen is None:  # a window nobody acts in: it closes at its deadline
-                step = engine.on_deadline(table, _seed(seed + now), now)
-            else:
-                step = engine.act(table, chosen[0], chosen[1], now)
-        _apply(table, step)
-        steps.append(step)
-    assert table.status == "closed"
-    return table, steps
-
 
 def test_a_game_of_bots_ends_after_the_last_round_with_the_bowl_emptied() -> None:
-    table, steps = _play_game(rounds_before_last=3, seed=7)
+    table, steps = play_game(rounds_before_last=3, seed=7)
     state = rnd.RoundState.from_dict(table.game["round"])
     assert state.round_no == 4
     assert state.last_round
@@ -121,8 +55,8 @@ def test_a_game_of_bots_ends_after_the_last_round_with_the_bowl_emptied() -> Non
 
 def test_views_never_show_another_hand_or_the_pile() -> None:
     engine = KishpaEngine()
-    table = _table()
-    _apply(table, engine.start(table, _seed(1), 0))
+    table = new_table()
+    apply_step(table, engine.start(table, seed_bytes(1), 0))
     state = rnd.RoundState.from_dict(table.game["round"])
     for seat in range(4):
         view = engine.view(table, seat)
@@ -138,8 +72,8 @@ def test_views_never_show_another_hand_or_the_pile() -> None:
 def test_private_only_round_events_hide_their_type() -> None:
     engine = KishpaEngine()
     for n in range(60):  # find a deal where nobody holds a joker: a start reveal window
-        table = _table()
-        step = engine.start(table, _seed(100 + n), 0)
+        table = new_table()
+        step = engine.start(table, seed_bytes(100 + n), 0)
         if any(e.type == PRIVATE for e in step.events):
             break
     else:
@@ -153,18 +87,18 @@ def test_private_only_round_events_hide_their_type() -> None:
 
 def test_turn_timeout_plays_the_turn_and_reports_the_seat() -> None:
     engine = KishpaEngine()
-    table = _table()
-    _apply(table, engine.start(table, _seed(3), 0))
+    table = new_table()
+    apply_step(table, engine.start(table, seed_bytes(3), 0))
     state = rnd.RoundState.from_dict(table.game["round"])
     while state.phase == rnd.START_REVEAL:
-        _apply(table, engine.on_deadline(table, _seed(4), 1))
+        apply_step(table, engine.on_deadline(table, seed_bytes(4), 1))
         state = rnd.RoundState.from_dict(table.game["round"])
     assert table.deadline is not None
     assert table.deadline.kind == "turn"
     seat = state.turn
-    step = engine.on_deadline(table, _seed(5), 10)
+    step = engine.on_deadline(table, seed_bytes(5), 10)
     assert step.timed_out_seat == seat
-    _apply(table, step)
+    apply_step(table, step)
     after = rnd.RoundState.from_dict(table.game["round"])
     assert after.turn == (seat + 1) % 4
     assert table.deadline is not None
@@ -173,8 +107,8 @@ def test_turn_timeout_plays_the_turn_and_reports_the_seat() -> None:
 
 def test_malformed_moves_are_refused_as_bad_input() -> None:
     engine = KishpaEngine()
-    table = _table()
-    _apply(table, engine.start(table, _seed(3), 0))
+    table = new_table()
+    apply_step(table, engine.start(table, seed_bytes(3), 0))
     with pytest.raises(BadRequestError):
         engine.act(table, 0, Action("discard", {"tile": 500}), 1)
     with pytest.raises(BadRequestError):
@@ -185,15 +119,15 @@ def test_malformed_moves_are_refused_as_bad_input() -> None:
 
 def test_a_table_where_every_seat_is_on_autoplay_plays_one_last_round_and_closes() -> None:
     engine = KishpaEngine()
-    table = _table()
-    _apply(table, engine.start(table, _seed(11), 0))
+    table = new_table()
+    apply_step(table, engine.start(table, seed_bytes(11), 0))
     table.autoplay = [0, 1, 2, 3]  # everybody left
     steps: list[Step] = []
     for now in range(1, 2000):
         if table.status == "closed":
             break
-        step = engine.on_deadline(table, _seed(now), now)
-        _apply(table, step)
+        step = engine.on_deadline(table, seed_bytes(now), now)
+        apply_step(table, step)
         steps.append(step)
     assert table.status == "closed"
     state = rnd.RoundState.from_dict(table.game["round"])
@@ -211,14 +145,14 @@ def test_the_engine_only_translates_the_rules_of_games_kishpa() -> None:
     rule events and the same stored game, to the end of the round (bowl and streaks): the
     engine adds only the table's own events (deadlines)."""
     engine = KishpaEngine()
-    table = _table()
-    step = engine.start(table, _seed(21), 0)
+    table = new_table()
+    step = engine.start(table, seed_bytes(21), 0)
     rules = kishpa.new_game(list(PLAYERS), _rules(table.settings))
-    rules, events = kishpa.start_round(rules, _seed(21), [None] * 4)
-    stream = FairStream(_seed(22), (), "test")
+    rules, events = kishpa.start_round(rules, seed_bytes(21), [None] * 4)
+    stream = FairStream(seed_bytes(22), (), "test")
     compared = 0
     for now in range(1, 400):
-        _apply(table, step)
+        apply_step(table, step)
         assert table.game == rules.to_dict(), f"the stored game differs at step {now}"
         translated = [(e.type, e.seat, e.data) for e in step.events if e.type != "deadline"]
         expected = [(e.type, e.seat, e.data) if e.public else (PRIVATE, -1, {}) for e in events]
@@ -226,9 +160,9 @@ def test_the_engine_only_translates_the_rules_of_games_kishpa() -> None:
         compared += 1
         if not rules.round_in_progress:
             break
-        chosen = _bot_action(table, stream)
+        chosen = bot_action(table, stream)
         if chosen is None:
-            step = engine.on_deadline(table, _seed(now), now)
+            step = engine.on_deadline(table, seed_bytes(now), now)
             rules, events = kishpa.apply_action(rules, kishpa.CloseWindow())
         else:
             seat, action = chosen

@@ -9,7 +9,6 @@ against the rules packages' own ``face_of`` / ``card_text``, not the converter's
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,9 @@ from games.kishpa.tiles import face_of
 from kishpa.common.v1 import common_pb2
 from kishpa.table.v1 import table_pb2
 from kishpa.wallet.v1 import wallet_pb2
-from services.table.hand_engine import HandEngine
 from services.table.wire_events import EVENT_KINDS, KNOWN, event_message, reference_markdown
 from shared.stream import NO_SEAT, StoredEvent, TableEvent
-from tests.unit.test_hand_engine import new_table, play_game
-from tests.unit.test_table_kishpa_engine import _play_game
+from tests.support.wire_event_samples import SERVICE_EVENTS, hand_game, kishpa_games
 
 pytestmark = pytest.mark.unit
 
@@ -35,74 +32,6 @@ VIEWERS = (None, 0, 1, 2, 3)
 
 def kishpa_face(tile_id: int) -> str:
     return str(face_of(tile_id))
-
-
-@cache
-def kishpa_games() -> tuple[tuple[TableEvent, ...], ...]:
-    """The events of two whole Kishpa games of bots (three rounds each)."""
-    out = []
-    for seed in (7, 21):
-        _table, steps = _play_game(rounds_before_last=2, seed=seed)
-        out.append(tuple(e for s in steps for e in s.events))
-    return tuple(out)
-
-
-@cache
-def hand_game() -> tuple[TableEvent, ...]:
-    """The events of one whole Hand game of bots (seven deals)."""
-    events, _steps = play_game(HandEngine(), new_table())
-    return tuple(events)
-
-
-SETTINGS = {
-    "seats": 3,
-    "turn_seconds": 30,
-    "reveal_window_seconds": 15,
-    "next_round_pause_ms": 2500,
-    "stake": 1,
-    "options": {"allow_high_wrap": True},
-}
-SERVICE_EVENTS = (
-    TableEvent("table_created", 0, 0, {"creator": "ann", "game": "kishpa", **SETTINGS}),
-    TableEvent("player_joined", 0, 1, {"player_id": "bob", "name": "Bob"}),
-    TableEvent("player_left", 0, 1, {"player_id": "bob"}),
-    TableEvent("seed_committed", 2, NO_SEAT, {"deal": 2, "commitment": "ab" * 32}),
-    TableEvent("contribution_accepted", 2, 1, {"deal": 2, "contribution": 'x\\"y'}),
-    TableEvent("autoplay_on", 3, 2, {"player_id": "cat"}),
-    TableEvent("player_ready", 3, 1, {"player_id": "bob", "next_round": 4}),
-    TableEvent("deadline", 3, NO_SEAT, {"kind": "window", "at_ms": 1_700_000_123_456}),
-    TableEvent("last_round_pressed", 2, NO_SEAT, {"next_round": 3, "reason": "every seat auto"}),
-    TableEvent("last_round_pressed", 2, NO_SEAT, {"next_round": 3}),
-    TableEvent(
-        "settled",
-        3,
-        NO_SEAT,
-        {
-            "phase": "end",
-            "batch_id": "42",
-            "balances": {"ann": 2003, "bob": 1999},
-            "settled_ms": 1_700_000_000_500,
-            "postings": [
-                {"from": "player:bob", "to": "player:ann", "amount": 2, "reason": "win"},
-                {"from": "bank", "to": "player:cat", "amount": 50, "reason": "bank_load"},
-            ],
-        },
-    ),
-    TableEvent("table_closed", 0, NO_SEAT, {}),
-    TableEvent("turn_timed_out", 3, 1, {"in_a_row": 2}),
-    TableEvent("timed_out", 2, 1, {"phase": "draw"}),
-    TableEvent("pile_exhausted", 2, NO_SEAT, {"turns": 48}),
-    TableEvent(
-        "turn_undone",
-        2,
-        1,
-        {
-            "discard_pile": [0, 5],
-            "melds": [{"id": 0, "kind": "set", "cards": [1, 14, 27], "owner": 3}],
-        },
-    ),
-)
-"""Events the service, the workers and rarer rule paths write (in their real shapes)."""
 
 
 def _stored(events: Iterable[TableEvent]) -> list[StoredEvent]:
@@ -348,14 +277,14 @@ def test_acting_seats_in_a_reveal_window_name_only_the_viewers_own_seat() -> Non
     from services.table.convert import Converter
     from services.table.kishpa_engine import KishpaEngine
     from services.table.service import TableView
-    from tests.unit.test_table_kishpa_engine import _apply, _seed, _table
+    from tests.support.kishpa_engine_play import apply_step, new_table, seed_bytes
 
     engine = KishpaEngine()
     convert = Converter(lambda _game, tile_id: kishpa_face(tile_id))
     windows = 0
     for n in range(400):
-        table = _table()
-        _apply(table, engine.start(table, _seed(1000 + n), 0))
+        table = new_table()
+        apply_step(table, engine.start(table, seed_bytes(1000 + n), 0))
         state = rnd.RoundState.from_dict(table.game["round"])
         for viewer in (None, 0, 1, 2, 3):
             tiles = [] if viewer is None else engine.hand(table, viewer)

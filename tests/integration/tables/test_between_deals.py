@@ -10,7 +10,6 @@ grpc.aio table server with its deadline loop over real Redis, for both games.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from typing import Any
@@ -28,6 +27,7 @@ from services.common.errors import error_reason
 from shared import keys, stream
 from tests.integration.tables.conftest import cleanup, versioned_state
 from tests.support.first_deal import contribute_and_wait_for_deal
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -86,17 +86,6 @@ def _players(
     }
 
 
-async def _until(condition: Any, what: str) -> Any:
-    """Poll ``condition()`` (async) until it returns something truthy."""
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        found = await condition()
-        if found:
-            return found
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def _play_until_deal_ends(
     players: dict[str, BotPlayer], table_id: str, deal: int
 ) -> table_pb2.TableView:
@@ -112,7 +101,7 @@ async def _play_until_deal_ends(
             await bot.play(table_id, view)
         return None
 
-    return await _until(step, f"deal {deal} to end")  # type: ignore[no-any-return]
+    return await wait_until(step, timeout=WAIT_S, message=f"deal {deal} to end")  # type: ignore[no-any-return]
 
 
 async def _ready(
@@ -230,7 +219,7 @@ async def test_without_ready_the_next_deal_comes_when_the_pause_has_passed(
             )
             return answer.table if answer.table.round.round == 2 else None
 
-        second = await _until(dealt, "the pause to pass")
+        second = await wait_until(dealt, timeout=WAIT_S, message="the pause to pass")
         assert time.time() * 1000 >= pause_end_ms, "not dealt before the pause passed"
         assert second.round.HasField("deadline") or second.round.phase != ENDED
     finally:
@@ -262,7 +251,7 @@ async def test_the_last_human_leaving_ends_the_table_with_the_round_in_progress(
             )
             return answer.table if answer.table.status == CLOSED else None
 
-        final = await _until(closed, "the table to close")
+        final = await wait_until(closed, timeout=WAIT_S, message="the table to close")
         assert final.round.round == 1, "no round is dealt after the last human left"
         _, state = await versioned_state(redis, table_id)
         if game == "hand":
@@ -409,7 +398,9 @@ async def test_play_again_without_the_others_gives_their_seats_to_bots(
             )
             return answer.table if answer.table.status == table_pb2.TABLE_STATUS_PLAYING else None
 
-        view = await _until(started, "the pause to pass and the game to start")
+        view = await wait_until(
+            started, timeout=WAIT_S, message="the pause to pass and the game to start"
+        )
         assert time.time() * 1000 >= first.start_time.ToMilliseconds()
         assert view.seats[0].player_id == ann
         assert [s.bot for s in view.seats] == [False, True, True], "a bot in Bob's seat"

@@ -34,7 +34,7 @@ from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from services.table.wire_events import event_message
 from shared.stream import StoredEvent
 from tests.integration.tables.conftest import cleanup
-from tests.unit.test_wire_events import SERVICE_EVENTS, hand_game, kishpa_games
+from tests.support.wire_event_samples import SERVICE_EVENTS, hand_game, kishpa_games
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
