@@ -9,6 +9,7 @@ directories) and prints every problem, exiting non-zero if there is any.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -32,6 +33,10 @@ from deploy.netpol import Endpoint, PolicySet, UnsupportedPolicy
 from deploy.render import OVERLAYS, Manifest, RenderError, overlay_dir, render
 from services.common.access import browser_rpcs
 from services.common.settings import SECRET_FILE_SUFFIX, SERVICE_SECRET_ENV
+
+# kubernetes_validate reads and parses a schema file on every object it checks (three
+# quarters of a whole check's time): parse each file once (jsonschema only reads them).
+kubernetes_validate.schema_contents = functools.cache(kubernetes_validate.schema_contents)
 
 # The oldest Kubernetes release the manifests target (gRPC probes, preStop sleep, HPA v2).
 KUBERNETES_VERSION = "1.33"
