@@ -83,30 +83,12 @@ chromium: ## Install Debian's chromium for the browser tests, if /usr/bin/chromi
 run: install ## Start the whole stack on this machine (Ctrl-C stops it)
 	$(BIN)/kishpa run
 
-# The Redis suites run a second time on a 3-master Redis Cluster the fixtures start
-# (tests/conftest.py, --redis-cluster); see docs/DEVELOPING.md "Redis Cluster". The worker
-# processes run on the cluster too, their Celery broker on the single node.
-# test_workers_chaos.py runs on a cluster of its own (it kills a master; about 45 s): its
-# stray balance (a retried guest Login minted a second player without the starting grant) is
-# gone since Login takes a request id (docs/DEVELOPING.md "Redis Cluster").
-CLUSTER_SUITES ?= tests/integration/tables tests/integration/test_table_store.py \
-	tests/integration/test_table_load_script.py tests/integration/test_table_watch_settlement.py \
-	tests/integration/test_table_replicas.py tests/integration/test_table_settlement.py \
-	tests/integration/test_workers_outbox.py tests/integration/test_workers_settlement.py \
-	tests/integration/test_workers_table_e2e.py tests/integration/test_matchmaking_service.py \
-	tests/integration/test_shared_rates.py tests/integration/test_matchmaking_sdk.py tests/integration/test_hand_table_matchmaking.py \
-	tests/integration/test_matchmaking_slots.py tests/integration/test_matchmaking_stakes.py \
-	tests/integration/test_admin.py::test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconciles \
-	tests/integration/test_workers_chaos.py
-# The TypeScript contract check decodes messages; it says nothing about Redis.
-CLUSTER_PYTEST_ARGS ?= --ignore=tests/integration/tables/test_ts_contract.py
-
+# devkit/run_tests.py: the integration tests and, beside them on servers of their own, the
+# unit and whole-stack tests; then the Redis suites again on a 3-master Redis Cluster the
+# fixtures start (docs/DEVELOPING.md "Redis Cluster"). PYTEST_ARGS: options for every run,
+# or paths to run just those.
 test: install lint ts-proto chromium ## Lint, type-check and run every test against real Redis/PostgreSQL/Celery/gRPC
-	@set +e; $(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5) - treating as an error, not a pass"; fi; \
-	[ $$rc -ne 0 ] && exit $$rc; \
-	echo "== the Redis suites again, on a 3-master Redis Cluster"; \
-	$(BIN)/pytest --redis-cluster $(CLUSTER_SUITES) $(CLUSTER_PYTEST_ARGS)
+	$(PY) -m devkit.run_tests $(PYTEST_ARGS)
 
 lint: install ## the lock against pyproject.toml, ruff, ruff format --check, mypy --strict, import-linter, buf lint + breaking, tsc
 	$(PY) -m devkit.lock --check

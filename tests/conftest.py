@@ -14,6 +14,7 @@ broker does not support Cluster).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import io
 import os
@@ -28,6 +29,7 @@ import pytest
 from hypothesis import settings
 
 from devkit import redis_servers as servers
+from devkit.postgres import temporary_postgres_database
 from tests import backends, containers
 from tests.child_env import use_generous_player_limits
 
@@ -77,6 +79,24 @@ def _with_db(url: str, db: int) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))
 
 
+def _private_servers() -> None:
+    """``KISHPA_TEST_PRIVATE_SERVERS=1``: this run gets a Redis server and a PostgreSQL
+    database of its own, so that it can run beside another on the same machine
+    (``make test`` runs two: devkit/run_tests.py)."""
+    if os.environ.get("KISHPA_TEST_PRIVATE_SERVERS") != "1":
+        return
+    server = servers.start_redis()
+    _STOPS.append(partial(servers.stop_redis, server))
+    os.environ["TEST_REDIS_URL"] = server.url
+    admin = os.environ.get("TEST_DATABASE_URL") or backends.LOCAL_URLS["postgres"]
+    database = contextlib.ExitStack()
+    os.environ["TEST_DATABASE_URL"] = database.enter_context(
+        temporary_postgres_database(admin, prefix="kishpa_run")
+    )
+    _STOPS.append(database.close)
+
+
+_private_servers()
 TEST_DATABASE_URL = _choose("postgres")
 TEST_REDIS_URL = _choose("redis")
 TEST_RABBITMQ_URL = _choose("rabbitmq")

@@ -1,0 +1,103 @@
+"""``make test``'s test run: two pytest processes side by side, then the Redis Cluster run.
+
+Most tests wait (on game clocks, on child processes starting, on a browser), so two runs
+share the machine's two cores well. They must not share servers: the integration tests use
+the machine's PostgreSQL, Redis and RabbitMQ, and the second run (unit tests, the
+end-to-end stacks, and the integration tests that start whole stacks of their own) gets a
+Redis server and a PostgreSQL database of its own (``KISHPA_TEST_PRIVATE_SERVERS``,
+tests/conftest.py). The first run's output streams; the second's is printed when it ends.
+Then the Redis suites run again on a 3-master Redis Cluster (``--redis-cluster``).
+
+``python -m devkit.run_tests [PYTEST ARGS...]``: options are passed to every run; with a
+path among them, only that one pytest run is made (no split, no cluster run).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PYTEST = [sys.executable, "-m", "pytest"]
+OWN_SERVERS = [
+    "tests/unit",
+    "tests/e2e",
+    "tests/integration/test_round_archive_e2e.py",
+    "tests/integration/test_wallet_finance_e2e.py",
+    "tests/integration/test_wallet_month_close_e2e.py",
+]
+"""What runs beside the integration tests: nothing here touches the machine's servers."""
+
+CLUSTER_SUITES = [
+    "tests/integration/tables",
+    "tests/integration/test_table_store.py",
+    "tests/integration/test_table_load_script.py",
+    "tests/integration/test_table_watch_settlement.py",
+    "tests/integration/test_table_replicas.py",
+    "tests/integration/test_table_settlement.py",
+    "tests/integration/test_workers_outbox.py",
+    "tests/integration/test_workers_settlement.py",
+    "tests/integration/test_workers_table_e2e.py",
+    "tests/integration/test_matchmaking_service.py",
+    "tests/integration/test_shared_rates.py",
+    "tests/integration/test_matchmaking_sdk.py",
+    "tests/integration/test_hand_table_matchmaking.py",
+    "tests/integration/test_matchmaking_slots.py",
+    "tests/integration/test_matchmaking_stakes.py",
+    "tests/integration/test_admin.py::test_closing_a_stuck_table_refunds_the_bowl_to_who_paid_it_and_reconciles",
+    "tests/integration/test_workers_chaos.py",
+    # The TypeScript contract check decodes messages; it says nothing about Redis.
+    "--ignore=tests/integration/tables/test_ts_contract.py",
+]
+"""The Redis suites (tables, matchmaking, workers), run again on a Redis Cluster the
+fixtures start; their Celery broker stays on the single node (docs/DEVELOPING.md)."""
+
+LOG = Path("var/test-own-servers.log")
+
+
+def verdict(name: str, code: int) -> bool:
+    """Whether a run passed; pytest's exit code 5 (it collected nothing) is said as such."""
+    if code == 5:
+        print(f"{name}: pytest collected no tests (exit 5): an error, not a pass")
+    elif code != 0:
+        print(f"{name}: failed (pytest exit code {code})")
+    return code == 0
+
+
+def side_by_side(options: list[str]) -> bool:
+    """The integration tests and the rest at once; True when both pass."""
+    LOG.parent.mkdir(exist_ok=True)
+    ignored = [f"--ignore={path}" for path in OWN_SERVERS]
+    with LOG.open("w") as log:
+        own = subprocess.Popen(
+            [*PYTEST, *options, "-o", "cache_dir=.pytest_cache/own-servers", *OWN_SERVERS],
+            env={**os.environ, "KISHPA_TEST_PRIVATE_SERVERS": "1"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        started = time.monotonic()
+        shared = subprocess.run([*PYTEST, *options, "tests", *ignored], check=False).returncode
+        print(f"== the integration tests ended after {time.monotonic() - started:.0f} s;")
+        print(f"== the unit and whole-stack tests (on servers of their own, {LOG}):", flush=True)
+        own_code = own.wait()
+    print(LOG.read_text(), end="", flush=True)
+    passed_shared = verdict("the integration tests", shared)
+    passed_own = verdict("the unit and whole-stack tests", own_code)
+    return passed_shared and passed_own
+
+
+def main(argv: list[str]) -> int:
+    if any(Path(a.split("::")[0]).exists() for a in argv if not a.startswith("-")):
+        code = subprocess.run([*PYTEST, *argv], check=False).returncode
+        return 0 if verdict("pytest", code) else code
+    if not side_by_side(argv):
+        return 1
+    print("== the Redis suites again, on a 3-master Redis Cluster", flush=True)
+    cluster = subprocess.run([*PYTEST, *argv, "--redis-cluster", *CLUSTER_SUITES], check=False)
+    return 0 if verdict("the Redis Cluster run", cluster.returncode) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
