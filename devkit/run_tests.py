@@ -72,7 +72,7 @@ def side_by_side(options: list[str]) -> bool:
     ignored = [f"--ignore={path}" for path in OWN_SERVERS]
     with LOG.open("w") as log:
         own = subprocess.Popen(
-            [*PYTEST, *options, "-o", "cache_dir=.pytest_cache/own-servers", *OWN_SERVERS],
+            [*PYTEST, *options, "-p", "no:cacheprovider", *OWN_SERVERS],
             env={**os.environ, "KISHPA_TEST_PRIVATE_SERVERS": "1"},
             stdout=log,
             stderr=subprocess.STDOUT,
