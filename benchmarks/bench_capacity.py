@@ -54,7 +54,13 @@ sys.path.insert(0, str(ROOT))
 import grpc  # noqa: E402
 from redis.asyncio import Redis  # noqa: E402
 
-from benchmarks._common import cpu_seconds, free_port, pct, wait_serving  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    cpu_seconds,
+    free_port,
+    pct,
+    thread_cpu_seconds,
+    wait_serving,
+)
 from kishpa.common.v1 import common_pb2  # noqa: E402
 from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
 from sdk import table_settings  # noqa: E402
@@ -73,6 +79,7 @@ def _capped(samples: list[float], rng: random.Random) -> list[float]:
 
 KEPT_METRICS = (
     "kishpa_table_gc_pause",
+    "kishpa_table_gc_cpu",
     "kishpa_table_fanout",
     "kishpa_table_watchers",
     "kishpa_table_state_cache_total",
@@ -523,9 +530,14 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             gen.stdin.flush()
         await asyncio.sleep(max(0.0, plan["load_at"] - time.time()))
         cpu1 = sum(cpu_seconds(p) for p in pids)
+        threads0 = [thread_cpu_seconds(p) for p in pids]
         commands0 = int((await redis.info("stats"))["total_commands_processed"])
+        profilers = _profile(args, pids)
         await asyncio.sleep(args.seconds)
         load_cpu = sum(cpu_seconds(p) for p in pids) - cpu1
+        by_thread = _thread_deltas(threads0, [thread_cpu_seconds(p) for p in pids])
+        for profiler in profilers:
+            await asyncio.to_thread(profiler.wait)
         commands = int((await redis.info("stats"))["total_commands_processed"]) - commands0
         service_clients = await _service_clients(redis)
         connections_load = len(service_clients)
@@ -598,6 +610,19 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"{100 * max(0.0, idle_cpu - base_cpu) / args.idle_seconds / watchers:.5f}% "
             "per idle watcher"
         )
+        print(
+            "service CPU per action by thread: "
+            + ", ".join(
+                f"{name} {1000 * cpu / max(1, actions):.2f} ms"
+                for name, cpu in sorted(by_thread.items(), key=lambda kv: -kv[1])
+                if cpu > 0
+            )
+        )
+        gc_cpu = _gc_cpu(gc_before, gc_after)
+        print(
+            f"GC CPU during the load: {1000 * gc_cpu / max(1, actions):.3f} ms per action "
+            f"({100 * gc_cpu / max(1e-9, load_cpu):.1f}% of the service's CPU)"
+        )
         print(f"generators' CPU (apart): {100 * gen_cpu / args.seconds:.0f}% of a core")
         print(
             f"redis connections: idle {connections}, load {connections_load} "
@@ -637,6 +662,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                     "action_p99_ms": a99,
                     "fanout_p99_ms": f99,
                     "cpu_ms_per_action": 1000 * load_cpu / max(1, actions),
+                    "cpu_ms_per_action_by_thread": {
+                        name: 1000 * cpu / max(1, actions) for name, cpu in by_thread.items()
+                    },
+                    "gc_cpu_ms_per_action": 1000 * gc_cpu / max(1, actions),
                     "service_cpu_cores": load_cpu / args.seconds,
                     "idle_cpu_cores_per_watcher": max(0.0, idle_cpu - base_cpu)
                     / args.idle_seconds
@@ -660,6 +689,57 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                 process.kill()
         await redis.aclose()
         stop_redis(redis_server)
+
+
+def _profile(args: argparse.Namespace, pids: list[int]) -> list[subprocess.Popen[bytes]]:
+    """py-spy on each service process for the load window (``--profile``): its collapsed
+    stacks, native frames included, go to ``<profile>.<n>.txt`` for
+    ``benchmarks/profile_parts.py``."""
+    if not args.profile:
+        return []
+    spy = Path(sys.executable).with_name("py-spy")
+    return [
+        subprocess.Popen(
+            [
+                str(spy),
+                "record",
+                "--pid",
+                str(pid),
+                "--duration",
+                str(int(args.seconds)),
+                "--rate",
+                str(args.profile_rate),
+                "--format",
+                "raw",
+                "--native",
+                "--threads",
+                "--nolineno",
+                "--output",
+                f"{args.profile}.{n}.txt",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for n, pid in enumerate(pids)
+    ]
+
+
+def _thread_deltas(
+    before: list[dict[str, float]], after: list[dict[str, float]]
+) -> dict[str, float]:
+    """CPU of the load window by kind of thread, summed over the service processes."""
+    out: dict[str, float] = collections.defaultdict(float)
+    for b, a in zip(before, after, strict=True):
+        for name, value in a.items():
+            out[name] += value - b.get(name, 0.0)
+    return dict(out)
+
+
+def _gc_cpu(before: list[dict[str, float]], after: list[dict[str, float]]) -> float:
+    """CPU the service's collections took during the load window (0 from a service that
+    does not report it)."""
+    name = "kishpa_table_gc_cpu_seconds_total"
+    return sum(a.get(name, 0.0) - b.get(name, 0.0) for b, a in zip(before, after, strict=True))
 
 
 def _append_json(path: Path, record: dict[str, Any]) -> None:
@@ -690,6 +770,13 @@ def main() -> None:
     parser.add_argument(
         "--json", default="", help="append each step's per-unit costs to this JSON file"
     )
+    parser.add_argument(
+        "--profile",
+        default="",
+        help="profile each service process during the load with py-spy (installed apart): "
+        "collapsed stacks to <PROFILE>.<n>.txt, for benchmarks/profile_parts.py",
+    )
+    parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples/s")
     parser.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tables", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
