@@ -532,6 +532,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         cpu1 = sum(cpu_seconds(p) for p in pids)
         threads0 = [thread_cpu_seconds(p) for p in pids]
         commands0 = int((await redis.info("stats"))["total_commands_processed"])
+        by_command0 = await _command_calls(redis)
         profilers = _profile(args, pids)
         await asyncio.sleep(args.seconds)
         load_cpu = sum(cpu_seconds(p) for p in pids) - cpu1
@@ -539,6 +540,11 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         for profiler in profilers:
             await asyncio.to_thread(profiler.wait)
         commands = int((await redis.info("stats"))["total_commands_processed"]) - commands0
+        by_command = collections.Counter(await _command_calls(redis))
+        memory_after_load = (
+            int((await redis.info("memory"))["used_memory"]) - memory_before
+        ) / tables
+        by_command.subtract(by_command0)
         service_clients = await _service_clients(redis)
         connections_load = len(service_clients)
         clients = collections.Counter(
@@ -633,8 +639,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             )
         )
         print(
-            f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N); "
-            f"the table's own keys {sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
+            f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N, "
+            f"dealt, before the load), {memory_after_load / 1024:.1f} KiB after the load; "
+            f"the table's own keys after the load "
+            f"{sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
         )
         print(
             "  of which "
@@ -644,7 +652,15 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         )
         print(f"GC of the service during the load: {_gc_summary(gc_before, gc_after)}")
         print(f"actions on a kept state (no read first): {_kept_summary(gc_before, gc_after)}")
-        print(f"redis commands per action: {commands / max(1, actions):.2f}")
+        print(
+            f"redis commands per action: {commands / max(1, actions):.2f} (those run inside "
+            "scripts included); by command: "
+            + ", ".join(
+                f"{name} {n / max(1, actions):.2f}"
+                for name, n in by_command.most_common(8)
+                if n > 0
+            )
+        )
         if args.json:
             # The per-unit costs benchmarks/capacity_model.py turns into fleet sizes.
             _append_json(
@@ -671,6 +687,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                     / args.idle_seconds
                     / watchers,
                     "redis_bytes_per_table": memory_per_table,
+                    "redis_bytes_per_table_after_load": memory_after_load,
                     "redis_key_bytes_per_table": sum(key_bytes) / max(1, len(key_bytes)),
                     "redis_commands_per_action": commands / max(1, actions),
                     "redis_connections_per_process": connections_load / args.processes,
@@ -689,6 +706,16 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                 process.kill()
         await redis.aclose()
         stop_redis(redis_server)
+
+
+async def _command_calls(redis: Redis) -> dict[str, int]:
+    """Calls of each Redis command so far (INFO commandstats; a script's own calls count)."""
+    stats = await redis.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): int(value["calls"])
+        for name, value in stats.items()
+        if isinstance(value, dict)
+    }
 
 
 def _profile(args: argparse.Namespace, pids: list[int]) -> list[subprocess.Popen[bytes]]:

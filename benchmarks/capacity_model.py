@@ -177,7 +177,11 @@ def plan(players: int, c: Costs) -> Plan:
 
 def costs_from_bench(records: list[dict[str, Any]], base: Costs, p99_aim_ms: float) -> Costs:
     """``base`` with the table-service costs of the largest step that met ``p99_aim_ms``
-    (or of the smallest step if none did)."""
+    (or of the smallest step if none did).
+
+    Not its Redis bytes per table: bench_capacity reads them from tables just dealt (a few
+    actions in at most), where an open table holds its current and its previous round;
+    ``base`` keeps bench_redis_per_table's steady state (docs/capacity.md)."""
     batched = [r for r in records if r.get("bench") == "capacity" and r.get("batched", True)]
     if not batched:
         raise ValueError("no batched bench_capacity step in the JSON")
@@ -188,7 +192,6 @@ def costs_from_bench(records: list[dict[str, Any]], base: Costs, p99_aim_ms: flo
         base,
         cpu_ms_per_action=step["cpu_ms_per_action"],
         idle_cores_per_watcher=step["idle_cpu_cores_per_watcher"],
-        redis_bytes_per_table=step["redis_bytes_per_table"],
         redis_commands_per_action=step["redis_commands_per_action"],
         redis_connections_per_process=step["redis_connections_per_process"],
         tables_per_process=tables_per_process or base.tables_per_process,
