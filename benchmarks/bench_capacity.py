@@ -533,6 +533,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         threads0 = [thread_cpu_seconds(p) for p in pids]
         commands0 = int((await redis.info("stats"))["total_commands_processed"])
         by_command0 = await _command_calls(redis)
+        redis_cpu0 = await _redis_cpu(redis)
         profilers = _profile(args, pids)
         await asyncio.sleep(args.seconds)
         load_cpu = sum(cpu_seconds(p) for p in pids) - cpu1
@@ -540,6 +541,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
         for profiler in profilers:
             await asyncio.to_thread(profiler.wait)
         commands = int((await redis.info("stats"))["total_commands_processed"]) - commands0
+        redis_cpu = await _redis_cpu(redis) - redis_cpu0
         by_command = collections.Counter(await _command_calls(redis))
         memory_after_load = (
             int((await redis.info("memory"))["used_memory"]) - memory_before
@@ -661,6 +663,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                 if n > 0
             )
         )
+        print(f"redis CPU per action: {1000 * redis_cpu / max(1, actions):.3f} ms")
         if args.json:
             # The per-unit costs benchmarks/capacity_model.py turns into fleet sizes.
             _append_json(
@@ -690,6 +693,7 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                     "redis_bytes_per_table_after_load": memory_after_load,
                     "redis_key_bytes_per_table": sum(key_bytes) / max(1, len(key_bytes)),
                     "redis_commands_per_action": commands / max(1, actions),
+                    "redis_cpu_ms_per_action": 1000 * redis_cpu / max(1, actions),
                     "redis_connections_per_process": connections_load / args.processes,
                     "errors": len(errors),
                 },
@@ -706,6 +710,12 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                 process.kill()
         await redis.aclose()
         stop_redis(redis_server)
+
+
+async def _redis_cpu(redis: Redis) -> float:
+    """CPU seconds the Redis server has used (INFO cpu: its main thread and the others)."""
+    cpu = await redis.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
 async def _command_calls(redis: Redis) -> dict[str, int]:
