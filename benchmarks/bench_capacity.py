@@ -83,7 +83,9 @@ KEPT_METRICS = (
     "kishpa_table_fanout",
     "kishpa_table_watchers",
     "kishpa_table_state_cache_total",
+    "kishpa_grpc_server_handling_seconds_bucket",
 )
+ACTION_METHODS = ('grpc_method="Draw"', 'grpc_method="Discard"', 'grpc_method="DeclineReveal"')
 
 
 def _metrics(port: int) -> dict[str, float]:
@@ -124,6 +126,30 @@ def _gc_summary(before: list[dict[str, float]], after: list[dict[str, float]]) -
         f"{count:.0f} pauses, {1000 * total:.0f} ms in all, {count - under_50ms:.0f} over 50 ms; "
         f"longest since start {1000 * longest:.1f} ms"
     )
+
+
+def _handling_p99(before: list[dict[str, float]], after: list[dict[str, float]]) -> str:
+    """The 50th and 99th percentiles of the actions' time inside the service (from the
+    handler's start, its interceptors included, to its end; bucket bounds of
+    ``kishpa_grpc_server_handling_seconds``) during the load window: what the client sees
+    beyond it waited before a handler ran (grpc's queue of calls not yet picked up, the
+    event loop) or on the way."""
+    buckets: dict[float, float] = collections.defaultdict(float)
+    for b, a in zip(before, after, strict=True):
+        for name, value in a.items():
+            if name.startswith("kishpa_grpc_server_handling_seconds_bucket") and any(
+                m in name for m in ACTION_METHODS
+            ):
+                le = name.partition('le="')[2].partition('"')[0]
+                buckets[float(le)] += value - b.get(name, 0.0)
+    total = buckets.get(float("inf"), 0.0)
+    if not total:
+        return "not reported"
+    out = []
+    for q in (0.5, 0.99):
+        bound = min(k for k, n in buckets.items() if n >= q * total)
+        out.append("over 60 s" if bound == float("inf") else f"<= {1000 * bound:g} ms")
+    return f"p50 {out[0]}, p99 {out[1]}"
 
 
 # ---- the load generator (a child process) ---------------------------------------------
@@ -653,6 +679,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             )
         )
         print(f"GC of the service during the load: {_gc_summary(gc_before, gc_after)}")
+        print(
+            "actions inside the service (handler start to end): "
+            + _handling_p99(gc_before, gc_after)
+        )
         print(f"actions on a kept state (no read first): {_kept_summary(gc_before, gc_after)}")
         print(
             f"redis commands per action: {commands / max(1, actions):.2f} (those run inside "
