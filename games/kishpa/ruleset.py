@@ -6,8 +6,8 @@ an ``if`` for a ruling anywhere else.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
