@@ -16,12 +16,21 @@ four watchers are spread over them, so any process serves any table):
    latency is the RPC's round trip; fan-out latency is the time from the event's stream id
    (Redis' clock at XADD) to its arrival at each watcher.
 
-Per step it prints actions/s, action and fan-out p50/p99, service CPU per action and per idle
-watcher, Redis connections, Redis memory per table (``used_memory`` growth / N: keys *and*
-connection buffers), GC pauses of the service (its ``kishpa_table_gc_pause_*`` metrics), the
-actions computed on a state the service kept (``kishpa_table_state_cache_total``), the
-generators' own CPU (reported apart: they share the 2 cores), and a baseline measured in the
-same run: Redis PING round trips (p50/p99) before the step.
+Per step it prints actions/s, action and fan-out p50/p99, the actions' time inside the service
+(its handler histogram: the rest of the client's time waited before a handler ran), service
+CPU per action and per idle watcher, Redis connections, Redis memory per table
+(``used_memory`` growth / N: keys *and* connection buffers; tables just dealt, and again after
+the load), GC pauses of the service and the collections' CPU (its ``kishpa_table_gc_*``
+metrics), the actions computed on a state the service kept
+(``kishpa_table_state_cache_total``), Redis commands (by command, a script's own included)
+and Redis CPU per action, the generators' own CPU (reported apart: they share the 2 cores),
+and a baseline measured in the same run: Redis PING round trips (p50/p99) before the step.
+
+Costs are per action the service *committed* in the load window
+(``kishpa_table_commits_total``): a service that cannot keep up finishes the generators'
+actions after the window, and its window's CPU spread over the actions made would read low.
+Its CPU is also given per thread (the event loop, grpc's threads; ``/proc``), and
+``--profile PREFIX`` records its stacks with py-spy for ``benchmarks/profile_parts.py``.
 
     .venv/bin/python benchmarks/bench_capacity.py --steps 250,500,1000,2000 --seconds 45
 

@@ -45,13 +45,13 @@ class Costs:
     idle_cores_per_watcher: float = 0.0000005
     tables_per_process: int = 1000  # the latency aim (p99 <= 50 ms) held up to here
     redis_bytes_per_table: float = 50.3 * 1024  # bench_redis_per_table.py: open table, 2 rounds
-    # Every command Redis runs, a script's own included (bench_capacity, 1,000 tables: 12-18,
-    # about 1.3 of them the client's round trips; docs/BENCHMARKS.md, issue 34).
-    redis_commands_per_action: float = 16.0
+    # Every command Redis runs per action committed, a script's own included (bench_capacity,
+    # 1,000 tables: 22; 1.7 of them the client's round trips; docs/BENCHMARKS.md, issue 34).
+    redis_commands_per_action: float = 22.0
     redis_connections_per_process: float = 23.0
     # Redis Cluster shard budget (a primary plus its replica): memory an estimate to re-measure;
-    # commands what one Redis core ran (0.11-0.14 ms of Redis CPU for 12-18 commands an
-    # action, measured on a loaded machine: re-measure on the production instance type).
+    # commands what one Redis core ran (0.18-0.20 ms of Redis CPU for 22 commands an action,
+    # measured on a loaded machine: re-measure on the production instance type).
     shard_memory_bytes: float = 8 * 1024**3
     shard_commands_per_s: float = 120_000.0
     # Wallet (bench_wallet): the wallet process's CPU per batch; one ledger primary's batches/s.
