@@ -63,3 +63,20 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """User + system CPU time of each thread of a process, by kind: ``main`` (the thread
+    the process started with: an asyncio service's event loop) and the others by their
+    kernel name (grpc's C-core threads name themselves; Python threads are ``python``)."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            name = "main" if task.name == str(pid) else (task / "comm").read_text().strip()
+        except OSError:
+            continue  # the thread ended meanwhile
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf(
+            "SC_CLK_TCK"
+        )
+    return out

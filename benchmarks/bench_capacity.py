@@ -16,12 +16,21 @@ four watchers are spread over them, so any process serves any table):
    latency is the RPC's round trip; fan-out latency is the time from the event's stream id
    (Redis' clock at XADD) to its arrival at each watcher.
 
-Per step it prints actions/s, action and fan-out p50/p99, service CPU per action and per idle
-watcher, Redis connections, Redis memory per table (``used_memory`` growth / N: keys *and*
-connection buffers), GC pauses of the service (its ``kishpa_table_gc_pause_*`` metrics), the
-actions computed on a state the service kept (``kishpa_table_state_cache_total``), the
-generators' own CPU (reported apart: they share the 2 cores), and a baseline measured in the
-same run: Redis PING round trips (p50/p99) before the step.
+Per step it prints actions/s, action and fan-out p50/p99, the actions' time inside the service
+(its handler histogram: the rest of the client's time waited before a handler ran), service
+CPU per action and per idle watcher, Redis connections, Redis memory per table
+(``used_memory`` growth / N: keys *and* connection buffers; tables just dealt, and again after
+the load), GC pauses of the service and the collections' CPU (its ``kishpa_table_gc_*``
+metrics), the actions computed on a state the service kept
+(``kishpa_table_state_cache_total``), Redis commands (by command, a script's own included)
+and Redis CPU per action, the generators' own CPU (reported apart: they share the 2 cores),
+and a baseline measured in the same run: Redis PING round trips (p50/p99) before the step.
+
+Costs are per action the service *committed* in the load window
+(``kishpa_table_commits_total``): a service that cannot keep up finishes the generators'
+actions after the window, and its window's CPU spread over the actions made would read low.
+Its CPU is also given per thread (the event loop, grpc's threads; ``/proc``), and
+``--profile PREFIX`` records its stacks with py-spy for ``benchmarks/profile_parts.py``.
 
     .venv/bin/python benchmarks/bench_capacity.py --steps 250,500,1000,2000 --seconds 45
 
@@ -54,7 +63,13 @@ sys.path.insert(0, str(ROOT))
 import grpc  # noqa: E402
 from redis.asyncio import Redis  # noqa: E402
 
-from benchmarks._common import cpu_seconds, free_port, pct, wait_serving  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    cpu_seconds,
+    free_port,
+    pct,
+    thread_cpu_seconds,
+    wait_serving,
+)
 from kishpa.common.v1 import common_pb2  # noqa: E402
 from kishpa.table.v1 import table_pb2, table_pb2_grpc  # noqa: E402
 from sdk import table_settings  # noqa: E402
@@ -73,10 +88,14 @@ def _capped(samples: list[float], rng: random.Random) -> list[float]:
 
 KEPT_METRICS = (
     "kishpa_table_gc_pause",
+    "kishpa_table_gc_cpu",
     "kishpa_table_fanout",
     "kishpa_table_watchers",
     "kishpa_table_state_cache_total",
+    "kishpa_grpc_server_handling_seconds_bucket",
+    "kishpa_table_commits_total",
 )
+ACTION_METHODS = ('grpc_method="Draw"', 'grpc_method="Discard"', 'grpc_method="DeclineReveal"')
 
 
 def _metrics(port: int) -> dict[str, float]:
@@ -117,6 +136,30 @@ def _gc_summary(before: list[dict[str, float]], after: list[dict[str, float]]) -
         f"{count:.0f} pauses, {1000 * total:.0f} ms in all, {count - under_50ms:.0f} over 50 ms; "
         f"longest since start {1000 * longest:.1f} ms"
     )
+
+
+def _handling_p99(before: list[dict[str, float]], after: list[dict[str, float]]) -> str:
+    """The 50th and 99th percentiles of the actions' time inside the service (from the
+    handler's start, its interceptors included, to its end; bucket bounds of
+    ``kishpa_grpc_server_handling_seconds``) during the load window: what the client sees
+    beyond it waited before a handler ran (grpc's queue of calls not yet picked up, the
+    event loop) or on the way."""
+    buckets: dict[float, float] = collections.defaultdict(float)
+    for b, a in zip(before, after, strict=True):
+        for name, value in a.items():
+            if name.startswith("kishpa_grpc_server_handling_seconds_bucket") and any(
+                m in name for m in ACTION_METHODS
+            ):
+                le = name.partition('le="')[2].partition('"')[0]
+                buckets[float(le)] += value - b.get(name, 0.0)
+    total = buckets.get(float("inf"), 0.0)
+    if not total:
+        return "not reported"
+    out = []
+    for q in (0.5, 0.99):
+        bound = min(k for k, n in buckets.items() if n >= q * total)
+        out.append("over 60 s" if bound == float("inf") else f"<= {1000 * bound:g} ms")
+    return f"p50 {out[0]}, p99 {out[1]}"
 
 
 # ---- the load generator (a child process) ---------------------------------------------
@@ -522,11 +565,26 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             gen.stdin.write(json.dumps(plan) + "\n")
             gen.stdin.flush()
         await asyncio.sleep(max(0.0, plan["load_at"] - time.time()))
+        window0 = [_metrics(m) for _, m in services]
         cpu1 = sum(cpu_seconds(p) for p in pids)
+        threads0 = [thread_cpu_seconds(p) for p in pids]
         commands0 = int((await redis.info("stats"))["total_commands_processed"])
+        by_command0 = await _command_calls(redis)
+        redis_cpu0 = await _redis_cpu(redis)
+        profilers = _profile(args, pids)
         await asyncio.sleep(args.seconds)
         load_cpu = sum(cpu_seconds(p) for p in pids) - cpu1
+        committed = _committed(window0, [_metrics(m) for _, m in services])
+        by_thread = _thread_deltas(threads0, [thread_cpu_seconds(p) for p in pids])
+        for profiler in profilers:
+            await asyncio.to_thread(profiler.wait)
         commands = int((await redis.info("stats"))["total_commands_processed"]) - commands0
+        redis_cpu = await _redis_cpu(redis) - redis_cpu0
+        by_command = collections.Counter(await _command_calls(redis))
+        memory_after_load = (
+            int((await redis.info("memory"))["used_memory"]) - memory_before
+        ) / tables
+        by_command.subtract(by_command0)
         service_clients = await _service_clients(redis)
         connections_load = len(service_clients)
         clients = collections.Counter(
@@ -590,13 +648,34 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             f"{sum(r['messages'] for r in reports)} stream messages "
             f"({sum(r['messages'] for r in reports) / max(1, actions):.1f} per action)"
         )
+        # Per action the service committed in the window: one that cannot keep up finishes
+        # the generators' actions after it, and its CPU then would be spread over actions
+        # it has not done yet.
+        per_action = load_cpu / max(1, committed)
+        print(
+            f"actions committed by the service in the load window: {committed} "
+            f"({committed / max(1, actions):.2f} of the actions made)"
+        )
         print(
             f"service CPU: load {100 * load_cpu / args.seconds:.0f}% of a core, "
-            f"{1000 * load_cpu / max(1, actions):.2f} ms per action; idle "
+            f"{1000 * per_action:.2f} ms per action committed; idle "
             f"{100 * idle_cpu / args.idle_seconds:.2f}% of a core with the watchers, "
             f"{100 * base_cpu / args.idle_seconds:.2f}% without = "
             f"{100 * max(0.0, idle_cpu - base_cpu) / args.idle_seconds / watchers:.5f}% "
             "per idle watcher"
+        )
+        print(
+            "service CPU per action by thread: "
+            + ", ".join(
+                f"{name} {1000 * cpu / max(1, committed):.2f} ms"
+                for name, cpu in sorted(by_thread.items(), key=lambda kv: -kv[1])
+                if cpu > 0
+            )
+        )
+        gc_cpu = _gc_cpu(gc_before, gc_after)
+        print(
+            f"GC CPU during the load: {1000 * gc_cpu / max(1, committed):.3f} ms per action "
+            f"({100 * gc_cpu / max(1e-9, load_cpu):.1f}% of the service's CPU)"
         )
         print(f"generators' CPU (apart): {100 * gen_cpu / args.seconds:.0f}% of a core")
         print(
@@ -608,8 +687,10 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             )
         )
         print(
-            f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N); "
-            f"the table's own keys {sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
+            f"redis memory per table: {memory_per_table / 1024:.1f} KiB (used_memory growth / N, "
+            f"dealt, before the load), {memory_after_load / 1024:.1f} KiB after the load; "
+            f"the table's own keys after the load "
+            f"{sum(key_bytes) / max(1, len(key_bytes)) / 1024:.1f} KiB"
         )
         print(
             "  of which "
@@ -618,8 +699,21 @@ async def step(args: argparse.Namespace, tables: int) -> None:
             )
         )
         print(f"GC of the service during the load: {_gc_summary(gc_before, gc_after)}")
+        print(
+            "actions inside the service (handler start to end): "
+            + _handling_p99(gc_before, gc_after)
+        )
         print(f"actions on a kept state (no read first): {_kept_summary(gc_before, gc_after)}")
-        print(f"redis commands per action: {commands / max(1, actions):.2f}")
+        print(
+            f"redis commands per action: {commands / max(1, committed):.2f} (those run inside "
+            "scripts included); by command: "
+            + ", ".join(
+                f"{name} {n / max(1, committed):.2f}"
+                for name, n in by_command.most_common(8)
+                if n > 0
+            )
+        )
+        print(f"redis CPU per action: {1000 * redis_cpu / max(1, committed):.3f} ms")
         if args.json:
             # The per-unit costs benchmarks/capacity_model.py turns into fleet sizes.
             _append_json(
@@ -636,14 +730,21 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                     "action_p50_ms": a50,
                     "action_p99_ms": a99,
                     "fanout_p99_ms": f99,
-                    "cpu_ms_per_action": 1000 * load_cpu / max(1, actions),
+                    "cpu_ms_per_action": 1000 * per_action,
+                    "actions_committed_in_window": committed,
+                    "cpu_ms_per_action_by_thread": {
+                        name: 1000 * cpu / max(1, committed) for name, cpu in by_thread.items()
+                    },
+                    "gc_cpu_ms_per_action": 1000 * gc_cpu / max(1, committed),
                     "service_cpu_cores": load_cpu / args.seconds,
                     "idle_cpu_cores_per_watcher": max(0.0, idle_cpu - base_cpu)
                     / args.idle_seconds
                     / watchers,
                     "redis_bytes_per_table": memory_per_table,
+                    "redis_bytes_per_table_after_load": memory_after_load,
                     "redis_key_bytes_per_table": sum(key_bytes) / max(1, len(key_bytes)),
-                    "redis_commands_per_action": commands / max(1, actions),
+                    "redis_commands_per_action": commands / max(1, committed),
+                    "redis_cpu_ms_per_action": 1000 * redis_cpu / max(1, committed),
                     "redis_connections_per_process": connections_load / args.processes,
                     "errors": len(errors),
                 },
@@ -660,6 +761,79 @@ async def step(args: argparse.Namespace, tables: int) -> None:
                 process.kill()
         await redis.aclose()
         stop_redis(redis_server)
+
+
+def _committed(before: list[dict[str, float]], after: list[dict[str, float]]) -> int:
+    """Commits the service processes made between two scrapes."""
+    name = 'kishpa_table_commits_total{outcome="committed"}'
+    return int(sum(a.get(name, 0.0) - b.get(name, 0.0) for b, a in zip(before, after, strict=True)))
+
+
+async def _redis_cpu(redis: Redis) -> float:
+    """CPU seconds the Redis server has used (INFO cpu: its main thread and the others)."""
+    cpu = await redis.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+async def _command_calls(redis: Redis) -> dict[str, int]:
+    """Calls of each Redis command so far (INFO commandstats; a script's own calls count)."""
+    stats = await redis.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): int(value["calls"])
+        for name, value in stats.items()
+        if isinstance(value, dict)
+    }
+
+
+def _profile(args: argparse.Namespace, pids: list[int]) -> list[subprocess.Popen[bytes]]:
+    """py-spy on each service process for the load window (``--profile``): its collapsed
+    stacks, native frames included, go to ``<profile>.<n>.txt`` for
+    ``benchmarks/profile_parts.py``."""
+    if not args.profile:
+        return []
+    spy = Path(sys.executable).with_name("py-spy")
+    return [
+        subprocess.Popen(
+            [
+                str(spy),
+                "record",
+                "--pid",
+                str(pid),
+                "--duration",
+                str(int(args.seconds)),
+                "--rate",
+                str(args.profile_rate),
+                "--format",
+                "raw",
+                "--native",
+                "--threads",
+                "--nolineno",
+                "--output",
+                f"{args.profile}.{n}.txt",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for n, pid in enumerate(pids)
+    ]
+
+
+def _thread_deltas(
+    before: list[dict[str, float]], after: list[dict[str, float]]
+) -> dict[str, float]:
+    """CPU of the load window by kind of thread, summed over the service processes."""
+    out: dict[str, float] = collections.defaultdict(float)
+    for b, a in zip(before, after, strict=True):
+        for name, value in a.items():
+            out[name] += value - b.get(name, 0.0)
+    return dict(out)
+
+
+def _gc_cpu(before: list[dict[str, float]], after: list[dict[str, float]]) -> float:
+    """CPU the service's collections took during the load window (0 from a service that
+    does not report it)."""
+    name = "kishpa_table_gc_cpu_seconds_total"
+    return sum(a.get(name, 0.0) - b.get(name, 0.0) for b, a in zip(before, after, strict=True))
 
 
 def _append_json(path: Path, record: dict[str, Any]) -> None:
@@ -690,6 +864,13 @@ def main() -> None:
     parser.add_argument(
         "--json", default="", help="append each step's per-unit costs to this JSON file"
     )
+    parser.add_argument(
+        "--profile",
+        default="",
+        help="profile each service process during the load with py-spy (installed apart): "
+        "collapsed stacks to <PROFILE>.<n>.txt, for benchmarks/profile_parts.py",
+    )
+    parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples/s")
     parser.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tables", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)

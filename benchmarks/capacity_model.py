@@ -45,11 +45,15 @@ class Costs:
     idle_cores_per_watcher: float = 0.0000005
     tables_per_process: int = 1000  # the latency aim (p99 <= 50 ms) held up to here
     redis_bytes_per_table: float = 32.2 * 1024  # bench_redis_per_table.py: open table, 1 round
-    redis_commands_per_action: float = 4.0
+    # Every command Redis runs per action committed, a script's own included (bench_capacity,
+    # 1,000 tables: 22; 1.7 of them the client's round trips; docs/BENCHMARKS.md, issue 34).
+    redis_commands_per_action: float = 22.0
     redis_connections_per_process: float = 23.0
-    # Redis Cluster shard budget (a primary plus its replica): an estimate to re-measure.
+    # Redis Cluster shard budget (a primary plus its replica): memory an estimate to re-measure;
+    # commands what one Redis core ran (0.18-0.20 ms of Redis CPU for 22 commands an action,
+    # measured on a loaded machine: re-measure on the production instance type).
     shard_memory_bytes: float = 8 * 1024**3
-    shard_commands_per_s: float = 50_000.0
+    shard_commands_per_s: float = 120_000.0
     # Wallet (bench_wallet): the wallet process's CPU per batch; one ledger primary's batches/s.
     wallet_cpu_ms_per_batch: float = 2.5
     ledger_batches_per_s: float = 2_000.0  # the aim of issue 25; estimate to re-measure
@@ -177,7 +181,11 @@ def plan(players: int, c: Costs) -> Plan:
 
 def costs_from_bench(records: list[dict[str, Any]], base: Costs, p99_aim_ms: float) -> Costs:
     """``base`` with the table-service costs of the largest step that met ``p99_aim_ms``
-    (or of the smallest step if none did)."""
+    (or of the smallest step if none did).
+
+    Not its Redis bytes per table: bench_capacity reads them from tables just dealt (a few
+    actions in at most), where an open table holds its current and its previous round;
+    ``base`` keeps bench_redis_per_table's steady state (docs/capacity.md)."""
     batched = [r for r in records if r.get("bench") == "capacity" and r.get("batched", True)]
     if not batched:
         raise ValueError("no batched bench_capacity step in the JSON")
@@ -188,7 +196,6 @@ def costs_from_bench(records: list[dict[str, Any]], base: Costs, p99_aim_ms: flo
         base,
         cpu_ms_per_action=step["cpu_ms_per_action"],
         idle_cores_per_watcher=step["idle_cpu_cores_per_watcher"],
-        redis_bytes_per_table=step["redis_bytes_per_table"],
         redis_commands_per_action=step["redis_commands_per_action"],
         redis_connections_per_process=step["redis_connections_per_process"],
         tables_per_process=tables_per_process or base.tables_per_process,

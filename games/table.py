@@ -148,8 +148,7 @@ class TableSettings:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> TableSettings:
         # Only known fields: a replica running older code must still read newer tables.
-        texts = {"options", "watch_policy", "invited_watchers", "bot_level"}
-        known = {f.name for f in fields(cls)} - texts
+        known = _SETTINGS_NUMBERS
         numbers = {k: int(v) for k, v in obj.items() if k in known}
         options = {str(k): bool(v) for k, v in obj.get("options", {}).items()}
         return cls(
@@ -159,6 +158,15 @@ class TableSettings:
             invited_watchers=tuple(str(p) for p in obj.get("invited_watchers", ())),
             bot_level=str(obj.get("bot_level", BOT_NORMAL)),
         )
+
+
+_SETTINGS_NUMBERS = frozenset(f.name for f in fields(TableSettings)) - {
+    "options",
+    "watch_policy",
+    "invited_watchers",
+    "bot_level",
+}
+"""The whole-number fields of :class:`TableSettings` (its stored form's other fields are text)."""
 
 
 @dataclass(frozen=True, slots=True)

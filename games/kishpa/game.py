@@ -32,7 +32,7 @@ from games.kishpa.autoplay import AUTOPLAY_TAG, autoplay_action
 from games.kishpa.bowl import completes_streak, contribution, next_streaks, previous_winner_of
 from games.kishpa.errors import IllegalMoveError
 from games.kishpa.payouts import win_payout
-from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict
+from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict, ruleset_from
 from games.kishpa.tiles import face_of
 
 KEPT = "kept"
@@ -121,7 +121,7 @@ class GameState:
 
     @property
     def ruleset(self) -> RuleSet:
-        return RuleSet(**self.rules)
+        return ruleset_from(self.rules)
 
     @property
     def round_in_progress(self) -> bool:

@@ -29,7 +29,7 @@ from games.kishpa.deal import deal_round
 from games.kishpa.errors import IllegalMoveError
 from games.kishpa.group_check import group_kind, is_winning_arrangement
 from games.kishpa.payouts import win_payout
-from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict
+from games.kishpa.ruleset import DEFAULT_RULES, RuleSet, rules_dict, ruleset_from
 from games.kishpa.solver import find_winning_arrangement
 from games.kishpa.tiles import TILE_COUNT, Face, face_of, joker_of
 
@@ -194,7 +194,7 @@ class RoundState:
 
     @property
     def ruleset(self) -> RuleSet:
-        return RuleSet(**self.rules)
+        return ruleset_from(self.rules)
 
     @property
     def kishpa(self) -> Face:

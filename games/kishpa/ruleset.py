@@ -6,6 +6,7 @@ an ``if`` for a ruling anywhere else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
@@ -104,3 +105,19 @@ def rules_dict(rules: RuleSet) -> dict[str, Any]:
 @lru_cache(maxsize=256)
 def _rules_dict(rules: RuleSet) -> dict[str, Any]:
     return asdict(rules)
+
+
+def ruleset_from(rules: Mapping[str, Any]) -> RuleSet:
+    """``RuleSet(**rules)``: the stored form read back. The rules read it many times an action
+    and a frozen dataclass of 30-odd fields is slow to build, so one value is kept per stored
+    form (a rule set is immutable; an invalid one raises as it would, and is never kept)."""
+    try:
+        # The values' types are part of the key: 1 and True are equal keys, not equal rules.
+        return _ruleset(tuple(rules.items()), tuple(map(type, rules.values())))
+    except TypeError:  # a value that cannot be a key (a list): built, and refused, as before
+        return RuleSet(**rules)
+
+
+@lru_cache(maxsize=256)
+def _ruleset(items: tuple[tuple[str, Any], ...], _types: tuple[type, ...]) -> RuleSet:
+    return RuleSet(**dict(items))

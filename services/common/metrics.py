@@ -44,6 +44,36 @@ class GrpcMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        self._children: dict[str, _MethodMetrics] = {}
+
+    def of(self, method: str) -> _MethodMetrics:
+        """The metrics of one method (``/pkg.Service/Method``), looked up once: ``labels()``
+        checks and hashes its values on every call, a dict lookup does not."""
+        children = self._children.get(method)
+        if children is None:
+            children = self._children[method] = _MethodMetrics(self, *split_method(method))
+        return children
+
+
+class _MethodMetrics:
+    """One method's children of the :class:`GrpcMetrics` families."""
+
+    __slots__ = ("_handled", "_labels", "_metrics", "handling_seconds", "in_flight", "started")
+
+    def __init__(self, metrics: GrpcMetrics, service: str, name: str) -> None:
+        self._metrics = metrics
+        self._labels = (service, name)
+        self.started = metrics.started.labels(service, name)
+        self.in_flight = metrics.in_flight.labels(service, name)
+        self.handling_seconds = metrics.handling_seconds.labels(service, name)
+        self._handled: dict[str, Counter] = {}
+
+    def handled(self, code: str) -> Counter:
+        """The completed-calls counter of a status code."""
+        child = self._handled.get(code)
+        if child is None:
+            child = self._handled[code] = self._metrics.handled.labels(*self._labels, code)
+        return child
 
 
 _default: GrpcMetrics | None = None
@@ -85,9 +115,9 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
     async def _measured(
         self, method: str, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[None]:
-        service, name = split_method(method)
-        self._metrics.started.labels(service, name).inc()
-        in_flight = self._metrics.in_flight.labels(service, name)
+        metrics = self._metrics.of(method)
+        metrics.started.inc()
+        in_flight = metrics.in_flight
         in_flight.inc()
         began = time.perf_counter()
         code: grpc.StatusCode | None = None
@@ -106,10 +136,8 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             code = context.code()
         finally:
             in_flight.dec()
-            self._metrics.handled.labels(service, name, _code_name(code)).inc()
-            self._metrics.handling_seconds.labels(service, name).observe(
-                time.perf_counter() - began
-            )
+            metrics.handled(_code_name(code)).inc()
+            metrics.handling_seconds.observe(time.perf_counter() - began)
 
 
 def _code_name(code: Any) -> str:

@@ -360,11 +360,14 @@ class TableCore:
         service acting for a player, which must never see his hand).
         """
         check_request_id(request_id)
+        built: list[tuple[Transition, Table]] = []
 
         def build(snapshot: Snapshot) -> Transition:
             table = Table.from_dict(snapshot.state)
             step, result = compute(table)
-            return self._transition(table, step, answer_of(result))
+            transition = self._transition(table, step, answer_of(result))
+            built[:] = [(transition, table)]
+            return transition
 
         try:
             committed = await self.store.transact(
@@ -374,7 +377,11 @@ class TableCore:
             raise TableNotFoundError(f"no table {table_id!r}", "TABLE_NOT_FOUND") from None
         await self._after_commit(table_id, committed)
         committed = await self._seed_balances(table_id, committed)
-        return await self._answer(player_id if viewer is None else viewer, table_id, committed)
+        # The table the committed transition was built from is the view's source as it is:
+        # read back from the transition's state it would be the same table, parsed again.
+        table = built[0][1] if built and built[0][0] is committed.transition else None
+        viewer = player_id if viewer is None else viewer
+        return await self._answer(viewer, table_id, committed, table)
 
     async def _seed_balances(self, table_id: str, committed: Committed) -> Committed:
         """Read the wallet balances of the players this commit seated into the table's
@@ -424,7 +431,11 @@ class TableCore:
                     phase=phase.phase,
                 )
 
-    async def _answer(self, player_id: str, table_id: str, committed: Committed) -> ActResult:
+    async def _answer(
+        self, player_id: str, table_id: str, committed: Committed, table: Table | None = None
+    ) -> ActResult:
+        """The caller's answer to a commit; ``table``: the table ``committed.transition`` was
+        built from, when the caller has it (else it is read from the transition's state)."""
         answer = json.loads(committed.answer) if committed.answer else {}
         if committed.replayed:
             check_same_request(answer)
@@ -434,7 +445,8 @@ class TableCore:
             # just before this commit's first event (the commit was atomic at this version),
             # so a client watching from the answer also receives what its own call did: its
             # `dealt` when its join or start dealt the round, the tile it drew...
-            table = Table.from_dict(committed.transition.state)
+            if table is None:
+                table = Table.from_dict(committed.transition.state)
             before = just_before(committed.first_event_id or event_id)
             view = self._view_of(
                 table, player_id, committed.version, before, committed.balances or {}

@@ -54,6 +54,11 @@ GC_PAUSE_MAX = Gauge(
     "kishpa_table_gc_pause_max_seconds",
     "The longest garbage-collection pause of this process so far.",
 )
+GC_CPU = Counter(
+    "kishpa_table_gc_cpu_seconds",
+    "CPU time of this process's garbage collections (the thread's, not the wall clock: "
+    "a pause on a busy machine also waits for the core).",
+)
 STATE_CACHE = Counter(
     "kishpa_table_state_cache",
     "Actions computed on the state this process last committed for the table (no read "

@@ -20,6 +20,7 @@ from services.table.engine import Action, TableSettings
 from services.table.history import History, personal
 from services.table.round_record import round_record
 from services.table.service import ActResult, Tables
+from services.table.watch_responses import WatchResponses
 from services.table.wire_enums import DRAW_SOURCE_NAMES, GROUP_KIND_NAMES, RUN_END_NAMES
 
 MAX_TABLE_ID = 64
@@ -65,6 +66,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         self.defaults = defaults or TableSettings()
         self.history = history
         self.convert = Converter(tables.face)
+        self.responses = WatchResponses(self.convert)
 
     def _view(self, result: ActResult) -> table_pb2.TableView:
         return self.convert.view(result.view)
@@ -356,13 +358,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         game = await self.tables.game_of(table_id)
         watch = self.tables.watch_batches(player_id, table_id, request.after_event_id)
         async for batch in watch:
-            converted = (self.convert.shared_event(game, table_id, s) for s in batch)
-            events = [e for e in converted if e is not None]
-            if request.batched:
-                if events:
-                    yield table_pb2.WatchTableResponse(events=events)
-            else:
-                for event in events:
-                    yield table_pb2.WatchTableResponse(event=event)
+            responses = self.responses.of(game, table_id, batch, request.batched)
+            for response in responses:
+                yield response
             # Hold nothing of this batch while waiting for the next (see watch_batches).
-            del batch, converted, events
+            del batch, responses

@@ -96,5 +96,7 @@ def test_the_bench_step_used_is_the_largest_that_met_the_latency_aim() -> None:
     assert costs.tables_per_process == 1000
     assert costs.redis_commands_per_action == 3.5
     assert costs.wallet_cpu_ms_per_batch == COSTS.wallet_cpu_ms_per_batch  # not from this bench
+    # A table just dealt is not an open table's steady state (bench_redis_per_table's).
+    assert costs.redis_bytes_per_table == COSTS.redis_bytes_per_table != 12_000.0
     with pytest.raises(ValueError, match="no batched"):
         costs_from_bench([records[2]], COSTS, p99_aim_ms=50.0)

@@ -338,3 +338,51 @@ def test_watchers_of_a_table_share_one_conversion_per_form_of_an_entry() -> None
     # The two games share entry ids (each table's stream is its own): per table and entry.
     assert max(shared.converted.values()) <= 2 * len(kishpa_games())
     assert sum(shared.converted.values()) < deliveries / 2
+
+
+def test_watchers_of_a_table_share_the_messages_of_a_batch_and_receive_what_they_would_alone() -> (
+    None
+):
+    """Batches of whole games as four seats and a spectator are sent them: the messages are
+    byte for byte what each watcher's own conversion makes (one batched message, or one per
+    event), and the same objects for the watchers that see the same form of a batch (the
+    same entries, with the same private parts shown)."""
+    from services.table.convert import Converter
+    from services.table.watch_responses import WatchResponses
+
+    shared = WatchResponses(Converter(lambda _game, tile_id: kishpa_face(tile_id)))
+    alone = Converter(lambda _game, tile_id: kishpa_face(tile_id))
+    checked = reused = private_forms = 0
+    for table_no, events in enumerate(kishpa_games()):
+        entries = _stored(list(events))
+        for start in range(0, len(entries), 3):  # batches of 3 entries, as a commit makes
+            batch = entries[start : start + 3]
+            for batched in (True, False):
+                first: dict[tuple[object, ...], list[table_pb2.WatchTableResponse]] = {}
+                for viewer in VIEWERS:
+                    seen = [e.event.for_viewer(viewer) for e in batch]
+                    visible = [
+                        StoredEvent(e.id, v)
+                        for e, v in zip(batch, seen, strict=True)
+                        if v is not None
+                    ]
+                    got = shared.of("kishpa", f"t{table_no}", visible, batched)
+                    own = [alone.event("kishpa", s) for s in visible]
+                    messages = [m for m in own if m is not None]
+                    if batched:
+                        want = [table_pb2.WatchTableResponse(events=messages)] if messages else []
+                    else:
+                        want = [table_pb2.WatchTableResponse(event=m) for m in messages]
+                    wire = b"|".join(r.SerializeToString() for r in got)
+                    assert wire == b"|".join(r.SerializeToString() for r in want)
+                    checked += 1
+                    # The form of the batch this watcher sees: which private parts it shows.
+                    form = tuple((v.id, v.event.private_data is not None) for v in visible)
+                    if form in first:
+                        assert all(a is b for a, b in zip(got, first[form], strict=True))
+                        reused += 1
+                    else:
+                        first[form] = got
+                private_forms += len(first) > 1
+    assert private_forms > 0, "no batch showed a seat a private part"
+    assert reused > checked / 2
