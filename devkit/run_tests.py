@@ -22,13 +22,14 @@ from pathlib import Path
 
 PYTEST = [sys.executable, "-m", "pytest"]
 OWN_SERVERS = [
-    "tests/unit",
     "tests/e2e",
     "tests/integration/test_round_archive_e2e.py",
     "tests/integration/test_wallet_finance_e2e.py",
     "tests/integration/test_wallet_month_close_e2e.py",
+    "tests/unit",
 ]
-"""What runs beside the integration tests: nothing here touches the machine's servers."""
+"""What runs beside the integration tests: nothing here touches the machine's servers. The
+unit tests come last, as in a whole run (one leaves Celery thinking it runs in a task)."""
 
 CLUSTER_SUITES = [
     "tests/integration/tables",

@@ -9,6 +9,7 @@ service's own gRPC bot players.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -19,13 +20,15 @@ import pytest
 from kishpa.table.v1 import table_pb2, table_pb2_grpc
 from kishpa.wallet.v1 import wallet_pb2
 from services.common.auth import TokenAuthority, bearer_metadata
-from shared import keys, stream
+from shared import keys
 from tests.integration.workers_support import (
     STARTING_TOKENS,
+    TableHistory,
     wait_for,
 )
 from tests.reference_settlement import kishpa_movements
 from tests.support.settled_games import TOKEN_SECRET, play_two_round_game, settlement_stack
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -38,7 +41,7 @@ async def _watched_settlements(port: int, table_id: str, player: str) -> list[ta
         stream = stub.WatchTable(
             table_pb2.WatchTableRequest(table_id=table_id),
             metadata=bearer_metadata(token),
-            timeout=30,
+            timeout=180,
         )
         return [
             response.event
@@ -55,7 +58,13 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
         suffix = uuid.uuid4().hex[:8]
         players = [f"{name}-{suffix}" for name in ("ann", "bob", "cat")]
         stack.creators.append(players[0])
-        table_id = await play_two_round_game(port, players, stack.tables)
+        # Redis keeps only live play (a round's events leave once the next is under way):
+        # the stream's settled events are followed while the game is played.
+        history = TableHistory(client).start()
+        game = asyncio.create_task(play_two_round_game(port, players, stack.tables))
+        await wait_until(lambda: stack.tables, timeout=60, message="the table to exist")
+        watching = asyncio.create_task(_watched_settlements(port, stack.tables[-1], players[0]))
+        table_id = await game
         outbox = {
             k.decode(): json.loads(v) for k, v in client.hgetall(keys.outbox(table_id)).items()
         }
@@ -79,21 +88,16 @@ async def test_a_game_played_through_the_table_service_is_settled_into_the_walle
 
         stored = client.hgetall(keys.balances(table_id))
         assert {k.decode(): int(v) for k, v in stored.items()} == expected
-        settled = [
-            stream.decode(f)
-            for _, f in client.xrange(keys.events(table_id))
-            if f[b"type"] == b"settled"
-        ]
-        assert [(e.round, e.data["phase"]) for e in settled] == [
-            (1, "start"),
-            (1, "end"),
-            (2, "start"),
-            (2, "end"),
-        ]
-        assert settled[-1].data["balances"] == expected
+        await wait_until(
+            lambda: len(history.settled([table_id])) == 4, timeout=30, message="4 settled"
+        )
+        history.stop()
+        phases = ["1:start", "1:end", "2:start", "2:end"]
+        assert history.settled([table_id]) == [(table_id, p) for p in phases]
+        assert history.settled_data(table_id)["2:end"]["balances"] == expected
         # A player following the table receives every settlement through WatchTable: the
         # stream goes on after table_closed until the last phase is settled.
-        watched = await _watched_settlements(port, table_id, players[0])
+        watched = await watching
         assert [(w.round, w.settled.phase) for w in watched] == [
             (1, table_pb2.SETTLEMENT_PHASE_START),
             (1, table_pb2.SETTLEMENT_PHASE_END),
