@@ -1,12 +1,12 @@
-"""``make test``'s test run: two pytest processes side by side, then the Redis Cluster run.
+"""``make test``'s test run: three pytest processes side by side.
 
-Most tests wait (on game clocks, on child processes starting, on a browser), so two runs
+Most tests wait (on game clocks, on child processes starting, on a browser), so several runs
 share the machine's two cores well. They must not share servers: the integration tests use
-the machine's PostgreSQL, Redis and RabbitMQ, and the second run (unit tests, the
-end-to-end stacks, and the integration tests that start whole stacks of their own) gets a
-Redis server and a PostgreSQL database of its own (``KISHPA_TEST_PRIVATE_SERVERS``,
-tests/conftest.py). The first run's output streams; the second's is printed when it ends.
-Then the Redis suites run again on a 3-master Redis Cluster (``--redis-cluster``).
+the machine's PostgreSQL, Redis and RabbitMQ; the unit tests with the end-to-end stacks and
+the integration tests that start whole stacks of their own, and the Redis suites run again
+on a 3-master Redis Cluster (``--redis-cluster``), each get a Redis server and a PostgreSQL
+database of their own (``KISHPA_TEST_PRIVATE_SERVERS``, tests/conftest.py). The first run's
+output streams; the others' are printed when they end.
 
 ``python -m devkit.run_tests [PYTEST ARGS...]``: options are passed to every run; with a
 path among them, only that one pytest run is made (no split, no cluster run).
@@ -55,7 +55,7 @@ CLUSTER_SUITES = [
 """The Redis suites (tables, matchmaking, workers), run again on a Redis Cluster the
 fixtures start; their Celery broker stays on the single node (docs/DEVELOPING.md)."""
 
-LOG = Path("var/test-own-servers.log")
+LOGS = Path("var")
 
 
 def verdict(name: str, code: int) -> bool:
@@ -67,37 +67,48 @@ def verdict(name: str, code: int) -> bool:
     return code == 0
 
 
-def side_by_side(options: list[str]) -> bool:
-    """The integration tests and the rest at once; True when both pass."""
-    LOG.parent.mkdir(exist_ok=True)
+def all_at_once(options: list[str]) -> bool:
+    """The integration tests, and beside them on servers of their own the rest and the
+    Redis Cluster run; True when all three pass."""
+    LOGS.mkdir(exist_ok=True)
+    beside = {
+        "the unit and whole-stack tests": ("whole-stack", OWN_SERVERS),
+        "the Redis Cluster run": ("cluster", ["--redis-cluster", *CLUSTER_SUITES]),
+    }
+    running = {}
+    for name, (short, args) in beside.items():
+        log = LOGS / f"test-{short}.log"
+        with log.open("w") as out:
+            running[name] = (
+                log,
+                subprocess.Popen(
+                    [*PYTEST, *options, "-p", "no:cacheprovider", *args],
+                    env={**os.environ, "KISHPA_TEST_PRIVATE_SERVERS": "1"},
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                ),
+            )
+    started = time.monotonic()
     ignored = [f"--ignore={path}" for path in OWN_SERVERS]
-    with LOG.open("w") as log:
-        own = subprocess.Popen(
-            [*PYTEST, *options, "-p", "no:cacheprovider", *OWN_SERVERS],
-            env={**os.environ, "KISHPA_TEST_PRIVATE_SERVERS": "1"},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        started = time.monotonic()
-        shared = subprocess.run([*PYTEST, *options, "tests", *ignored], check=False).returncode
-        print(f"== the integration tests ended after {time.monotonic() - started:.0f} s;")
-        print(f"== the unit and whole-stack tests (on servers of their own, {LOG}):", flush=True)
-        own_code = own.wait()
-    print(LOG.read_text(), end="", flush=True)
-    passed_shared = verdict("the integration tests", shared)
-    passed_own = verdict("the unit and whole-stack tests", own_code)
-    return passed_shared and passed_own
+    codes = {
+        "the integration tests": subprocess.run(
+            [*PYTEST, *options, "tests", *ignored], check=False
+        ).returncode
+    }
+    print(f"== the integration tests ended after {time.monotonic() - started:.0f} s", flush=True)
+    for name, (log, process) in running.items():
+        codes[name] = process.wait()
+        print(f"== {name} (on servers of their own, {log}):", flush=True)
+        print(log.read_text(), end="", flush=True)
+    passed = [verdict(name, code) for name, code in codes.items()]
+    return all(passed)
 
 
 def main(argv: list[str]) -> int:
     if any(Path(a.split("::")[0]).exists() for a in argv if not a.startswith("-")):
         code = subprocess.run([*PYTEST, *argv], check=False).returncode
         return 0 if verdict("pytest", code) else code
-    if not side_by_side(argv):
-        return 1
-    print("== the Redis suites again, on a 3-master Redis Cluster", flush=True)
-    cluster = subprocess.run([*PYTEST, *argv, "--redis-cluster", *CLUSTER_SUITES], check=False)
-    return 0 if verdict("the Redis Cluster run", cluster.returncode) else 1
+    return 0 if all_at_once(argv) else 1
 
 
 if __name__ == "__main__":
