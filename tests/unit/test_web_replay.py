@@ -5,26 +5,12 @@ the take and undo and the joker release that a bots' deal in the browser test ma
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
+
+from tests.support.node_tests import run_node_test
 
 pytestmark = pytest.mark.unit
 
-WEB = Path(__file__).resolve().parents[2] / "web"
-
 
 def test_the_replay_folds_every_kind_of_move_as_the_fairness_rules_read_it() -> None:
-    if shutil.which("node") is None or not (WEB / "test" / "dist" / "replay.mjs").exists():
-        pytest.skip("the web client is not built (make web)")
-    run = subprocess.run(
-        ["node", "--test", "test/replay.test.mjs"],
-        cwd=WEB,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "# fail 0" in run.stdout
+    run_node_test("replay")
