@@ -195,6 +195,17 @@ def best_melds(
     return [ids for ids, _kind in specs], value
 
 
+def most_valuable_melds(
+    hand: Sequence[int],
+    rules: RuleSet,
+    *,
+    keep: int = 1,
+    node_limit: int = DEFAULT_NODE_LIMIT,
+) -> tuple[list[KindedMeld], int]:
+    """The disjoint melds worth the most (then laying the most cards), and their value."""
+    return _choose(hand, rules, keep, None, node_limit, by_value=True)
+
+
 def best_opening_specs(
     hand: Sequence[int],
     rules: RuleSet,
@@ -253,4 +264,5 @@ __all__ = [
     "candidate_melds",
     "concrete",
     "in_partial_meld",
+    "most_valuable_melds",
 ]

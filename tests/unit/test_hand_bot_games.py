@@ -19,8 +19,8 @@ from games.hand.actions import (
     TimeOut,
     UndoTurn,
 )
-from games.hand.bot import choose_discard, next_action, play_bot_turn
-from games.hand.cards import CARD_COUNT, parse_cards
+from games.hand.bot import choose_discard, choose_opening_discard, next_action, play_bot_turn
+from games.hand.cards import CARD_COUNT, cards_text, parse_cards
 from games.hand.deal import new_deal
 from games.hand.deal_state import DealState, Phase, card_places, check_consistent, seat_view
 from games.hand.errors import HandMoveError
@@ -119,6 +119,33 @@ def test_the_bot_discards_its_highest_loose_card_and_keeps_jokers() -> None:
     joker_and_two = parse_cards(["J1", "2C"])
     assert choose_discard(joker_and_two, DEFAULT_RULES, stream) == joker_and_two[1]
     assert choose_discard(parse_cards(["J1"]), DEFAULT_RULES, stream) == parse_cards(["J1"])[0]
+
+
+def test_before_opening_the_bot_keeps_the_high_card_its_low_sets_need() -> None:
+    """Four low sets make 6 + 9 + 12 + 15 = 42, short of 51: the spare 2C is worth least (a
+    bot that threw the loose king each turn stayed closed all deal)."""
+    stream = FairStream(bytes(80), [], tag="t")
+    hand = parse_cards(
+        ["2C", "2C", "2D", "2H", "3C", "3D", "3S", "4C", "4H", "4S", "5C", "5D", "5H", "KH"]
+    )
+    assert cards_text([choose_opening_discard(hand, DEFAULT_RULES, stream)]) == ["2C"]
+
+
+def test_the_bot_opens_in_every_deal_against_a_seat_that_only_draws_and_throws() -> None:
+    for n in range(30):
+        seed = bytes([n, 7]) * 40
+        state, _ = new_deal(seed, [], 2, n % 2)
+        stream = FairStream(seed, [], tag="bots")
+        opened = False
+        while state.phase is not Phase.ENDED and not opened:
+            if state.turn == 0:
+                if state.phase is Phase.DRAW:
+                    state, _ = apply(state, DrawStock(0))
+                state, _ = apply(state, Discard(0, state.hands[0][-1]))
+            else:
+                state, events = play_bot_turn(state, stream)
+                opened = any(e.kind == "melds_laid" for e in events)
+        assert opened, f"deal {n}: the bot never opened"
 
 
 def test_the_bot_opens_when_it_reaches_51() -> None:
