@@ -1,4 +1,4 @@
-"""Alembic migrations of the round archive (its own history, its own version table).
+"""Alembic migrations of the round archive (``shared.migrations``).
 
 The archive may share the wallet's database (the default), so its history is kept in the
 table ``archive_alembic_version``, apart from the ledger's ``alembic_version``.
@@ -8,49 +8,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
+from archive.database import create_archive_engine
+from shared.migrations import Migrations
 
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-VERSION_TABLE = "archive_alembic_version"
+ARCHIVE = Migrations(
+    Path(__file__).resolve().parent / "migrations",
+    create_archive_engine,
+    version_table="archive_alembic_version",
+)
 
-
-def alembic_config(url: str) -> Config:
-    """An Alembic configuration for the archive at ``url``."""
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["database_url"] = url
-    return config
-
-
-def upgrade(url: str, revision: str = "head") -> None:
-    """Bring the archive at ``url`` up to ``revision``."""
-    command.upgrade(alembic_config(url), revision)
-
-
-def downgrade(url: str, revision: str) -> None:
-    command.downgrade(alembic_config(url), revision)
-
-
-def current_revision(url: str) -> str | None:
-    """The revision the archive at ``url`` is at (None if never migrated)."""
-    from alembic.runtime.migration import MigrationContext
-
-    from archive.database import create_archive_engine
-
-    engine = create_archive_engine(url, pool_size=1)
-    try:
-        with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-            return context.get_current_revision()
-    finally:
-        engine.dispose()
-
-
-def head_revision() -> str | None:
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+upgrade = ARCHIVE.upgrade
+downgrade = ARCHIVE.downgrade
+current_revision = ARCHIVE.current_revision
+head_revision = ARCHIVE.head_revision
 
 
 class ArchiveNotMigrated(RuntimeError):
