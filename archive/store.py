@@ -10,7 +10,7 @@ in one transaction, so a writer killed half-way leaves nothing or everything.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,33 +203,23 @@ class ArchiveStore:
         return False  # pragma: no cover - the loop returns or raises
 
     def _put_phase(self, conn: Connection, row: PhaseRow, now_ms: int) -> bool:
-        found = conn.execute(
-            sa.select(phases).where(
-                phases.c.table_id == row.table_id,
-                phases.c.round_no == row.round_no,
-                phases.c.phase == row.phase,
-            )
-        ).first()
-        if found is not None:
-            if _phase_from(found) != row:
-                raise ArchiveConflict(
-                    f"phase {row.table_id} {row.round_no}:{row.phase} is archived with "
-                    f"batch {found.batch_id!r}, now written with batch {row.batch_id!r}"
-                )
-            return False
-        conn.execute(
-            phases.insert().values(
-                table_id=row.table_id,
-                round_no=row.round_no,
-                phase=row.phase,
-                created_ms=row.created_ms,
-                game=row.game,
-                batch_id=row.batch_id,
-                postings=_dumps(list(row.postings)),
-                archived_ms=now_ms,
-            )
+        return _insert_once(
+            conn,
+            phases,
+            {"table_id": row.table_id, "round_no": row.round_no, "phase": row.phase},
+            {
+                "created_ms": row.created_ms,
+                "game": row.game,
+                "batch_id": row.batch_id,
+                "postings": _dumps(list(row.postings)),
+                "archived_ms": now_ms,
+            },
+            same=lambda found: _phase_from(found) == row,
+            conflict=lambda found: (
+                f"phase {row.table_id} {row.round_no}:{row.phase} is archived with "
+                f"batch {found.batch_id!r}, now written with batch {row.batch_id!r}"
+            ),
         )
-        return True
 
     def _put_ending(
         self,
@@ -286,52 +276,42 @@ class ArchiveStore:
         return wrote
 
     def _put_round(self, conn: Connection, row: RoundRow) -> bool:
-        found = conn.execute(
-            sa.select(rounds).where(
-                rounds.c.table_id == row.table_id, rounds.c.round_no == row.round_no
-            )
-        ).first()
-        if found is not None:
-            had = _round_from(found)
-            if _fields(had, archived=False) != _fields(row, archived=False):
-                raise ArchiveConflict(
-                    f"round {row.table_id} {row.round_no} is archived already with other "
-                    "facts (record, results or batches differ)"
-                )
-            return False
-        conn.execute(
-            rounds.insert().values(
-                table_id=row.table_id,
-                round_no=row.round_no,
-                ended_ms=row.ended_ms,
-                game=row.game,
-                settled_round=row.settled_round,
-                stake=row.stake,
-                players=_dumps(list(row.players)),
-                record=row.record,
-                results=_dumps(row.results),
-                batch_ids=_dumps(list(row.batch_ids)),
-                archived_ms=row.archived_ms,
-            )
+        facts = _fields(row, archived=False)
+        return _insert_once(
+            conn,
+            rounds,
+            {"table_id": row.table_id, "round_no": row.round_no},
+            {
+                "ended_ms": row.ended_ms,
+                "game": row.game,
+                "settled_round": row.settled_round,
+                "stake": row.stake,
+                "players": _dumps(list(row.players)),
+                "record": row.record,
+                "results": _dumps(row.results),
+                "batch_ids": _dumps(list(row.batch_ids)),
+                "archived_ms": row.archived_ms,
+            },
+            same=lambda found: _fields(_round_from(found), archived=False) == facts,
+            conflict=lambda _found: (
+                f"round {row.table_id} {row.round_no} is archived already with other "
+                "facts (record, results or batches differ)"
+            ),
         )
-        return True
 
     def _put_game(self, conn: Connection, game: PlayerGame) -> None:
-        found = conn.execute(
-            sa.select(player_games).where(
-                player_games.c.player_id == game.player_id,
-                player_games.c.table_id == game.table_id,
-                player_games.c.round_no == game.round_no,
-                player_games.c.ended_ms == game.ended_ms,
-            )
-        ).first()
-        if found is not None:
-            if _game_from(found) != game:
-                raise ArchiveConflict(
-                    f"game {game.table_id} {game.round_no} of {game.player_id} differs"
-                )
-            return
-        conn.execute(player_games.insert().values(**_fields(game)))
+        fields = _fields(game)
+        key = ("player_id", "table_id", "round_no", "ended_ms")
+        _insert_once(
+            conn,
+            player_games,
+            {name: fields.pop(name) for name in key},
+            fields,
+            same=lambda found: _game_from(found) == game,
+            conflict=lambda _found: (
+                f"game {game.table_id} {game.round_no} of {game.player_id} differs"
+            ),
+        )
 
     # ---- reading -----------------------------------------------------------------------
 
@@ -487,6 +467,27 @@ class ArchiveStore:
             if phase.batch_id and phase.batch_id in candidate.batch_ids:
                 return candidate
         return own
+
+
+def _insert_once(
+    conn: Connection,
+    table: sa.Table,
+    key: dict[str, Any],
+    values: dict[str, Any],
+    *,
+    same: Callable[[Any], bool],
+    conflict: Callable[[Any], str],
+) -> bool:
+    """Insert the row at ``key``, or, when one is there, check it holds the same facts (a
+    redelivered task writes what it wrote before; anything else is an :class:`ArchiveConflict`).
+    True when this call inserted it."""
+    found = conn.execute(sa.select(table).filter_by(**key)).first()
+    if found is not None:
+        if not same(found):
+            raise ArchiveConflict(conflict(found))
+        return False
+    conn.execute(table.insert().values(**key, **values))
+    return True
 
 
 def _fields(obj: Any, *, archived: bool = True) -> dict[str, Any]:
