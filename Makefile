@@ -25,6 +25,9 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)
 	$(MAKE) --no-print-directory proto
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	# The dev venv also sees the checkout's devkit/ and benchmarks/ (never packaged), so
+	# `.venv/bin/python benchmarks/bench_x.py` runs from anywhere.
+	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/kishpa-checkout.pth"
 	touch $@
 
 install: $(VENV)/.installed proto web ## Create .venv with exactly the locked dependencies and generate the protobuf code

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from devkit.hand_table_actions import table_action
 from games.fair import FairStream
-from games.hand import actions as ha
 from games.hand.bot import next_action as hand_next_action
 from games.hand.deal_state import DealState, seat_view
 from games.kishpa import bot as kishpa_bot
@@ -72,23 +72,6 @@ def apply_step(table: Table, step: Step) -> None:
         table.status = "closed"
 
 
-def hand_action(move: ha.Action) -> Action:
-    match move:
-        case ha.DrawStock():
-            return Action("draw", {"source": "pile"})
-        case ha.DrawDiscard():
-            return Action("draw", {"source": "discard"})
-        case ha.LayMelds(melds=melds):
-            return Action("lay_melds", {"melds": [list(m.cards) for m in melds]})
-        case ha.LayOff(meld_id=meld_id, card=card, end=end):
-            return Action("lay_off", {"meld_id": meld_id, "tile": card, "end": end})
-        case ha.ReleaseJoker(meld_id=meld_id, cards=cards):
-            return Action("release_joker", {"meld_id": meld_id, "tiles": list(cards)})
-        case ha.Discard(card=card):
-            return Action("discard", {"tile": card})
-    return Action("undo_turn")
-
-
 Recorded = list[tuple[str, int, Action]]
 """(stored table as JSON, acting seat, action) for every player action of the games."""
 
@@ -105,7 +88,7 @@ def record_hand(games: int) -> Recorded:
                 apply_step(table, engine.on_deadline(table, seed_of(f"hand-{g}-{len(moves)}"), 0))
                 continue
             deal = DealState.from_dict(table.game["deal"])
-            move = hand_action(hand_next_action(seat_view(deal, deal.turn), deal.rules, stream))
+            move = table_action(hand_next_action(seat_view(deal, deal.turn), deal.rules, stream))
             moves.append((json.dumps(table.to_dict()), deal.turn, move))
             apply_step(table, engine.act(table, deal.turn, move, 0))
     return moves

@@ -5,36 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from devkit.hand_table_actions import table_action
 from games.fair import FairStream
-from games.hand import actions as ha
 from games.hand.bot import next_action
 from games.hand.deal_state import DealState, seat_view
-from services.table.engine import Action, Step, Table, TableSettings
+from services.table.engine import Step, Table, TableSettings
 from services.table.hand_engine import HandEngine
 from shared.stream import TableEvent
 
 PLAYERS = ["ann", "bob", "cat", "dan"]
 SEED = bytes(range(80))
-
-
-def table_action(move: ha.Action) -> Action:
-    """The table action a player would send for the bot's move."""
-    match move:
-        case ha.DrawStock():
-            return Action("draw", {"source": "pile"})
-        case ha.DrawDiscard():
-            return Action("draw", {"source": "discard"})
-        case ha.LayMelds(melds=melds):
-            return Action("lay_melds", {"melds": [list(m.cards) for m in melds]})
-        case ha.LayOff(meld_id=meld_id, card=card, end=end):
-            return Action("lay_off", {"meld_id": meld_id, "tile": card, "end": end})
-        case ha.ReleaseJoker(meld_id=meld_id, cards=cards):
-            return Action("release_joker", {"meld_id": meld_id, "tiles": list(cards)})
-        case ha.Discard(card=card):
-            return Action("discard", {"tile": card})
-        case ha.UndoTurn():
-            return Action("undo_turn")
-    raise AssertionError(move)
 
 
 def new_table(seats: int = 4, **settings: int) -> Table:
