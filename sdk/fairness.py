@@ -448,19 +448,9 @@ def _check_kishpa_deal(
     dealt = deal(
         seed, seeds, e.seats, e.starter, hand_size=e.hand_size, replacements=e.replacements
     )
-    expected = dealt.hands[e.my_seat]
-    if sorted(expected) != sorted(e.dealt):
-        missing = sorted(set(expected) - set(e.dealt))
-        extra = sorted(set(e.dealt) - set(expected))
-        failures.append(
-            Failure(
-                DEALT_TILES_MISMATCH,
-                f"the seeds deal your seat {_faces(expected)}; you were dealt {_faces(e.dealt)}"
-                f" (missing {_faces(missing)}, not yours {_faces(extra)})",
-            )
-        )
-    else:
-        checked.append(f"your {len(expected)} dealt tiles")
+    _check_own_dealt(
+        e, dealt.hands[e.my_seat], _faces, DEALT_TILES_MISMATCH, "tiles", failures, checked
+    )
     if e.kishpa is not None:
         if face(dealt.kishpa) != e.kishpa:
             failures.append(
@@ -483,29 +473,79 @@ def _check_kishpa_deal(
         )
     elif shown is not None:
         checked.append("replacement kishpa")
+    pile = dealt.pile
+    _check_own_draws(
+        e,
+        lambda left: pile[left] if 0 <= left < len(pile) else None,
+        face,
+        _face_or_id,
+        ("pile", "tiles"),
+        failures,
+        checked,
+    )
+
+
+def _check_own_dealt(
+    e: RoundEvidence,
+    expected: Sequence[int],
+    show: Callable[[Sequence[int]], str],
+    reason: str,
+    noun: str,
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    """The seat's own dealt tiles (cards) against the ones the seeds deal it."""
+    if sorted(expected) == sorted(e.dealt):
+        checked.append(f"your {len(expected)} dealt {noun}")
+        return
+    missing = sorted(set(expected) - set(e.dealt))
+    extra = sorted(set(e.dealt) - set(expected))
+    failures.append(
+        Failure(
+            reason,
+            f"the seeds deal your seat {show(expected)}; you were dealt {show(e.dealt)}"
+            f" (missing {show(missing)}, not yours {show(extra)})",
+        )
+    )
+
+
+def _check_own_draws(
+    e: RoundEvidence,
+    at: Callable[[int], int | None],
+    text: Callable[[int], str],
+    text_or_id: Callable[[int], str],
+    words: tuple[str, str],
+    failures: list[Failure],
+    checked: list[str],
+) -> None:
+    """The seat's own draws: each the tile (card) the seeds put where the pile (stock) stood.
+
+    ``at(left)`` is the one the seeds put there with ``left`` remaining after it, or None
+    when the pile never held that many; ``words`` names the pile and its pieces."""
+    pile, pieces = words
     draws_ok = True
     for n, draw in enumerate(e.pile_draws, start=1):
-        if not 0 <= draw.pile_left < len(dealt.pile):
+        want = at(draw.pile_left)
+        if want is None:
             draws_ok = False
             failures.append(
                 Failure(
                     DRAW_MISMATCH,
-                    f"draw {n}: the pile never had {draw.pile_left + 1} tiles after the deal",
+                    f"draw {n}: the {pile} never had {draw.pile_left + 1} {pieces} after the deal",
                 )
             )
-        elif dealt.pile[draw.pile_left] != draw.tile_id:
+        elif want != draw.tile_id:
             draws_ok = False
-            want = dealt.pile[draw.pile_left]
             failures.append(
                 Failure(
                     DRAW_MISMATCH,
-                    f"draw {n} from the pile (leaving {draw.pile_left}): the seeds put "
-                    f"{face(want)} (id {want}) there; you drew {_face_or_id(draw.tile_id)}"
+                    f"draw {n} from the {pile} (leaving {draw.pile_left}): the seeds put "
+                    f"{text(want)} (id {want}) there; you drew {text_or_id(draw.tile_id)}"
                     f" (id {draw.tile_id})",
                 )
             )
     if e.pile_draws and draws_ok:
-        checked.append(f"your {len(e.pile_draws)} pile draws")
+        checked.append(f"your {len(e.pile_draws)} {pile} draws")
 
 
 def _check_hand_table(
@@ -1060,19 +1100,9 @@ def _check_hand_deal(
 ) -> None:
     """The Hand part of :func:`verify_round`: own cards, the turned card, own stock draws."""
     dealt = hand_deal(seed, seeds, e.seats, e.starter, hand_size=e.hand_size)
-    expected = dealt.hands[e.my_seat]
-    if sorted(expected) != sorted(e.dealt):
-        missing = sorted(set(expected) - set(e.dealt))
-        extra = sorted(set(e.dealt) - set(expected))
-        failures.append(
-            Failure(
-                DEALT_CARDS_MISMATCH,
-                f"the seeds deal your seat {_cards(expected)}; you were dealt {_cards(e.dealt)}"
-                f" (missing {_cards(missing)}, not yours {_cards(extra)})",
-            )
-        )
-    else:
-        checked.append(f"your {len(expected)} dealt cards")
+    _check_own_dealt(
+        e, dealt.hands[e.my_seat], _cards, DEALT_CARDS_MISMATCH, "cards", failures, checked
+    )
     if e.top_discard is not None:
         if e.top_discard != dealt.top_discard:
             failures.append(
@@ -1084,29 +1114,9 @@ def _check_hand_deal(
             )
         else:
             checked.append("turned card")
-    draws_ok = True
-    for n, draw in enumerate(e.pile_draws, start=1):
-        want = dealt.stock_card(draw.pile_left)
-        if want is None:
-            draws_ok = False
-            failures.append(
-                Failure(
-                    DRAW_MISMATCH,
-                    f"draw {n}: the stock never had {draw.pile_left + 1} cards after the deal",
-                )
-            )
-        elif want != draw.tile_id:
-            draws_ok = False
-            failures.append(
-                Failure(
-                    DRAW_MISMATCH,
-                    f"draw {n} from the stock (leaving {draw.pile_left}): the seeds put "
-                    f"{card_text(want)} (id {want}) there; you drew {_card_or_id(draw.tile_id)}"
-                    f" (id {draw.tile_id})",
-                )
-            )
-    if e.pile_draws and draws_ok:
-        checked.append(f"your {len(e.pile_draws)} stock draws")
+    _check_own_draws(
+        e, dealt.stock_card, card_text, _card_or_id, ("stock", "cards"), failures, checked
+    )
 
 
 def _face_or_id(tile_id: int) -> str:
