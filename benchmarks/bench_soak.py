@@ -1,7 +1,8 @@
 """Soak: bot tables played for a long time through the real stack; do resources stay flat?
 
 Starts a stack of its own (a redis-server with AOF, ``kishpa serve wallet`` on SQLite,
-``kishpa serve table``, ``kishpa serve matchmaking``, ``kishpa worker --beat``) and keeps
+``kishpa serve table``, ``kishpa serve matchmaking``, ``kishpa worker --beat`` and the drift
+check's own ``kishpa worker --drift``, every ``--drift-interval`` seconds) and keeps
 ``--tables`` bot tables playing for ``--minutes``: ``kishpa bots`` runs in waves, each wave
 playing its tables for ``--rounds`` rounds to their close, the next wave starting at once, so
 tables are created and closed all the time (what leaks per table shows). With
@@ -56,10 +57,12 @@ SERIES_CHECKED = (
     "matchmaking_rss_mb",
     "wallet_rss_mb",
     "worker_rss_mb",
+    "drift_rss_mb",
     "table_fds",
     "matchmaking_fds",
     "wallet_fds",
     "worker_fds",
+    "drift_fds",
     "redis_keys",
     "redis_memory_mb",
     "open_streams",
@@ -94,6 +97,7 @@ class Stack:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     finished_ttl_s: int = 60
+    drift_interval_s: float = 300
 
     def start(self) -> Stack:
         redis_bin = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -126,6 +130,7 @@ class Stack:
             # Closed tables are kept a day by default: the soak would only see them pile
             # up. Kept for a minute here, the keys reach their steady state in the warm-up.
             "KISHPA_FINISHED_TABLE_TTL_S": str(self.finished_ttl_s),
+            "KISHPA_DRIFT_INTERVAL": str(self.drift_interval_s),
         }
         for name in ("wallet", "table", "matchmaking"):
             self.metrics[name] = free_port()
@@ -141,6 +146,10 @@ class Stack:
         worker_env = dict(self.env, KISHPA_METRICS_PORT=str(self.metrics["worker"]))
         self._spawn("worker", [KISHPA, "worker", "--beat", "--concurrency", "8"], worker_env)
         wait_port(self.metrics["worker"])
+        self.metrics["drift"] = free_port()
+        drift_env = dict(self.env, KISHPA_METRICS_PORT=str(self.metrics["drift"]))
+        self._spawn("drift", [KISHPA, "worker", "--drift", "--concurrency", "1"], drift_env)
+        wait_port(self.metrics["drift"])
         return self
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
@@ -199,7 +208,7 @@ def _metrics(port: int) -> dict[str, float]:
 def sample(stack: Stack, client: redis.Redis, previous: dict[str, float]) -> dict[str, float]:
     """One row of the soak's series (and the latency counters for the next interval)."""
     row: dict[str, float] = {"t": time.time()}
-    for name in ("table", "matchmaking", "wallet", "worker"):
+    for name in ("table", "matchmaking", "wallet", "worker", "drift"):
         pid = stack.processes[name].pid
         row[f"{name}_rss_mb"] = round(_rss_mb(pid), 1)
         row[f"{name}_fds"] = _fds(pid)
@@ -215,6 +224,9 @@ def sample(stack: Stack, client: redis.Redis, previous: dict[str, float]) -> dic
     calls = count - previous.get("count", 0.0)
     row["rpc_mean_ms"] = round(1000 * (total - previous.get("sum", 0.0)) / calls, 2) if calls else 0
     previous.update(sum=total, count=count)
+    # Work done (not checked): drift checks finished by the drift worker.
+    drift = _metrics(stack.metrics["drift"])
+    row["drift_checks"] = drift.get("kishpa_wallet_drift_checks_total", 0.0)
     return row
 
 
@@ -233,7 +245,7 @@ def flatness(rows: list[dict[str, float]], warmup: float) -> dict[str, float]:
 
 def write_svg(rows: list[dict[str, float]], path: Path, title: str) -> None:
     """Each series in a panel of its own, scaled to its range (min..max printed)."""
-    names = [*SERIES_CHECKED, "rpc_mean_ms", "phases_recorded"]
+    names = [*SERIES_CHECKED, "rpc_mean_ms", "phases_recorded", "drift_checks"]
     width, panel_h, left = 720, 70, 170
     height = 40 + panel_h * len(names)
     t0 = rows[0]["t"]
@@ -291,7 +303,9 @@ def key_census(client: redis.Redis) -> dict[str, list[int]]:
 
 def run(args: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kishpa-soak-"))
-    stack = Stack(tmp, finished_ttl_s=args.finished_ttl_s).start()
+    stack = Stack(
+        tmp, finished_ttl_s=args.finished_ttl_s, drift_interval_s=args.drift_interval
+    ).start()
     client = redis.Redis(port=stack.redis_port)
     rows: list[dict[str, float]] = []
     previous: dict[str, float] = {}
@@ -338,6 +352,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"soak: {args.tables} tables at a time, {shape}, "
         f"{rows[-1]['phases_recorded']:g} settlement phases recorded, "
+        f"{rows[-1]['drift_checks']:g} drift checks, "
         f"{args.minutes:g} min, {len(rows)} samples, {failed_waves} waves with failed tables "
         "(box shared: figures are noisy)"
     )
@@ -383,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         "--long-tables",
         action="store_true",
         help="one wave: tables play rounds until the end, then the bots are stopped",
+    )
+    parser.add_argument(
+        "--drift-interval", type=float, default=300, help="seconds between drift checks (300)"
     )
     parser.add_argument("--svg", default="", help="write the curves here")
     parser.add_argument("--json", default="", help="write the samples here")

@@ -27,7 +27,7 @@ def test_a_short_soak_samples_everything_and_nothing_grows_without_bound(tmp_pat
         [
             sys.executable, str(ROOT / "benchmarks" / "bench_soak.py"),
             "--tables", "2", "--minutes", "0.5", "--rounds", "2", "--sample-s", "2",
-            "--finished-ttl-s", "5", "--warmup", "0.3",
+            "--finished-ttl-s", "5", "--warmup", "0.3", "--drift-interval", "5",
             "--json", str(out_json), "--svg", str(out_svg),
         ],
         capture_output=True,
@@ -40,12 +40,14 @@ def test_a_short_soak_samples_everything_and_nothing_grows_without_bound(tmp_pat
     assert all(set(SERIES_CHECKED) <= set(row) for row in rows)
     assert max(row["open_streams"] for row in rows) > 0  # tables were played meanwhile
     svg = out_svg.read_text()
-    assert svg.count("<polyline") == len(SERIES_CHECKED) + 2  # + latency, phases recorded
+    # + latency, phases recorded, drift checks
+    assert svg.count("<polyline") == len(SERIES_CHECKED) + 3
+    assert rows[-1]["drift_checks"] >= 1  # the drift check's own worker ran it
     growth = flatness(rows, 0.3)
     assert set(growth) == set(SERIES_CHECKED)
     for name in SERIES_CHECKED:
         assert f"{name} " in done.stdout  # every series is reported with its growth
-    for name in ("table_fds", "matchmaking_fds", "wallet_fds", "worker_fds"):
+    for name in ("table_fds", "matchmaking_fds", "wallet_fds", "worker_fds", "drift_fds"):
         assert growth[name] < 1.0, (name, growth[name], done.stdout)
     # After the players' sessions, every key they left expires on its own, except the ones
     # kept on purpose: the device's starting-grant marker (it guards money) and what a
