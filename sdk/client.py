@@ -806,7 +806,7 @@ class KishpaClient:
         await self.contribute(table_id, deal, text)
 
     def _contribute_at_once(self, table_id: str, deal: int) -> None:
-        self.contributions.in_background(self._send_contribution(table_id, deal))
+        self.contributions.in_background(lambda: self._send_contribution(table_id, deal))
 
     def _contribute_on_commitment(
         self, table_id: str, batch: Sequence[table_pb2.TableEvent]
@@ -894,7 +894,7 @@ class KishpaClient:
         closed = False
         if self.contributes:
             # The open deal's commitment may be older than the cursor: contribute now.
-            self.contributions.in_background(self.contribute_to_open_deal(table_id))
+            self.contributions.in_background(lambda: self.contribute_to_open_deal(table_id))
         while True:
             call = self._tables.WatchTable(
                 table_pb2.WatchTableRequest(table_id=table_id, after_event_id=cursor, batched=True),

@@ -78,13 +78,15 @@ class Contributions:
             del self.accepted[old]
         return text
 
-    def in_background(self, work: Awaitable[Any]) -> None:
-        """Run ``work`` now without waiting for it (a watch stream keeps delivering)."""
+    def in_background(self, work: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``work()`` now without waiting for it (a watch stream keeps delivering). The
+        coroutine is made inside the task, so a task cancelled before it ran leaves none
+        never awaited."""
 
         async def run() -> None:
             # Best effort: without it the deal is dealt with the seat's default.
             with contextlib.suppress(KishpaError):
-                await work
+                await work()
 
         task = asyncio.ensure_future(run())
         self._tasks.add(task)

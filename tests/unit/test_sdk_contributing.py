@@ -58,6 +58,6 @@ async def test_an_unexpected_refusal_is_raised_but_not_from_the_background() -> 
 
     with pytest.raises(KishpaError):
         await sent.send("t1", 1, broken)
-    sent.in_background(sent.send("t1", 2, broken))
+    sent.in_background(lambda: sent.send("t1", 2, broken))
     await asyncio.wait_for(sent.settle(), 5)
     assert sent.of("t1", 2) is None
