@@ -1,5 +1,5 @@
-"""What more than one deployable or client needs, in two kinds (the name ``shared`` stays for
-now; these are its two parts):
+"""What more than one deployable or client needs, in three kinds (the name ``shared`` stays for
+now; these are its parts):
 
 **Hand-off formats between the table service and the settlement workers**
 
@@ -16,6 +16,11 @@ now; these are its two parts):
 - ``tls``: how a gRPC client verifies its server and presents its own certificate, and the
   file-stamping and key-match helpers both client and server sides use to follow a rotation;
 - ``retry``: the one retry policy (which codes are retried, the backoff, the deadlines).
+
+**Schema histories** (the wallet's ledger and the round archive)
+
+- ``migrations``: Alembic configured in code, one :class:`~shared.migrations.Migrations` per
+  database history and the one ``env.py`` body.
 
 It imports nothing from ``services``, ``workers``, ``games`` or the clients (import-linter
 checks it in ``make lint``).
