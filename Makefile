@@ -87,9 +87,9 @@ run: install ## Start the whole stack on this machine (Ctrl-C stops it)
 	$(BIN)/kishpa run
 
 # devkit/run_tests.py: the integration tests and, beside them on servers of their own, the
-# unit and whole-stack tests and the Redis suites again on a 3-master Redis Cluster the
-# fixtures start (docs/DEVELOPING.md "Three runs side by side"). PYTEST_ARGS: options for
-# every run, or paths to run just those.
+# whole-stack tests, and the Redis suites again on a 3-master Redis Cluster the fixtures
+# start followed by the unit tests (docs/DEVELOPING.md "Three lanes side by side").
+# PYTEST_ARGS: options for every run, or paths to run just those.
 test: install lint ts-proto chromium ## Lint, type-check and run every test against real Redis/PostgreSQL/Celery/gRPC
 	$(PY) -m devkit.run_tests $(PYTEST_ARGS)
 

@@ -1,12 +1,15 @@
-"""``make test``'s test run: three pytest processes side by side.
+"""``make test``'s test run: three lanes of pytest processes side by side.
 
 Most tests wait (on game clocks, on child processes starting, on a browser), so several runs
 share the machine's two cores well. They must not share servers: the integration tests use
-the machine's PostgreSQL, Redis and RabbitMQ; the unit tests with the end-to-end stacks and
-the integration tests that start whole stacks of their own, and the Redis suites run again
-on a 3-master Redis Cluster (``--redis-cluster``), each get a Redis server and a PostgreSQL
-database of their own (``KISHPA_TEST_PRIVATE_SERVERS``, tests/conftest.py). The first run's
-output streams; the others' are printed when they end.
+the machine's PostgreSQL, Redis and RabbitMQ; every other run gets a Redis server and a
+PostgreSQL database of its own (``KISHPA_TEST_PRIVATE_SERVERS``, tests/conftest.py). The
+lanes: the integration tests (their output streams); the end-to-end stacks with the
+integration tests that start whole stacks of their own; and, one after another, the Redis
+suites again on a 3-master Redis Cluster (``--redis-cluster``), the unit tests, and the
+integration tests that need neither the machine's servers nor RabbitMQ's shared vhost
+(``SELF_CONTAINED``). The lanes are balanced to end together; their logs are printed when
+they end.
 
 ``python -m devkit.run_tests [PYTEST ARGS...]``: options are passed to every run; with a
 path among them, only that one pytest run is made (no split, no cluster run).
@@ -17,19 +20,30 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 PYTEST = [sys.executable, "-m", "pytest"]
-OWN_SERVERS = [
+WHOLE_STACKS = [
     "tests/e2e",
     "tests/integration/test_round_archive_e2e.py",
     "tests/integration/test_wallet_finance_e2e.py",
     "tests/integration/test_wallet_month_close_e2e.py",
-    "tests/unit",
 ]
-"""What runs beside the integration tests: nothing here touches the machine's servers. The
-unit tests come last, as in a whole run (one leaves Celery thinking it runs in a task)."""
+"""The second lane: whole stacks, each on the lane's own servers."""
+
+SELF_CONTAINED = [
+    "tests/integration/test_soak_short.py",
+    "tests/integration/test_bench_ledger_finance.py",
+    "tests/integration/test_clients_ride_out_outages.py",
+    "tests/integration/test_deploy_image_build.py",
+    "tests/integration/test_deploy_postgres_jobs.py",
+    "tests/integration/test_deploy_probe.py",
+    "tests/integration/test_deploy_workers.py",
+]
+"""Integration tests that start what they need or use only the run's Redis and PostgreSQL:
+they run in the third lane, after the cluster run and the unit tests."""
 
 CLUSTER_SUITES = [
     "tests/integration/tables",
@@ -67,38 +81,60 @@ def verdict(name: str, code: int) -> bool:
     return code == 0
 
 
-def all_at_once(options: list[str]) -> bool:
-    """The integration tests, and beside them on servers of their own the rest and the
-    Redis Cluster run; True when all three pass."""
-    LOGS.mkdir(exist_ok=True)
-    beside = {
-        "the unit and whole-stack tests": ("whole-stack", OWN_SERVERS),
-        "the Redis Cluster run": ("cluster", ["--redis-cluster", *CLUSTER_SUITES]),
-    }
-    running = {}
-    for name, (short, args) in beside.items():
-        log = LOGS / f"test-{short}.log"
-        with log.open("w") as out:
-            running[name] = (
-                log,
-                subprocess.Popen(
-                    [*PYTEST, *options, "-p", "no:cacheprovider", *args],
+class Lane(threading.Thread):
+    """One lane: its pytest runs one after another, each on servers of its own, stopping at
+    the first that fails; ``code`` is then that run's exit code."""
+
+    def __init__(self, options: list[str], runs: list[list[str]], log: Path) -> None:
+        super().__init__(daemon=True)
+        self.options, self.runs, self.log = options, runs, log
+        self.code = 0
+
+    def run(self) -> None:
+        with self.log.open("w") as out:
+            for args in self.runs:
+                self.code = subprocess.run(
+                    [*PYTEST, *self.options, "-p", "no:cacheprovider", *args],
                     env={**os.environ, "KISHPA_TEST_PRIVATE_SERVERS": "1"},
                     stdout=out,
                     stderr=subprocess.STDOUT,
-                ),
-            )
+                    check=False,
+                ).returncode
+                if self.code != 0:
+                    return
+
+
+def all_at_once(options: list[str]) -> bool:
+    """The integration tests, and beside them on servers of their own the other two lanes;
+    True when every run passes."""
+    LOGS.mkdir(exist_ok=True)
+    beside = {
+        "the whole-stack tests": ("whole-stack", [WHOLE_STACKS]),
+        # Each run is a process of its own: a unit test leaves Celery thinking it runs in a
+        # task, which no later test may see.
+        "the Redis Cluster run, the unit tests and the self-contained integration tests": (
+            "cluster-unit",
+            [["--redis-cluster", *CLUSTER_SUITES], ["tests/unit"], SELF_CONTAINED],
+        ),
+    }
+    running = {}
+    for name, (short, runs) in beside.items():
+        log = LOGS / f"test-{short}.log"
+        running[name] = (log, Lane(options, runs, log))
+        running[name][1].start()
     started = time.monotonic()
-    ignored = [f"--ignore={path}" for path in OWN_SERVERS]
+    ignored = [f"--ignore={path}" for path in [*WHOLE_STACKS, *SELF_CONTAINED, "tests/unit"]]
     codes = {
         "the integration tests": subprocess.run(
             [*PYTEST, *options, "tests", *ignored], check=False
         ).returncode
     }
     print(f"== the integration tests ended after {time.monotonic() - started:.0f} s", flush=True)
-    for name, (log, process) in running.items():
-        codes[name] = process.wait()
-        print(f"== {name} (on servers of their own, {log}):", flush=True)
+    for name, (log, lane) in running.items():
+        lane.join()
+        codes[name] = lane.code
+        waited = time.monotonic() - started
+        print(f"== {name} (on servers of their own, {log}), after {waited:.0f} s:", flush=True)
         print(log.read_text(), end="", flush=True)
     passed = [verdict(name, code) for name, code in codes.items()]
     return all(passed)

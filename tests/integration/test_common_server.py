@@ -37,6 +37,7 @@ from services.common.health_client import check_health, wait_until_serving
 from services.common.metrics import GrpcMetrics
 from services.common.server import KishpaServer, ServiceRegistration, create_server
 from services.common.settings import load_settings
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -337,6 +338,16 @@ async def test_metrics_count_calls_by_method_and_code(harness: Harness) -> None:
         await whoami(Msg())
     with pytest.raises(grpc.aio.AioRpcError):
         await harness.unary("Fail")(Msg(service="table"), metadata=harness.player_metadata())
+    # A refusal is counted as its call ends on the server, which may be just after the
+    # client has read it.
+    await wait_until(
+        lambda: (
+            harness.handled("Fail", "NOT_FOUND") == 1
+            and harness.handled("Whoami", "UNAUTHENTICATED") == 1
+        ),
+        timeout=5,
+        message="both refusals counted",
+    )
     assert harness.handled("Whoami", "OK") == 3
     assert harness.handled("Whoami", "UNAUTHENTICATED") == 1
     assert harness.handled("Fail", "NOT_FOUND") == 1

@@ -73,7 +73,7 @@ def winning(rng: random.Random, rules: RuleSet) -> tuple[Face, list[Face]]:
             return kishpa, hand
 
 
-@settings(FAST, max_examples=3000)
+@settings(FAST, max_examples=1500)
 @given(seed=SEEDS)
 def test_built_winning_hands_win_and_agree(seed: int) -> None:
     rng = random.Random(seed)
@@ -81,7 +81,7 @@ def test_built_winning_hands_win_and_agree(seed: int) -> None:
     assert agree(hand, kishpa, DEFAULT_RULES)
 
 
-@settings(FAST, max_examples=3500)
+@settings(FAST, max_examples=1500)
 @given(seed=SEEDS)
 def test_near_misses_agree(seed: int) -> None:
     rng = random.Random(seed)
@@ -97,7 +97,7 @@ def test_random_deals_agree(seed: int) -> None:
     agree(sample_random_hand(rng, kishpa), kishpa, DEFAULT_RULES)
 
 
-@settings(FAST, max_examples=1500)
+@settings(FAST, max_examples=750)
 @given(seed=SEEDS, near_miss=st.booleans())
 def test_the_12_13_1_setting_agrees(seed: int, near_miss: bool) -> None:
     rng = random.Random(seed)
