@@ -82,7 +82,7 @@ def _with_db(url: str, db: int) -> str:
 def _private_servers() -> None:
     """``KISHPA_TEST_PRIVATE_SERVERS=1``: this run gets a Redis server and a PostgreSQL
     database of its own, so that it can run beside another on the same machine
-    (``make test`` runs two: devkit/run_tests.py)."""
+    (``make test`` runs several: devkit/run_tests.py)."""
     if os.environ.get("KISHPA_TEST_PRIVATE_SERVERS") != "1":
         return
     server = servers.start_redis()
